@@ -1,0 +1,165 @@
+/*
+ * infinirt-info - what the loader sees: devices with names and memory, every
+ * plugin it considered and why it is or is not serving, the config file
+ * used, and the allocator's settings and statistics.
+ *
+ *   infinirt-info          human-readable
+ *   infinirt-info --json   one JSON object, for scripts
+ */
+#include "infinirt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static double mib(size_t b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
+
+static int print_text(void)
+{
+    int major, minor, patch;
+    const char *cfg = "";
+    infinirtGetVersion(&major, &minor, &patch);
+    infinirtGetConfigPath(&cfg);
+    printf("infinirt %d.%d.%d\n", major, minor, patch);
+    printf("config: %s\n\n", cfg[0] ? cfg : "(none found: embedded default, every plugin beside the loader)");
+
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    infinirtGetAllDeviceCount(counts);
+    printf("Devices:\n");
+    int any = 0;
+    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
+        for (int i = 0; i < counts[t]; i++) {
+            infinirtDeviceProperties_t p;
+            size_t f = 0, tot = 0;
+            if (infinirtGetDeviceProperties((infiniDevice_t)t, i, &p) != INFINI_STATUS_SUCCESS)
+                continue;
+            infinirtGetMemInfo((infiniDevice_t)t, i, &f, &tot);
+            printf("  %s:%d  %s\n", infinirtGetDeviceTypeName((infiniDevice_t)t), i, p.name);
+            printf("        memory %.0f MiB total, %.0f MiB free; largest allocation %s", mib(tot), mib(f),
+                   p.max_alloc_size ? "" : "unlimited");
+            if (p.max_alloc_size)
+                printf("%.0f MiB", mib(p.max_alloc_size));
+            printf("\n        plugin %s; %s\n", p.plugin, p.description);
+            infinirtAllocatorStats_t st;
+            if (infinirtGetAllocatorStats((infiniDevice_t)t, i, &st) == INFINI_STATUS_SUCCESS)
+                printf("        allocator: %zu B allocated (peak %zu), %zu B reserved in %zu segments, "
+                       "%zu raw allocs, %zu retries, %zu OOM\n",
+                       st.allocated_bytes, st.peak_allocated_bytes, st.reserved_bytes, st.segments, st.raw_allocs,
+                       st.retries, st.oom_count);
+            any = 1;
+        }
+    }
+    if (!any)
+        printf("  (none)\n");
+
+    int n = 0;
+    infinirtGetPluginCount(&n);
+    printf("\nPlugins considered (%d):\n", n);
+    for (int i = 0; i < n; i++) {
+        infinirtPluginInfo_t pi;
+        if (infinirtGetPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
+            continue;
+        printf("  %-8s %s", pi.name, infinirtGetPluginStatusString(pi.status));
+        if (pi.status == INFINIRT_PLUGIN_LOADED)
+            printf(" (%d %s device%s)", pi.device_count, infinirtGetDeviceTypeName(pi.device_type),
+                   pi.device_count == 1 ? "" : "s");
+        printf("\n           %s\n", pi.path);
+        if (pi.message[0])
+            printf("           %s\n", pi.message);
+    }
+    return 0;
+}
+
+static int print_json(void)
+{
+    int major, minor, patch;
+    const char *cfg = "";
+    infinirtGetVersion(&major, &minor, &patch);
+    infinirtGetConfigPath(&cfg);
+    printf("{\"version\":\"%d.%d.%d\",\"config\":", major, minor, patch);
+    json_string(cfg);
+    printf(",\"devices\":[");
+    int counts[INFINI_DEVICE_TYPE_COUNT], first = 1;
+    infinirtGetAllDeviceCount(counts);
+    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
+        for (int i = 0; i < counts[t]; i++) {
+            infinirtDeviceProperties_t p;
+            size_t f = 0, tot = 0;
+            infinirtAllocatorStats_t st;
+            memset(&st, 0, sizeof st);
+            if (infinirtGetDeviceProperties((infiniDevice_t)t, i, &p) != INFINI_STATUS_SUCCESS)
+                continue;
+            infinirtGetMemInfo((infiniDevice_t)t, i, &f, &tot);
+            infinirtGetAllocatorStats((infiniDevice_t)t, i, &st);
+            printf("%s{\"type\":\"%s\",\"type_id\":%d,\"id\":%d,\"name\":", first ? "" : ",",
+                   infinirtGetDeviceTypeName((infiniDevice_t)t), t, i);
+            json_string(p.name);
+            printf(",\"description\":");
+            json_string(p.description);
+            printf(",\"plugin\":");
+            json_string(p.plugin);
+            printf(",\"total_memory\":%zu,\"free_memory\":%zu,\"max_alloc_size\":%zu,"
+                   "\"allocator\":{\"allocated_bytes\":%zu,\"peak_allocated_bytes\":%zu,\"reserved_bytes\":%zu,"
+                   "\"segments\":%zu,\"raw_allocs\":%zu,\"retries\":%zu,\"oom_count\":%zu}}",
+                   tot, f, p.max_alloc_size, st.allocated_bytes, st.peak_allocated_bytes, st.reserved_bytes,
+                   st.segments, st.raw_allocs, st.retries, st.oom_count);
+            first = 0;
+        }
+    }
+    printf("],\"plugins\":[");
+    int n = 0;
+    infinirtGetPluginCount(&n);
+    for (int i = 0; i < n; i++) {
+        infinirtPluginInfo_t pi;
+        if (infinirtGetPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
+            continue;
+        printf("%s{\"name\":", i ? "," : "");
+        json_string(pi.name);
+        printf(",\"path\":");
+        json_string(pi.path);
+        printf(",\"status\":");
+        json_string(infinirtGetPluginStatusString(pi.status));
+        printf(",\"loaded\":%s,\"device_type\":", pi.status == INFINIRT_PLUGIN_LOADED ? "true" : "false");
+        json_string(infinirtGetDeviceTypeName(pi.device_type));
+        printf(",\"device_count\":%d,\"abi\":\"%u.%u\",\"message\":", pi.device_count, pi.abi_major, pi.abi_minor);
+        json_string(pi.message);
+        printf("}");
+    }
+    printf("]}\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (infinirtInit() != INFINI_STATUS_SUCCESS) {
+        fprintf(stderr, "infinirt failed to initialise\n");
+        return 1;
+    }
+    return json ? print_json() : print_text();
+}

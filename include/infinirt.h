@@ -1,0 +1,324 @@
+/*
+ * infinirt.h - the infinirt application API.
+ *
+ * One API over every accelerator: the loader (libinfinirt.so) routes each call
+ * to the backend plugin that owns the device, stream, event or pointer.
+ * Source-compatible with InfiniCore's infinirt.h for every name it defines.
+ *
+ * Conventions that hold for every function below unless its paragraph says
+ * otherwise:
+ *  - Every function returns infiniStatus_t; INFINI_STATUS_SUCCESS is 0.
+ *  - Any function may be the first infinirt call of the process: the loader
+ *    initialises itself once, thread-safely.  If initialisation itself fails
+ *    (out of memory) every call returns INFINI_STATUS_DEVICE_NOT_INITIALIZED.
+ *  - A required output pointer that is NULL gives INFINI_STATUS_NULL_POINTER;
+ *    a stream or event that is not a live handle from this library gives
+ *    INFINI_STATUS_BAD_PARAM.  A failed call changes no state.
+ *  - A backend that does not support an operation gives
+ *    INFINI_STATUS_NOT_IMPLEMENTED.
+ *  - All functions are thread-safe.  The current device is per thread; each
+ *    thread starts on the configured default device (CPU 0 if none).
+ *  - A NULL stream means the default stream of the current device.
+ *  - Every failure is also logged with its reason (see INFINIRT_LOG).
+ */
+#ifndef INFINIRT_H_
+#define INFINIRT_H_
+
+#include "infinicore.h"
+
+#define INFINIRT_VERSION_MAJOR 0
+#define INFINIRT_VERSION_MINOR 1
+#define INFINIRT_VERSION_PATCH 0
+
+typedef void *infinirtStream_t;
+typedef void *infinirtEvent_t;
+
+typedef enum {
+    INFINIRT_EVENT_COMPLETE = 0,
+    INFINIRT_EVENT_NOT_READY = 1,
+} infinirtEventStatus_t;
+
+typedef enum {
+    INFINIRT_EVENT_DEFAULT = 0x0,
+    INFINIRT_EVENT_DISABLE_TIMING = 0x1,
+    INFINIRT_EVENT_BLOCKING_SYNC = 0x2,
+} infinirtEventFlags_t;
+
+typedef enum {
+    INFINIRT_MEMCPY_H2H = 0,
+    INFINIRT_MEMCPY_H2D = 1,
+    INFINIRT_MEMCPY_D2H = 2,
+    INFINIRT_MEMCPY_D2D = 3,
+} infinirtMemcpyKind_t;
+
+/* ------------------------------------------------------------------ device */
+
+/* Initialise the loader: read the config, load the plugins, build the device
+ * table.  Optional (any call initialises) and idempotent.
+ * Returns SUCCESS, also when some or all plugins failed to load (see
+ * infinirtGetPluginInfo); DEVICE_NOT_INITIALIZED only if the loader itself
+ * could not be set up. */
+INFINIRT_API infiniStatus_t infinirtInit(void);
+
+/* Write the number of devices of every type into count_array[0 ..
+ * INFINI_DEVICE_TYPE_COUNT-1]; 0 where no plugin serves a type.  Never fails
+ * because a plugin did.  Returns SUCCESS or NULL_POINTER. */
+INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array);
+
+/* Number of devices of one type into *count (0 where none).
+ * Returns SUCCESS, NULL_POINTER, or BAD_PARAM for a type outside the enum. */
+INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *count);
+
+/* Make (device, device_id) this thread's current device.
+ * Returns SUCCESS; BAD_PARAM for a type outside the enum;
+ * DEVICE_TYPE_NOT_SUPPORTED when no loaded plugin serves the type;
+ * DEVICE_NOT_FOUND for an id outside [0, count).  On failure the current
+ * device is unchanged. */
+INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_id);
+
+/* This thread's current device.  Either pointer may be NULL (that part is
+ * not written).  Returns SUCCESS. */
+INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *device_id_ptr);
+
+/* Free and total memory of a device, in bytes, as its backend reports them
+ * (the CPU backend reads the machine's memory, capped by memory_limit).
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
+ * DEVICE_NOT_FOUND, NOT_IMPLEMENTED. */
+INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id,
+                                               size_t *free_bytes, size_t *total_bytes);
+
+/* Block until all work queued on every stream of the current device has
+ * completed.  Returns SUCCESS or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void);
+
+/* ------------------------------------------------------------------ stream */
+
+/* Create a stream on the current device; *stream_ptr receives a handle owned
+ * by the caller, released with infinirtStreamDestroy.  Work on different
+ * streams may run concurrently; work on one stream runs in order.
+ * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr);
+
+/* Destroy a stream after the work queued on it has completed (waits for it).
+ * The handle is invalid afterwards; using it again gives BAD_PARAM.
+ * Returns SUCCESS, BAD_PARAM (NULL, unknown or destroyed handle). */
+INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream);
+
+/* Block until all work queued on the stream has completed.  The call reaches
+ * the stream's own device, whatever the current device is.
+ * Returns SUCCESS, BAD_PARAM, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream);
+
+/* Make all work queued on `stream` after this call wait until `event`'s
+ * last record has completed.  Never blocks the host.  An event never recorded
+ * is complete.  Stream and event must be on the same backend; they may be on
+ * different devices of it.  Returns SUCCESS, BAD_PARAM, NOT_IMPLEMENTED. */
+INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event);
+
+/* A host function run in stream order on a backend thread. */
+typedef void (*infinirtHostFn_t)(void *user_data);
+
+/* Queue a call of fn(user_data) on the stream: it runs after all work queued
+ * before it and before any work queued after it.  fn must not call infinirt
+ * functions that wait on the same stream.
+ * Returns SUCCESS, NULL_POINTER (fn), BAD_PARAM, NOT_IMPLEMENTED. */
+INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn,
+                                                   void *user_data);
+
+/* ------------------------------------------------------------------- event */
+
+/* Create an event on the current device with default flags (timing on).
+ * Owned by the caller; release with infinirtEventDestroy.
+ * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtEventCreate(infinirtEvent_t *event_ptr);
+
+/* As infinirtEventCreate, with flags from infinirtEventFlags_t OR-ed
+ * together.  Returns BAD_PARAM for unknown flag bits. */
+INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_ptr, uint32_t flags);
+
+/* Capture the work queued so far on `stream` (NULL: the event's device's
+ * default stream) into the event; a later record replaces an earlier one.
+ * The stream must belong to the event's device.
+ * Returns SUCCESS, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream);
+
+/* *status_ptr = COMPLETE when the captured work has completed (or the event
+ * was never recorded), NOT_READY otherwise.  Never blocks.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr);
+
+/* Block until the captured work has completed.  Returns SUCCESS, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event);
+
+/* Destroy an event; work that records it and is still queued completes
+ * normally.  Returns SUCCESS, BAD_PARAM (unknown or destroyed handle). */
+INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event);
+
+/* *ms_ptr = milliseconds between the completion of start and of end.
+ * Returns SUCCESS; NULL_POINTER; BAD_PARAM (unknown handles, or events of
+ * different devices); NOT_READY when either record has not completed;
+ * INVALID_STATE when either was never recorded or was created with
+ * INFINIRT_EVENT_DISABLE_TIMING. */
+INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEvent_t start,
+                                                     infinirtEvent_t end);
+
+/* ------------------------------------------------------------------ memory */
+
+/* Allocate `size` bytes of device memory on the current device; *p_ptr is
+ * owned by the caller and released with infinirtFree.  size 0 gives *p_ptr =
+ * NULL and SUCCESS.  Served by the loader's caching allocator when enabled.
+ * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, BAD_PARAM (larger than the
+ * device's maximum single allocation). */
+INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size);
+
+/* Allocate `size` bytes of page-locked host memory through the current
+ * device's backend, fast for copies to and from that backend's devices.
+ * Released with infinirtFreeHost.  Returns as infinirtMalloc. */
+INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size);
+
+/* Free device memory from infinirtMalloc/MallocAsync, on whichever device
+ * owns it (found from the pointer, not the current device).  Work queued
+ * before the call on any stream of that device never sees the memory reused.
+ * ptr NULL: SUCCESS, nothing done.  Returns SUCCESS; BAD_PARAM for a pointer
+ * that is not the start of a live allocation (unknown, interior, or freed
+ * already: a double free). */
+INFINIRT_API infiniStatus_t infinirtFree(void *ptr);
+
+/* Free host memory from infinirtMallocHost.  Returns as infinirtFree. */
+INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr);
+
+/* Copy `size` bytes and wait for the copy to complete.  Device pointers are
+ * looked up (interior pointers too) to find the owning device; the current
+ * device is not used.  Host pointers may be any host memory.
+ * Returns SUCCESS; NULL_POINTER (dst or src NULL with size > 0); BAD_PARAM
+ * (unknown kind, a device-side pointer that is no live device allocation,
+ * or a range running past the end of its allocation); NOT_IMPLEMENTED for
+ * a D2D copy between devices of two different backends. */
+INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size,
+                                           infinirtMemcpyKind_t kind);
+
+/* As infinirtMemcpy, queued on `stream` (NULL: the owning device's default
+ * stream).  Host memory must stay valid until the copy completes.  The
+ * device-side pointers must belong to the stream's backend.
+ * Returns as infinirtMemcpy, plus BAD_PARAM for an unknown stream. */
+INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size,
+                                                infinirtMemcpyKind_t kind, infinirtStream_t stream);
+
+/* Stream-ordered allocation on the stream's device (NULL stream: the current
+ * device's default stream).  The memory may be used by work queued on the
+ * stream from now on.  Returns as infinirtMalloc, plus BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infinirtStream_t stream);
+
+/* Stream-ordered free: the memory is released once the work queued on
+ * `stream` before this call has completed; allocations on the same stream
+ * may reuse it at once.  Returns as infinirtFree, plus BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream);
+
+/* Set `count` bytes at device pointer ptr to (unsigned char)value and wait.
+ * Routed by pointer.  Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count);
+
+/* As infinirtMemset, queued on `stream`.  Returns as infinirtMemcpyAsync. */
+INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count,
+                                                infinirtStream_t stream);
+
+/* ---------------------------------------------------------- our additions */
+
+/* A static English description of a status ("out of memory"); never NULL,
+ * "unknown status" for values outside the enum.  Thread-safe. */
+INFINIRT_API const char *infinirtGetErrorString(infiniStatus_t status);
+
+/* The enumerator's name without prefix ("OUT_OF_MEMORY"); never NULL. */
+INFINIRT_API const char *infinirtGetErrorName(infiniStatus_t status);
+
+/* The name of a device type ("cpu", "nvidia", "opencl"), or "unknown". */
+INFINIRT_API const char *infinirtGetDeviceTypeName(infiniDevice_t device);
+
+typedef struct {
+    char name[256];        /* e.g. "NVIDIA H100", "cpu0 (x86_64)" */
+    char description[256]; /* backend details: platform, compute capability */
+    size_t total_memory;   /* bytes */
+    size_t max_alloc_size; /* largest single allocation; 0 = no limit */
+    char plugin[64];       /* the plugin serving it, e.g. "cpu" */
+} infinirtDeviceProperties_t;
+
+/* Properties of one device into *props (caller-owned).
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
+ * DEVICE_NOT_FOUND. */
+INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, int device_id,
+                                                        infinirtDeviceProperties_t *props);
+
+/* Why a plugin is, or is not, serving devices. */
+typedef enum {
+    INFINIRT_PLUGIN_LOADED = 0,
+    INFINIRT_PLUGIN_DISABLED = 1,        /* enabled = false in the config */
+    INFINIRT_PLUGIN_NOT_FOUND = 2,       /* library file does not exist */
+    INFINIRT_PLUGIN_DLOPEN_ERROR = 3,    /* message holds dlerror() */
+    INFINIRT_PLUGIN_ENTRY_MISSING = 4,   /* no infinirtPluginEntry symbol */
+    INFINIRT_PLUGIN_ABI_MISMATCH = 5,    /* message holds got/wanted */
+    INFINIRT_PLUGIN_INIT_FAILED = 6,     /* message holds the plugin's reason */
+    INFINIRT_PLUGIN_NO_DEVICES = 7,      /* loaded, zero devices; message says why */
+    INFINIRT_PLUGIN_DUPLICATE_TYPE = 8,  /* another plugin already serves the type */
+} infinirtPluginStatus_t;
+
+typedef struct {
+    char name[64];          /* section name: [plugin.NAME] */
+    char path[1024];        /* library path as resolved */
+    infinirtPluginStatus_t status;
+    char message[512];      /* reason, empty when loaded normally */
+    infiniDevice_t device_type; /* INFINI_DEVICE_TYPE_COUNT when unknown */
+    int device_count;
+    uint32_t abi_major, abi_minor; /* as the plugin declared them; 0 if unknown */
+} infinirtPluginInfo_t;
+
+/* Number of plugins the loader considered (loaded or not) into *count. */
+INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count);
+
+/* The report entry of plugin `index` in [0, count) into *info.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM (index out of range). */
+INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info);
+
+/* A static description of a plugin status ("dlopen error"). */
+INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t status);
+
+/* The config file the loader read into *path (a static string), or "" when
+ * it used the embedded default.  Returns SUCCESS, NULL_POINTER. */
+INFINIRT_API infiniStatus_t infinirtGetConfigPath(const char **path);
+
+/* The loader's version (INFINIRT_VERSION_* it was built with).  Any pointer
+ * may be NULL.  Returns SUCCESS. */
+INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patch);
+
+/* Caching allocator statistics of one pool; bytes unless said otherwise. */
+typedef struct {
+    size_t allocated_bytes;      /* handed to the application now */
+    size_t peak_allocated_bytes; /* since start or the last peak reset */
+    size_t reserved_bytes;       /* obtained from the backend now (segments) */
+    size_t peak_reserved_bytes;
+    size_t active_blocks;        /* live allocations */
+    size_t segments;             /* backend allocations held */
+    size_t raw_allocs;           /* backend allocation calls, total */
+    size_t raw_frees;            /* backend free calls, total */
+    size_t alloc_requests;       /* Malloc/MallocAsync calls that succeeded */
+    size_t retries;              /* allocations that released cache and retried */
+    size_t oom_count;            /* allocations that failed for lack of memory */
+    size_t cached_free_bytes;    /* reserved but not allocated */
+} infinirtAllocatorStats_t;
+
+/* Statistics of a device's memory pool.  Returns SUCCESS, NULL_POINTER,
+ * BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED, DEVICE_NOT_FOUND. */
+INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int device_id,
+                                                      infinirtAllocatorStats_t *stats);
+
+/* Statistics of the host (MallocHost) pool of the backend serving `device`. */
+INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
+                                                          infinirtAllocatorStats_t *stats);
+
+/* Set the peak counters of a device's pool to the current values. */
+INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id);
+
+/* Give every fully free cached segment of a device's pool back to the
+ * backend, after the work that may still use them has completed. */
+INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id);
+
+#endif /* INFINIRT_H_ */

@@ -1,0 +1,205 @@
+/*
+ * infinirt_plugin.h - the plugin ABI: everything a backend vendor builds
+ * against.  Include this one header (it brings infinicore.h, installed beside
+ * it, for infiniStatus_t and infiniDevice_t).  Do not link libinfinirt.
+ *
+ * A plugin is a shared library that exports exactly one symbol,
+ * INFINIRT_PLUGIN_ENTRY_NAME ("infinirtPluginEntry"), of type
+ * infinirtPluginEntryFn.  Everything else in it should be hidden.
+ *
+ * Handshake.  The loader calls the entry with the ABI version it speaks.  The
+ * plugin returns a pointer to its ops table (static storage, valid for the
+ * life of the process).  The loader rejects the plugin when the table's
+ * abi_major differs from its own or struct_size is smaller than the size of
+ * the header plus the entries required by the table's abi_minor.  Entries
+ * added in later minors are appended; a loader reads only the entries that
+ * both sides know.  A NULL entry means "not supported": the loader answers
+ * INFINI_STATUS_NOT_IMPLEMENTED to the application.
+ *
+ * What the loader does for you, so plugins must not:
+ *  - handles: the application sees loader handles; plugins see only their
+ *    own stream/event objects and a plugin-local device index [0, count);
+ *  - validation: NULL outputs, unknown handles, wrong devices, ranges past
+ *    an allocation are rejected before a plugin is called;
+ *  - caching: plugins allocate raw memory only; the loader's caching
+ *    allocator splits, reuses and accounts for it, and may pass interior
+ *    pointers of a raw allocation to memcpy/memset;
+ *  - the NULL stream: passed through as NULL, meaning the device's default
+ *    stream, which the plugin owns.
+ *
+ * Threading: every entry may be called from any thread, concurrently, except
+ * init (called once, before any other) and shutdown (called once, last).
+ */
+#ifndef INFINIRT_PLUGIN_H_
+#define INFINIRT_PLUGIN_H_
+
+#include "infinicore.h"
+
+#define INFINIRT_PLUGIN_ABI_MAJOR 1
+#define INFINIRT_PLUGIN_ABI_MINOR 0
+#define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Values of the `kind` argument of memcpy entries (= infinirtMemcpyKind_t). */
+#define INFINIRT_PLUGIN_MEMCPY_H2H 0
+#define INFINIRT_PLUGIN_MEMCPY_H2D 1
+#define INFINIRT_PLUGIN_MEMCPY_D2H 2
+#define INFINIRT_PLUGIN_MEMCPY_D2D 3
+
+/* Values of event_create's flags (= infinirtEventFlags_t). */
+#define INFINIRT_PLUGIN_EVENT_DISABLE_TIMING 0x1u
+#define INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC 0x2u
+
+/* Log levels for infinirtPluginHost.log. */
+#define INFINIRT_PLUGIN_LOG_ERROR 0
+#define INFINIRT_PLUGIN_LOG_WARN 1
+#define INFINIRT_PLUGIN_LOG_INFO 2
+#define INFINIRT_PLUGIN_LOG_DEBUG 3
+
+/* One key = value line of the plugin's [plugin.NAME] section. */
+typedef struct {
+    const char *key;
+    const char *value;
+} infinirtPluginKeyValue;
+
+/* What the loader gives the plugin at init.  Valid during init only, except
+ * `log`, which may be called at any time from any thread. */
+typedef struct {
+    uint32_t struct_size;                    /* sizeof as the loader knows it */
+    uint32_t abi_major, abi_minor;           /* the loader's ABI */
+    const infinirtPluginKeyValue *config;    /* the section's keys, in file order */
+    size_t config_count;
+    const char *plugin_path;                 /* the plugin's own file */
+    /* Log one line through the loader's logger (prefix and newline added). */
+    void (*log)(int level, const char *plugin_name, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /* Where init writes a reason: why it failed, or why it found no device
+     * ("no CUDA-capable device").  NUL-terminated, at most message_size. */
+    char *message;
+    size_t message_size;
+} infinirtPluginInitArgs;
+
+typedef struct {
+    char name[256];
+    char description[256]; /* free text: platform, compute capability, driver */
+    size_t total_memory;   /* bytes */
+    size_t max_alloc_size; /* largest single raw allocation; 0 = no limit */
+} infinirtPluginDeviceInfo;
+
+typedef void (*infinirtPluginHostFn)(void *user_data);
+
+/*
+ * The ops table.  `dev` is always a valid plugin-local index; `stream` is
+ * NULL (default stream) or an object from this plugin's stream_create for
+ * the same device; `event` is an object from this plugin's event_create.
+ * Each entry returns INFINI_STATUS_SUCCESS or the status to report.
+ */
+typedef struct infinirtPluginOps {
+    /* ---- header: never reordered across ABI versions ---- */
+    uint32_t abi_major;       /* INFINIRT_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;
+    uint32_t struct_size;     /* sizeof(infinirtPluginOps) the plugin was built with */
+    uint32_t reserved;
+    const char *name;         /* short name, e.g. "cpu" */
+    infiniDevice_t device_type; /* the one device type served */
+
+    /* ---- ABI 1.0 ---- */
+    /* Required.  Discover devices; *device_count = 0 with a message is a
+     * successful init that serves nothing. */
+    infiniStatus_t (*init)(const infinirtPluginInitArgs *args, int *device_count);
+    /* Optional.  Release everything; called once at process exit. */
+    void (*shutdown)(void);
+    /* Required. */
+    infiniStatus_t (*get_device_info)(int dev, infinirtPluginDeviceInfo *info);
+    infiniStatus_t (*get_mem_info)(int dev, size_t *free_bytes, size_t *total_bytes);
+    /* Wait for every stream of the device, the default one included. */
+    infiniStatus_t (*device_synchronize)(int dev);
+
+    infiniStatus_t (*stream_create)(int dev, void **stream);
+    /* Waits for the stream's work, then destroys it. */
+    infiniStatus_t (*stream_destroy)(int dev, void *stream);
+    infiniStatus_t (*stream_synchronize)(int dev, void *stream);
+    /* Stream and event may belong to different devices of this plugin:
+     * `dev` is the stream's. Must not block the host. */
+    infiniStatus_t (*stream_wait_event)(int dev, void *stream, void *event);
+    infiniStatus_t (*launch_host_func)(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
+
+    infiniStatus_t (*event_create)(int dev, uint32_t flags, void **event);
+    infiniStatus_t (*event_destroy)(int dev, void *event);
+    infiniStatus_t (*event_record)(int dev, void *event, void *stream);
+    /* *complete = 1 when done or never recorded, else 0. Never blocks. */
+    infiniStatus_t (*event_query)(int dev, void *event, int *complete);
+    infiniStatus_t (*event_synchronize)(int dev, void *event);
+    /* Return INFINI_STATUS_NOT_READY for an incomplete record and
+     * INFINI_STATUS_INVALID_STATE for one never recorded or without timing. */
+    infiniStatus_t (*event_elapsed_time)(int dev, float *ms, void *start, void *end);
+
+    /* Raw memory.  Return INFINI_STATUS_OUT_OF_MEMORY when the device is
+     * full, so the loader can release its cache and retry. */
+    infiniStatus_t (*malloc_device)(int dev, void **ptr, size_t size);
+    infiniStatus_t (*free_device)(int dev, void *ptr);
+    infiniStatus_t (*malloc_host)(int dev, void **ptr, size_t size);
+    infiniStatus_t (*free_host)(int dev, void *ptr);
+
+    /* Copies.  For D2D, src may live on another device of this plugin;
+     * `dev` is the device the copy is issued on. memcpy waits for completion. */
+    infiniStatus_t (*memcpy)(int dev, void *dst, const void *src, size_t size, int kind);
+    infiniStatus_t (*memcpy_async)(int dev, void *dst, const void *src, size_t size, int kind,
+                                   void *stream);
+    infiniStatus_t (*memset)(int dev, void *ptr, int value, size_t size);
+    infiniStatus_t (*memset_async)(int dev, void *ptr, int value, size_t size, void *stream);
+} infinirtPluginOps;
+
+/* The size a table of ABI 1.0 must at least have: up to its last entry.
+ * Fixed for ever, whatever later minors append. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_0 \
+    (offsetof(infinirtPluginOps, memset_async) + sizeof(void (*)(void)))
+
+/*
+ * The entry.  Called once by the loader.  Set *ops to the plugin's table and
+ * return INFINI_STATUS_SUCCESS; return DEVICE_ARCHITECTURE_NOT_SUPPORTED
+ * (leaving *ops NULL) when the plugin cannot serve loader_abi_major.
+ */
+typedef infiniStatus_t (*infinirtPluginEntryFn)(uint32_t loader_abi_major, uint32_t loader_abi_minor,
+                                                const infinirtPluginOps **ops);
+
+#if defined(_WIN32)
+#define INFINIRT_PLUGIN_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#define INFINIRT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define INFINIRT_PLUGIN_EXPORT
+#endif
+
+/* The entry every plugin defines (usually through the macro below). */
+INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_major, uint32_t loader_abi_minor,
+                                                          const infinirtPluginOps **ops);
+
+/* Use in the plugin's source to define its entry:
+ *   INFINIRT_PLUGIN_DEFINE_ENTRY(my_ops)   where my_ops is a static table. */
+#define INFINIRT_PLUGIN_DEFINE_ENTRY(table)                                                   \
+    INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_major,    \
+                                                              uint32_t loader_abi_minor,    \
+                                                              const infinirtPluginOps **ops) \
+    {                                                                                         \
+        (void)loader_abi_minor;                                                               \
+        if (ops == NULL)                                                                      \
+            return INFINI_STATUS_NULL_POINTER;                                                \
+        *ops = NULL;                                                                          \
+        if (loader_abi_major != INFINIRT_PLUGIN_ABI_MAJOR)                                    \
+            return INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED;                           \
+        *ops = &(table);                                                                      \
+        return INFINI_STATUS_SUCCESS;                                                         \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFINIRT_PLUGIN_H_ */

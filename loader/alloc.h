@@ -1,0 +1,116 @@
+/*
+ * alloc.h - the loader's caching allocator (internal; not installed).
+ *
+ * One pool per device and one per plugin for host (MallocHost) memory.  A pool
+ * obtains raw segments from its backend, rounds requests to a granularity,
+ * splits and merges blocks inside segments, and keeps freed blocks cached so
+ * that most allocations never reach the plugin.
+ *
+ * Stream order.  The pool never sees plugin streams or events.  It keys
+ * per-stream state by an opaque `stream` pointer (NULL = the device's default
+ * stream) and asks the loader, through the backend's fence callbacks, for a
+ * fence: a marker that completes once the work queued so far on one stream
+ * (or on every stream that may touch the pool) has completed.
+ *  - infinirt__pool_free(p, stream): p is reusable at once by allocations on
+ *    the same stream; by other streams once the fence taken at free time has
+ *    completed.
+ *  - infinirt__pool_free(p, INFINIRT__POOL_SYNC): reusable by nobody until the
+ *    fence over all streams has completed (what cudaFree guarantees).
+ * A NULL fence from fence_take means "nothing pending": reusable at once.
+ *
+ * Ownership.  A process-wide directory maps any pointer inside a live
+ * segment to its pool, so free and lookup need no pool argument.
+ *
+ * Thread-safety: every function may be called from any thread.
+ */
+#ifndef INFINIRT_LOADER_ALLOC_H_
+#define INFINIRT_LOADER_ALLOC_H_
+
+#include "infinirt.h"
+
+typedef struct infinirt__pool infinirt__pool;
+typedef struct infinirt__fence infinirt__fence; /* opaque, loader-defined */
+
+/* Passed as `stream` to infinirt__pool_free for a synchronous free. */
+#define INFINIRT__POOL_SYNC ((void *)(uintptr_t)1)
+/* want_pool values of infinirt__pool_free. */
+#define INFINIRT__POOL_ANY_DEVICE ((infinirt__pool *)(uintptr_t)1)
+#define INFINIRT__POOL_ANY_HOST ((infinirt__pool *)(uintptr_t)2)
+
+typedef struct {
+    void *ctx; /* passed back to every callback */
+    /* Raw memory.  raw_alloc returns INFINI_STATUS_OUT_OF_MEMORY when full. */
+    infiniStatus_t (*raw_alloc)(void *ctx, size_t size, void **ptr);
+    infiniStatus_t (*raw_free)(void *ctx, void *ptr);
+    /* Fences.  stream = an opaque stream key, NULL = default stream, or
+     * INFINIRT__POOL_SYNC = every stream that may use the pool's memory.
+     * fence_take sets *out = NULL when nothing is pending. */
+    infiniStatus_t (*fence_take)(void *ctx, void *stream, infinirt__fence **out);
+    /* *done = 1 once complete.  Never blocks. */
+    infiniStatus_t (*fence_query)(void *ctx, infinirt__fence *fence, int *done);
+    infiniStatus_t (*fence_wait)(void *ctx, infinirt__fence *fence);
+    void (*fence_release)(void *ctx, infinirt__fence *fence);
+    size_t max_alloc_size;  /* largest raw allocation; 0 = no limit */
+    size_t total_memory;    /* device memory size, for segment sizing; 0 = unknown */
+    char label[64];         /* "cpu:0", "cuda host" - for log lines */
+    int device_type;        /* infiniDevice_t, reported by lookup */
+    int device_id;          /* -1 for host pools */
+} infinirt__pool_backend;
+
+typedef struct {
+    int enabled;              /* 0: pass-through, every alloc is a raw alloc */
+    size_t granularity;       /* request rounding, power of two (default 512) */
+    size_t max_cached_bytes;  /* free bytes kept cached beyond which free
+                                 segments are released; 0 = no cap */
+    size_t max_split_size;    /* free blocks larger than this are not split
+                                 for smaller requests; 0 = no limit */
+    int release_on_free;      /* 1: give fully free segments back at once */
+} infinirt__alloc_config;
+
+void infinirt__alloc_config_default(infinirt__alloc_config *cfg);
+
+/* Create a pool.  *backend is copied.  Returns SUCCESS or OUT_OF_MEMORY. */
+infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend,
+                                     const infinirt__alloc_config *cfg, infinirt__pool **out);
+/* Release every segment (waiting for fences) and the pool.  Live blocks are
+ * released too.  Only at shutdown or in tests. */
+void infinirt__pool_destroy(infinirt__pool *pool);
+
+/* Allocate `size` (> 0) bytes for use on `stream` (NULL = default stream).
+ * Returns SUCCESS; OUT_OF_MEMORY after releasing cache and retrying, with one
+ * log line giving requested, allocated, reserved and largest free bytes;
+ * BAD_PARAM when size exceeds max_alloc_size. */
+infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out);
+
+/* Free the block starting at ptr, in whichever pool owns it.
+ * stream: the stream key of a FreeAsync, or INFINIRT__POOL_SYNC.
+ * want_pool: if not NULL, the block must belong to this pool, else BAD_PARAM;
+ * INFINIRT__POOL_ANY_DEVICE / INFINIRT__POOL_ANY_HOST: any pool whose
+ * backend device_id is >= 0 / < 0 (rejects Free of MallocHost memory and
+ * FreeHost of device memory without a second lookup).
+ * Returns SUCCESS; BAD_PARAM for unknown, interior or already-freed pointers
+ * (nothing changes). */
+infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want_pool);
+
+/* The stream `stream` is being destroyed (its work has completed): move its
+ * private cached blocks to the shared bins. */
+void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream);
+
+typedef struct {
+    infinirt__pool *pool;
+    int device_type, device_id; /* from the pool's backend */
+    void *block_base;           /* start of the live block containing ptr */
+    size_t block_size;          /* the size requested for that block */
+    size_t offset;              /* ptr - block_base */
+} infinirt__ptr_info;
+
+/* Find the live block containing ptr (interior pointers too).
+ * Returns 1 and fills *info when found, 0 otherwise. */
+int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info);
+
+void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *stats);
+void infinirt__pool_reset_peak(infinirt__pool *pool);
+/* Release every fully free segment, after waiting for its fences. */
+infiniStatus_t infinirt__pool_trim(infinirt__pool *pool);
+
+#endif /* INFINIRT_LOADER_ALLOC_H_ */

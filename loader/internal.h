@@ -1,0 +1,205 @@
+/*
+ * internal.h - the loader's internal types and functions.
+ *
+ * Names with the `infinirt__` prefix are internal: never exported (hidden
+ * visibility), never part of the API.  Public functions are defined in the
+ * api_*.c files; the machinery they share is declared here.
+ */
+#ifndef INFINIRT_LOADER_INTERNAL_H_
+#define INFINIRT_LOADER_INTERNAL_H_
+
+#include "alloc.h"
+#include "infinirt.h"
+#include "infinirt_plugin.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct infinirt__plugin infinirt__plugin;
+typedef struct infinirt__device infinirt__device;
+typedef struct infinirt__stream infinirt__stream;
+typedef struct infinirt__event infinirt__event;
+
+/* ------------------------------------------------------------- config */
+
+typedef struct {
+    char *key, *value;
+    int line;
+} infinirt__kv;
+
+typedef struct {
+    char name[64];     /* NAME of [plugin.NAME] */
+    char library[1024];/* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
+    bool enabled;
+    int line;          /* line of the section header, 0 for scanned plugins */
+    infinirt__kv *keys;/* keys other than library/enabled, passed to the plugin */
+    size_t nkeys, capkeys;
+} infinirt__plugin_conf;
+
+typedef struct {
+    char path[1024];          /* file read, "" = embedded default */
+    char dir[1024];           /* its folder */
+    int log_level;            /* -1 = not set */
+    char plugin_dir[1024];    /* resolved; "" = beside the loader */
+    infiniDevice_t default_type;
+    int default_id;
+    infinirt__alloc_config alloc;
+    infinirt__plugin_conf *plugins;
+    size_t nplugins, capplugins;
+} infinirt__config;
+
+/* Find and read the config (search order of ARCHITECTURE §3).  Never fails:
+ * unreadable files and malformed lines are logged and skipped. */
+void infinirt__config_load(infinirt__config *cfg);
+/* Read one file.  Returns 0, or -1 if it cannot be opened (errno set). */
+int infinirt__config_read_file(infinirt__config *cfg, const char *path);
+/* Add [plugin.NAME] entries for every libinfinirt_NAME.so in dir. */
+void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir);
+/* "cpu", "nvidia"/"cuda", "opencl", ...: the device type, or -1. */
+int infinirt__parse_device_type(const char *name);
+/* "64", "512K", "2M", "1G": bytes into *out; -1 if malformed. */
+int infinirt__parse_size(const char *text, size_t *out);
+/* "true/false/yes/no/on/off/1/0": 1/0, or -1. */
+int infinirt__parse_bool(const char *text);
+/* The folder holding libinfinirt.so, without trailing slash. */
+const char *infinirt__loader_dir(void);
+
+/* ------------------------------------------------------------- plugins */
+
+struct infinirt__plugin {
+    char name[64];
+    char path[1024];
+    infinirtPluginStatus_t status;
+    char message[512];
+    void *dl;
+    const infinirtPluginOps *ops;
+    infiniDevice_t type;
+    uint32_t abi_major, abi_minor;
+    int device_count;
+    infinirt__device *devices; /* device_count entries */
+    infinirt__pool *host_pool; /* MallocHost memory of this plugin */
+};
+
+/* Load every configured plugin into the runtime's table, recording each
+ * one's status.  Never fails as a whole. */
+void infinirt__plugins_load(const infinirt__config *cfg);
+
+/* ------------------------------------------------------------- devices */
+
+struct infinirt__device {
+    infinirt__plugin *plugin;
+    int index;                   /* id within its type == plugin-local index */
+    infinirtPluginDeviceInfo info;
+    infinirt__pool *pool;
+    infinirt__stream *default_stream; /* the NULL stream's loader object */
+    pthread_mutex_t lock;        /* streams list, event pool */
+    infinirt__stream *streams;   /* created streams, doubly linked */
+    void **event_pool;           /* idle plugin events for fences */
+    size_t event_pool_n, event_pool_cap;
+    /* Work accounting for the allocator's fences: submitted counts every
+     * async operation queued on any stream of the device; synced_all is the
+     * value of `submitted` at the last moment every stream was known idle. */
+    atomic_uint_fast64_t submitted;
+    atomic_uint_fast64_t synced_all;
+};
+
+/* ------------------------------------------------------------- handles */
+
+#define INFINIRT__STREAM_MAGIC 0x5354524du /* "STRM" */
+#define INFINIRT__EVENT_MAGIC 0x4556544eu  /* "EVTN" */
+
+struct infinirt__stream {
+    uint32_t magic;
+    atomic_int refs;
+    infinirt__device *dev;
+    void *ps;                   /* plugin stream; NULL for the default stream */
+    bool is_default;
+    atomic_uint_fast64_t submitted; /* async operations queued */
+    atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
+    infinirt__stream *prev, *next;  /* in dev->streams */
+};
+
+struct infinirt__event {
+    uint32_t magic;
+    atomic_int refs;
+    infinirt__device *dev;
+    void *pe;
+    uint32_t flags;
+};
+
+/* Register / unregister a live handle; lookups of anything else fail. */
+int infinirt__handle_register(void *h);
+int infinirt__handle_unregister(void *h);
+/* Take a reference to a live stream/event handle; NULL if not live.
+ * A NULL stream handle resolves to the default stream of `fallback`. */
+infinirt__stream *infinirt__stream_get(infinirtStream_t h);
+void infinirt__stream_put(infinirt__stream *s);
+infinirt__event *infinirt__event_get(infinirtEvent_t h);
+void infinirt__event_put(infinirt__event *e);
+
+/* Resolve a stream argument: NULL → default stream of `dev` (no reference
+ * taken), else a live handle (reference taken; release with
+ * infinirt__stream_release).  Logs and returns BAD_PARAM for dead handles. */
+infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev,
+                                        const char *fn, infinirt__stream **out);
+void infinirt__stream_release(infinirt__stream *s);
+
+/* Note async work queued on s; call before handing it to the plugin. */
+static inline void infinirt__stream_note_submit(infinirt__stream *s)
+{
+    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
+}
+/* Record that everything s had queued as of `seen` has completed. */
+void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
+/* Synchronize every stream of dev and note it idle. */
+infiniStatus_t infinirt__device_sync(infinirt__device *dev);
+
+/* Fence callbacks for the allocator (fence.c). */
+void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev,
+                             infinirt__plugin *host_plugin);
+
+/* ------------------------------------------------------------- runtime */
+
+typedef struct {
+    infinirt__config cfg;
+    infinirt__plugin *plugins;  /* every plugin considered, in order */
+    int nplugins;
+    infinirt__plugin *by_type[INFINI_DEVICE_TYPE_COUNT]; /* loaded, >0 devices */
+    infiniDevice_t default_type;
+    int default_id;
+    char config_path[1024];
+} infinirt__runtime;
+
+extern infinirt__runtime infinirt__rt;
+extern atomic_int infinirt__ready; /* 1 once infinirt__rt is complete */
+
+/* Initialise once; returns SUCCESS or DEVICE_NOT_INITIALIZED. */
+infiniStatus_t infinirt__init_slow(void);
+static inline infiniStatus_t infinirt__ensure_init(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1))
+        return INFINI_STATUS_SUCCESS;
+    return infinirt__init_slow();
+}
+
+/* The device (type, id) or NULL; logs why with the calling function's name. */
+infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn,
+                                       infinirt__device **out);
+/* This thread's current device; NULL (with status) if it does not exist. */
+infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out);
+
+/* Log a failed call: "fn: reason (STATUS)" and return the status. */
+infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
+    INFINIRT__PRINTF(3, 4);
+/* Log a plugin call that failed, naming plugin, device and entry. */
+infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev,
+                                       const char *entry);
+
+/* Guard for a plugin entry that may be NULL (not supported). */
+#define INFINIRT__HAS_OP(plugin, op) ((plugin)->ops->op != NULL)
+
+#endif /* INFINIRT_LOADER_INTERNAL_H_ */

@@ -1,0 +1,327 @@
+/*
+ * memory.c - the memory API: allocation through the caching allocator, and
+ * copies and fills routed by pointer.
+ *
+ * A device pointer is owned through the allocator's block map, never through
+ * the current device: Free, Memcpy and Memset look the pointer up (interior
+ * pointers too) and go to the plugin and device that own it.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ allocation */
+
+static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const char *fn)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        return st;
+    if (p_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "p_ptr is NULL");
+    infinirt__device *dev = NULL;
+    infinirt__stream *s = NULL;
+    if (stream == NULL) {
+        if ((st = infinirt__current_device(fn, &dev)) != INFINI_STATUS_SUCCESS)
+            return st;
+    } else {
+        if ((st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
+            return st;
+        dev = s->dev;
+    }
+    if (size == 0) {
+        *p_ptr = NULL;
+    } else {
+        void *p = NULL;
+        infinirt__pool *pool = host ? dev->plugin->host_pool : dev->pool;
+        st = infinirt__pool_alloc(pool, size, host ? NULL : s, &p);
+        if (st == INFINI_STATUS_SUCCESS)
+            *p_ptr = p;
+        else
+            infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type),
+                           dev->index);
+    }
+    if (s != NULL)
+        infinirt__stream_release(s);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
+{
+    return do_malloc(p_ptr, size, NULL, false, __func__);
+}
+
+INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size)
+{
+    return do_malloc(p_ptr, size, NULL, true, __func__);
+}
+
+INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infinirtStream_t stream)
+{
+    return do_malloc(p_ptr, size, stream, false, __func__);
+}
+
+/* Which kind of pool a pointer must belong to. */
+#define ANY_DEVICE INFINIRT__POOL_ANY_DEVICE
+#define ANY_HOST INFINIRT__POOL_ANY_HOST
+
+static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, infinirt__pool *want, const char *fn)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        return st;
+    if (ptr == NULL)
+        return INFINI_STATUS_SUCCESS;
+    infinirt__stream *s = NULL;
+    if (stream != NULL && (st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
+        return st;
+    /* The pool rejects what it does not own; the lookup below only runs to
+     * explain a failure, so the fast path pays for one lookup only. */
+    st = infinirt__pool_free(ptr, s != NULL ? (void *)s : INFINIRT__POOL_SYNC, s != NULL ? s->dev->pool : want);
+    infinirt__ptr_info info;
+    if (st != INFINI_STATUS_SUCCESS) {
+        if (infinirt__pool_lookup(ptr, &info) && (info.device_id < 0) != (want == ANY_HOST))
+            infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
+                           info.device_id < 0 ? "host (MallocHost)" : "device",
+                           info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
+        else if (infinirt__pool_lookup(ptr, &info) && info.offset != 0)
+            infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
+                           info.offset, info.block_size, info.block_base,
+                           infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
+                           info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
+        else if (s != NULL)
+            infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
+                           infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+        else
+            infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
+    }
+    if (s != NULL)
+        infinirt__stream_release(s);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
+{
+    return do_free(ptr, NULL, ANY_DEVICE, __func__);
+}
+
+INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr)
+{
+    return do_free(ptr, NULL, ANY_HOST, __func__);
+}
+
+INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stream == NULL && ptr != NULL) {
+        /* NULL stream: the default stream of the pointer's own device. */
+        infinirt__ptr_info info;
+        infinirt__device *dev;
+        if (infinirt__pool_lookup(ptr, &info) && info.offset == 0 && info.device_id >= 0 &&
+            infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, __func__, &dev) ==
+                INFINI_STATUS_SUCCESS)
+            return infinirt__pool_free(ptr, dev->default_stream, dev->pool);
+    }
+    return do_free(ptr, stream, ANY_DEVICE, __func__);
+}
+
+/* ------------------------------------------------------------ copies */
+
+/* A device-side range [ptr, ptr+size) inside one live device block. */
+static infiniStatus_t device_range(const void *ptr, size_t size, const char *what, const char *fn,
+                                   infinirt__device **out)
+{
+    infinirt__ptr_info info;
+    if (!infinirt__pool_lookup(ptr, &info))
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                              "%s %p is not inside any live device allocation (use infinirtMalloc)", what, ptr);
+    if (info.device_id < 0)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s %p is host (MallocHost) memory, not device memory",
+                              what, ptr);
+    if (size > info.block_size - info.offset)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                              "%s range of %zu bytes at offset %zu runs past the end of its %zu-byte allocation",
+                              what, size, info.offset, info.block_size);
+    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, out);
+}
+
+/* Resolve the devices a copy touches.  *owner is the device whose plugin
+ * performs the copy (dst's for H2D/D2D, src's for D2H), *other the second
+ * device of a D2D copy. */
+static infiniStatus_t copy_route(void *dst, const void *src, size_t size, int kind, const char *fn,
+                                 infinirt__device **owner, infinirt__device **other)
+{
+    infiniStatus_t st;
+    *owner = *other = NULL;
+    switch (kind) {
+    case INFINIRT_MEMCPY_H2H:
+        return INFINI_STATUS_SUCCESS;
+    case INFINIRT_MEMCPY_H2D:
+        return device_range(dst, size, "dst", fn, owner);
+    case INFINIRT_MEMCPY_D2H:
+        return device_range(src, size, "src", fn, owner);
+    case INFINIRT_MEMCPY_D2D:
+        if ((st = device_range(dst, size, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
+            return st;
+        return device_range(src, size, "src", fn, other);
+    default:
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "memcpy kind %d is not an infinirtMemcpyKind_t", kind);
+    }
+}
+
+/* D2D between two backends: bounce through host memory, in chunks so a huge
+ * copy does not need a huge buffer. */
+static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, infinirt__device *sdev,
+                                           const void *src, size_t size)
+{
+    size_t chunk = size < (64u << 20) ? size : (64u << 20);
+    unsigned char *tmp = malloc(chunk);
+    if (tmp == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    for (size_t off = 0; off < size && st == INFINI_STATUS_SUCCESS; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        st = sdev->plugin->ops->memcpy(sdev->index, tmp, (const char *)src + off, n, INFINIRT_MEMCPY_D2H);
+        if (st == INFINI_STATUS_SUCCESS)
+            st = ddev->plugin->ops->memcpy(ddev->index, (char *)dst + off, tmp, n, INFINIRT_MEMCPY_H2D);
+    }
+    free(tmp);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if ((unsigned)kind > INFINIRT_MEMCPY_D2D)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "memcpy kind %d is not an infinirtMemcpyKind_t",
+                              (int)kind);
+    if (size == 0)
+        return INFINI_STATUS_SUCCESS;
+    if (dst == NULL || src == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
+    infinirt__device *owner, *other;
+    if ((st = copy_route(dst, src, size, (int)kind, __func__, &owner, &other)) != INFINI_STATUS_SUCCESS)
+        return st;
+    if (owner == NULL) {
+        memmove(dst, src, size); /* H2H: both sides are plain host memory */
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (other != NULL && other->plugin != owner->plugin) {
+        st = copy_across_backends(owner, dst, other, src, size);
+        if (st != INFINI_STATUS_SUCCESS)
+            return infinirt__fail(st, __func__, "D2D copy from %s:%d to %s:%d through host memory failed",
+                                  infinirtGetDeviceTypeName(other->plugin->type), other->index,
+                                  infinirtGetDeviceTypeName(owner->plugin->type), owner->index);
+        return st;
+    }
+    st = owner->plugin->ops->memcpy(owner->index, dst, src, size, (int)kind);
+    if (st != INFINI_STATUS_SUCCESS)
+        return infinirt__plugin_failed(st, owner, "memcpy");
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
+                                                infinirtStream_t stream)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if ((unsigned)kind > INFINIRT_MEMCPY_D2D)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "memcpy kind %d is not an infinirtMemcpyKind_t",
+                              (int)kind);
+    if (size == 0) {
+        /* Nothing to queue, but a dead stream is still an error. */
+        infinirt__stream *s0 = stream ? infinirt__stream_get(stream) : NULL;
+        if (stream != NULL && s0 == NULL)
+            return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+        infinirt__stream_put(s0);
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (dst == NULL || src == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
+    infinirt__device *owner, *other;
+    if ((st = copy_route(dst, src, size, (int)kind, __func__, &owner, &other)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *cur = owner;
+    if (cur == NULL && stream == NULL && (st = infinirt__current_device(__func__, &cur)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__stream *s = NULL;
+    if ((st = infinirt__stream_resolve(stream, cur, __func__, &s)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev = s->dev;
+    if ((owner != NULL && owner->plugin != dev->plugin) || (other != NULL && other->plugin != dev->plugin)) {
+        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
+                            "the copy's device memory belongs to a different backend than stream %s:%d; "
+                            "asynchronous copies between backends are not supported",
+                            infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+    } else if (!INFINIRT__HAS_OP(dev->plugin, memcpy_async)) {
+        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memcpy_async",
+                            dev->plugin->name);
+    } else {
+        infinirt__stream_note_submit(s);
+        st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, s->ps);
+        if (st != INFINI_STATUS_SUCCESS)
+            infinirt__plugin_failed(st, dev, "memcpy_async");
+    }
+    infinirt__stream_release(s);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count == 0)
+        return INFINI_STATUS_SUCCESS;
+    if (ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
+    infinirt__device *dev;
+    if ((st = device_range(ptr, count, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    if (!INFINIRT__HAS_OP(dev->plugin, memset))
+        return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memset", dev->plugin->name);
+    st = dev->plugin->ops->memset(dev->index, ptr, value, count);
+    if (st != INFINI_STATUS_SUCCESS)
+        return infinirt__plugin_failed(st, dev, "memset");
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count, infinirtStream_t stream)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count == 0)
+        return INFINI_STATUS_SUCCESS;
+    if (ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
+    infinirt__device *owner;
+    if ((st = device_range(ptr, count, "ptr", __func__, &owner)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__stream *s = NULL;
+    if ((st = infinirt__stream_resolve(stream, owner, __func__, &s)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev = s->dev;
+    if (owner->plugin != dev->plugin) {
+        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
+                            infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
+                            infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+    } else if (!INFINIRT__HAS_OP(dev->plugin, memset_async)) {
+        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memset_async",
+                            dev->plugin->name);
+    } else {
+        infinirt__stream_note_submit(s);
+        st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
+        if (st != INFINI_STATUS_SUCCESS)
+            infinirt__plugin_failed(st, dev, "memset_async");
+    }
+    infinirt__stream_release(s);
+    return st;
+}

@@ -1,0 +1,294 @@
+/*
+ * plugin.c - load plugins: dlopen, handshake, init, device discovery, and
+ * the report that says why a plugin is or is not serving devices.
+ *
+ * One bad plugin never hides the others: every failure disables that plugin
+ * only, logs one warning and is recorded in its report entry.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void plugin_log(int level, const char *plugin_name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "plugin %s", plugin_name ? plugin_name : "?");
+    infinirt__vlog(level, prefix, fmt, ap);
+    va_end(ap);
+}
+
+static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...)
+    INFINIRT__PRINTF(3, 4);
+
+static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...)
+{
+    p->status = st;
+    if (fmt != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->message, sizeof p->message, fmt, ap);
+        va_end(ap);
+    }
+    if (st == INFINIRT_PLUGIN_DISABLED)
+        INFINIRT__INFO("plugin %s (%s): disabled in the config", p->name, p->path);
+    else if (st != INFINIRT_PLUGIN_LOADED)
+        INFINIRT__WARN("plugin %s (%s): %s: %s", p->name, p->path, infinirtGetPluginStatusString(st),
+                       p->message);
+}
+
+static void unload(infinirt__plugin *p)
+{
+    /* Only plugins that never ran init are closed: code of an initialised
+     * plugin may still be referenced (threads, atexit handlers). */
+    if (p->dl != NULL)
+        dlclose(p->dl);
+    p->dl = NULL;
+    p->ops = NULL;
+}
+
+/* dlopen, find the entry, check the table.  Returns 0 when the plugin may be
+ * initialised. */
+static int open_and_handshake(infinirt__plugin *p)
+{
+    struct stat sb;
+    /* dlopen of a missing path falls back to the library search path and
+     * would report "cannot open shared object"; checking first gives the
+     * operator the plain answer. */
+    if (stat(p->path, &sb) != 0) {
+        set_status(p, INFINIRT_PLUGIN_NOT_FOUND, "%s", strerror(errno));
+        return -1;
+    }
+    dlerror();
+    p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    if (p->dl == NULL) {
+        const char *e = dlerror();
+        set_status(p, INFINIRT_PLUGIN_DLOPEN_ERROR, "%s", e ? e : "unknown dlopen error");
+        return -1;
+    }
+    infinirtPluginEntryFn entry;
+    void *sym = dlsym(p->dl, INFINIRT_PLUGIN_ENTRY_NAME);
+    memcpy(&entry, &sym, sizeof entry); /* ISO C forbids casting void* to a function pointer */
+    if (sym == NULL) {
+        set_status(p, INFINIRT_PLUGIN_ENTRY_MISSING, "no symbol %s in the library", INFINIRT_PLUGIN_ENTRY_NAME);
+        unload(p);
+        return -1;
+    }
+    const infinirtPluginOps *ops = NULL;
+    infiniStatus_t st = entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops);
+    if (st != INFINI_STATUS_SUCCESS || ops == NULL) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH,
+                   "entry refused loader ABI %d.%d (status %s)", INFINIRT_PLUGIN_ABI_MAJOR,
+                   INFINIRT_PLUGIN_ABI_MINOR, infinirtGetErrorName(st));
+        unload(p);
+        return -1;
+    }
+    p->abi_major = ops->abi_major;
+    p->abi_minor = ops->abi_minor;
+    if (ops->abi_major != INFINIRT_PLUGIN_ABI_MAJOR) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "plugin ABI %u.%u, loader wants major %d", ops->abi_major,
+                   ops->abi_minor, INFINIRT_PLUGIN_ABI_MAJOR);
+        unload(p);
+        return -1;
+    }
+    if (ops->struct_size < INFINIRT_PLUGIN_OPS_SIZE_1_0) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.0 needs at least %zu",
+                   ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, (size_t)INFINIRT_PLUGIN_OPS_SIZE_1_0);
+        unload(p);
+        return -1;
+    }
+    if ((int)ops->device_type < 0 || ops->device_type >= INFINI_DEVICE_TYPE_COUNT) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "device type %d is not an infiniDevice_t",
+                   (int)ops->device_type);
+        unload(p);
+        return -1;
+    }
+    if (ops->init == NULL || ops->get_device_info == NULL || ops->malloc_device == NULL ||
+        ops->free_device == NULL || ops->memcpy == NULL) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH,
+                   "required entry missing (init, get_device_info, malloc_device, free_device, memcpy)");
+        unload(p);
+        return -1;
+    }
+    p->ops = ops;
+    p->type = ops->device_type;
+    return 0;
+}
+
+static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, const infinirt__config *cfg)
+{
+    memset(d, 0, sizeof *d);
+    d->plugin = p;
+    d->index = index;
+    pthread_mutex_init(&d->lock, NULL);
+    infiniStatus_t st = p->ops->get_device_info(index, &d->info);
+    if (st != INFINI_STATUS_SUCCESS) {
+        snprintf(d->info.name, sizeof d->info.name, "%s device %d", p->name, index);
+        INFINIRT__WARN("plugin %s: get_device_info(%d) failed: %s", p->name, index, infinirtGetErrorName(st));
+    }
+    d->info.name[sizeof d->info.name - 1] = '\0';
+    d->info.description[sizeof d->info.description - 1] = '\0';
+    d->default_stream = calloc(1, sizeof *d->default_stream);
+    if (d->default_stream == NULL)
+        return -1;
+    d->default_stream->magic = INFINIRT__STREAM_MAGIC;
+    d->default_stream->dev = d;
+    d->default_stream->is_default = true;
+    atomic_init(&d->default_stream->refs, 1);
+
+    infinirt__pool_backend be;
+    infinirt__fence_backend(&be, d, NULL);
+    st = infinirt__pool_create(&be, &cfg->alloc, &d->pool);
+    return st == INFINI_STATUS_SUCCESS ? 0 : -1;
+}
+
+static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const infinirt__config *cfg)
+{
+    if (!pc->enabled) {
+        set_status(p, INFINIRT_PLUGIN_DISABLED, "enabled = false");
+        return;
+    }
+    if (open_and_handshake(p) != 0)
+        return;
+    infinirt__plugin *owner = infinirt__rt.by_type[p->type];
+    if (owner != NULL) {
+        set_status(p, INFINIRT_PLUGIN_DUPLICATE_TYPE, "device type %s is already served by plugin %s (%s)",
+                   infinirtGetDeviceTypeName(p->type), owner->name, owner->path);
+        unload(p);
+        return;
+    }
+
+    infinirtPluginKeyValue *kv = calloc(pc->nkeys ? pc->nkeys : 1, sizeof *kv);
+    if (kv == NULL) {
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < pc->nkeys; i++)
+        kv[i] = (infinirtPluginKeyValue){pc->keys[i].key, pc->keys[i].value};
+    char msg[512] = "";
+    infinirtPluginInitArgs args = {
+        .struct_size = sizeof args,
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
+        .config = kv,
+        .config_count = pc->nkeys,
+        .plugin_path = p->path,
+        .log = plugin_log,
+        .message = msg,
+        .message_size = sizeof msg,
+    };
+    int count = 0;
+    infiniStatus_t st = p->ops->init(&args, &count);
+    free(kv);
+    msg[sizeof msg - 1] = '\0';
+    if (st != INFINI_STATUS_SUCCESS) {
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "%s (%s)", msg[0] ? msg : "init failed",
+                   infinirtGetErrorName(st));
+        p->ops = NULL; /* initialised code stays mapped; never called again */
+        return;
+    }
+    if (count <= 0) {
+        set_status(p, INFINIRT_PLUGIN_NO_DEVICES, "%s", msg[0] ? msg : "the plugin found no device");
+        return;
+    }
+    p->devices = calloc((size_t)count, sizeof *p->devices);
+    if (p->devices == NULL) {
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory for %d devices", count);
+        return;
+    }
+    for (int i = 0; i < count; i++) {
+        if (setup_device(p, &p->devices[i], i, cfg) != 0) {
+            set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory setting up device %d", i);
+            return; /* devices stay allocated: harmless, and nothing else points at them */
+        }
+    }
+    infinirt__pool_backend be;
+    infinirt__fence_backend(&be, NULL, p);
+    if (infinirt__pool_create(&be, &cfg->alloc, &p->host_pool) != INFINI_STATUS_SUCCESS) {
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory creating the host pool");
+        return;
+    }
+    p->device_count = count;
+    snprintf(p->message, sizeof p->message, "%s", msg);
+    p->status = INFINIRT_PLUGIN_LOADED;
+    infinirt__rt.by_type[p->type] = p;
+    INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,
+                   infinirtGetDeviceTypeName(p->type));
+}
+
+void infinirt__plugins_load(const infinirt__config *cfg)
+{
+    infinirt__rt.plugins = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *infinirt__rt.plugins);
+    if (infinirt__rt.plugins == NULL) {
+        INFINIRT__ERROR("out of memory loading plugins");
+        return;
+    }
+    for (size_t i = 0; i < cfg->nplugins; i++) {
+        infinirt__plugin *p = &infinirt__rt.plugins[i];
+        snprintf(p->name, sizeof p->name, "%s", cfg->plugins[i].name);
+        snprintf(p->path, sizeof p->path, "%s", cfg->plugins[i].library);
+        p->type = INFINI_DEVICE_TYPE_COUNT;
+        load_one(p, &cfg->plugins[i], cfg);
+        infinirt__rt.nplugins = (int)i + 1;
+    }
+}
+
+/* ------------------------------------------------------------ report API */
+
+INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t status)
+{
+    switch (status) {
+    case INFINIRT_PLUGIN_LOADED: return "loaded";
+    case INFINIRT_PLUGIN_DISABLED: return "disabled";
+    case INFINIRT_PLUGIN_NOT_FOUND: return "file not found";
+    case INFINIRT_PLUGIN_DLOPEN_ERROR: return "dlopen error";
+    case INFINIRT_PLUGIN_ENTRY_MISSING: return "entry missing";
+    case INFINIRT_PLUGIN_ABI_MISMATCH: return "ABI mismatch";
+    case INFINIRT_PLUGIN_INIT_FAILED: return "init failed";
+    case INFINIRT_PLUGIN_NO_DEVICES: return "zero devices";
+    case INFINIRT_PLUGIN_DUPLICATE_TYPE: return "duplicate device type";
+    }
+    return "unknown";
+}
+
+INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
+    *count = infinirt__rt.nplugins;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (info == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "info is NULL");
+    if (index < 0 || index >= infinirt__rt.nplugins)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "plugin index %d outside [0, %d)", index,
+                              infinirt__rt.nplugins);
+    const infinirt__plugin *p = &infinirt__rt.plugins[index];
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", p->name);
+    snprintf(info->path, sizeof info->path, "%s", p->path);
+    snprintf(info->message, sizeof info->message, "%s", p->message);
+    info->status = p->status;
+    info->device_type = p->type;
+    info->device_count = p->status == INFINIRT_PLUGIN_LOADED ? p->device_count : 0;
+    info->abi_major = p->abi_major;
+    info->abi_minor = p->abi_minor;
+    return INFINI_STATUS_SUCCESS;
+}

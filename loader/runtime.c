@@ -1,0 +1,344 @@
+/*
+ * runtime.c - one-time initialisation, the device table, the per-thread
+ * current device, and the device API.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+infinirt__runtime infinirt__rt;
+atomic_int infinirt__ready;
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void shutdown_plugins(void)
+{
+    /* Plugins are not dlclosed (ARCHITECTURE §3): their code may still be
+     * referenced by threads or handlers that outlive us.  Their shutdown
+     * entry releases device resources (contexts, queues, worker threads). */
+    for (int i = infinirt__rt.nplugins - 1; i >= 0; i--) {
+        infinirt__plugin *p = &infinirt__rt.plugins[i];
+        if (p->status == INFINIRT_PLUGIN_LOADED && p->ops->shutdown != NULL)
+            p->ops->shutdown();
+    }
+}
+
+static void do_init(void)
+{
+    infinirt__log_init();
+    infinirt__config_load(&infinirt__rt.cfg);
+    infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
+    snprintf(infinirt__rt.config_path, sizeof infinirt__rt.config_path, "%s", infinirt__rt.cfg.path);
+    infinirt__plugins_load(&infinirt__rt.cfg);
+
+    infinirt__rt.default_type = INFINI_DEVICE_CPU;
+    infinirt__rt.default_id = 0;
+    infiniDevice_t t = infinirt__rt.cfg.default_type;
+    int id = infinirt__rt.cfg.default_id;
+    infinirt__plugin *p = infinirt__rt.by_type[t];
+    if (p != NULL && id < p->device_count) {
+        infinirt__rt.default_type = t;
+        infinirt__rt.default_id = id;
+    } else if (t != INFINI_DEVICE_CPU || id != 0) {
+        INFINIRT__WARN("default_device %s:%d does not exist (%d %s device(s)); using cpu:0",
+                       infinirtGetDeviceTypeName(t), id, p ? p->device_count : 0, infinirtGetDeviceTypeName(t));
+    }
+    atexit(shutdown_plugins);
+    atomic_store_explicit(&infinirt__ready, 1, memory_order_release);
+}
+
+infiniStatus_t infinirt__init_slow(void)
+{
+    pthread_once(&g_once, do_init);
+    return atomic_load(&infinirt__ready) ? INFINI_STATUS_SUCCESS : INFINI_STATUS_DEVICE_NOT_INITIALIZED;
+}
+
+infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
+{
+    if (infinirt__log_enabled(INFINIRT__LOG_WARN)) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        infinirt__log(INFINIRT__LOG_WARN, "%s: %s (%s)", fn, msg, infinirtGetErrorName(st));
+    }
+    return st;
+}
+
+infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev, const char *entry)
+{
+    INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
+                   dev->plugin->name, entry, infinirtGetErrorName(st));
+    return st;
+}
+
+infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out)
+{
+    if ((int)type < 0 || type >= INFINI_DEVICE_TYPE_COUNT)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "device type %d is not an infiniDevice_t", (int)type);
+    infinirt__plugin *p = infinirt__rt.by_type[type];
+    if (p == NULL)
+        return infinirt__fail(INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED, fn,
+                              "no loaded plugin serves %s devices (see infinirt-info for why)",
+                              infinirtGetDeviceTypeName(type));
+    if (id < 0 || id >= p->device_count)
+        return infinirt__fail(INFINI_STATUS_DEVICE_NOT_FOUND, fn, "%s device %d does not exist (%d present)",
+                              infinirtGetDeviceTypeName(type), id, p->device_count);
+    *out = &p->devices[id];
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* The current device.  `dev` caches the lookup so the hot path (Malloc) is
+ * one thread-local read; `set` says whether this thread has chosen yet. */
+static _Thread_local struct {
+    bool set;
+    infiniDevice_t type;
+    int id;
+    infinirt__device *dev;
+} tls_current;
+
+static void current_init(void)
+{
+    tls_current.set = true;
+    tls_current.type = infinirt__rt.default_type;
+    tls_current.id = infinirt__rt.default_id;
+    infinirt__plugin *p = infinirt__rt.by_type[tls_current.type];
+    tls_current.dev = (p != NULL && tls_current.id < p->device_count) ? &p->devices[tls_current.id] : NULL;
+}
+
+infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out)
+{
+    if (__builtin_expect(tls_current.dev != NULL, 1)) {
+        *out = tls_current.dev;
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (!tls_current.set)
+        current_init();
+    if (tls_current.dev != NULL) {
+        *out = tls_current.dev;
+        return INFINI_STATUS_SUCCESS;
+    }
+    return infinirt__device_lookup(tls_current.type, tls_current.id, fn, out);
+}
+
+/* ------------------------------------------------------------ device API */
+
+INFINIRT_API infiniStatus_t infinirtInit(void)
+{
+    return infinirt__ensure_init();
+}
+
+INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count_array == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count_array is NULL");
+    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++)
+        count_array[t] = infinirt__rt.by_type[t] ? infinirt__rt.by_type[t]->device_count : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *count)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
+    if ((int)device < 0 || device >= INFINI_DEVICE_TYPE_COUNT)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "device type %d is not an infiniDevice_t",
+                              (int)device);
+    *count = infinirt__rt.by_type[device] ? infinirt__rt.by_type[device]->device_count : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_id)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev;
+    st = infinirt__device_lookup(device, device_id, __func__, &dev);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st; /* the current device is unchanged */
+    tls_current.set = true;
+    tls_current.type = device;
+    tls_current.id = device_id;
+    tls_current.dev = dev;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *device_id_ptr)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (!tls_current.set)
+        current_init();
+    if (device_ptr != NULL)
+        *device_ptr = tls_current.type;
+    if (device_id_ptr != NULL)
+        *device_id_ptr = tls_current.id;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id, size_t *free_bytes,
+                                               size_t *total_bytes)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (free_bytes == NULL || total_bytes == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "free_bytes or total_bytes is NULL");
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    if (!INFINIRT__HAS_OP(dev->plugin, get_mem_info))
+        return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no get_mem_info",
+                              dev->plugin->name);
+    size_t f = 0, t = 0;
+    st = dev->plugin->ops->get_mem_info(dev->index, &f, &t);
+    if (st != INFINI_STATUS_SUCCESS)
+        return infinirt__plugin_failed(st, dev, "get_mem_info");
+    *free_bytes = f;
+    *total_bytes = t;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev;
+    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return infinirt__device_sync(dev);
+}
+
+INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, int device_id,
+                                                        infinirtDeviceProperties_t *props)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (props == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "props is NULL");
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    memset(props, 0, sizeof *props);
+    snprintf(props->name, sizeof props->name, "%s", dev->info.name);
+    snprintf(props->description, sizeof props->description, "%s", dev->info.description);
+    snprintf(props->plugin, sizeof props->plugin, "%s", dev->plugin->name);
+    props->total_memory = dev->info.total_memory;
+    props->max_alloc_size = dev->info.max_alloc_size;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetConfigPath(const char **path)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (path == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "path is NULL");
+    *path = infinirt__rt.config_path;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patch)
+{
+    if (major != NULL)
+        *major = INFINIRT_VERSION_MAJOR;
+    if (minor != NULL)
+        *minor = INFINIRT_VERSION_MINOR;
+    if (patch != NULL)
+        *patch = INFINIRT_VERSION_PATCH;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API const char *infinirtGetErrorString(infiniStatus_t status)
+{
+    switch ((int)status) {
+#define INFINIRT__STR_CASE(name, value, text) \
+    case value:                               \
+        return text;
+        INFINI_STATUS_MAP(INFINIRT__STR_CASE)
+#undef INFINIRT__STR_CASE
+    }
+    return "unknown status";
+}
+
+INFINIRT_API const char *infinirtGetErrorName(infiniStatus_t status)
+{
+    switch ((int)status) {
+#define INFINIRT__NAME_CASE(name, value, text) \
+    case value:                                \
+        return #name;
+        INFINI_STATUS_MAP(INFINIRT__NAME_CASE)
+#undef INFINIRT__NAME_CASE
+    }
+    return "UNKNOWN_STATUS";
+}
+
+/* ------------------------------------------------------ allocator API */
+
+INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int device_id,
+                                                      infinirtAllocatorStats_t *stats)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stats == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stats is NULL");
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__pool_stats(dev->pool, stats);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device, infinirtAllocatorStats_t *stats)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stats == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stats is NULL");
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, 0, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__pool_stats(dev->plugin->host_pool, stats);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__pool_reset_peak(dev->pool);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__device *dev;
+    if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return infinirt__pool_trim(dev->pool);
+}

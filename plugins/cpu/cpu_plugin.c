@@ -1,0 +1,440 @@
+/*
+ * cpu_plugin.c - the CPU reference plugin: configuration, devices, memory,
+ * and the ops table.
+ *
+ * [plugin.cpu] keys:
+ *   devices = N          logical CPU devices to expose (default 1, max 64)
+ *   memory_limit = SIZE  per device; raw allocations beyond it fail with
+ *                        OUT_OF_MEMORY (suffixes K, M, G).  Lets tests drive
+ *                        multi-device routing and out-of-memory without
+ *                        hardware.
+ */
+#define _GNU_SOURCE
+#include "cpu.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/sysinfo.h>
+
+#define CPU_MAX_DEVICES 64
+/* Device memory is 256-byte aligned, as CUDA's is; the size lives in a
+ * header before the returned pointer so free can account for it. */
+#define CPU_ALIGN 256
+
+void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
+
+static cpu_device g_devices[CPU_MAX_DEVICES];
+static int g_count;
+static char g_cpu_model[128];
+
+cpu_device *cpu__device(int dev)
+{
+    return &g_devices[dev];
+}
+
+int cpu__device_count(void)
+{
+    return g_count;
+}
+
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (errno != 0 || *end != '\0' || (shift && v > (SIZE_MAX >> shift)))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static void read_cpu_model(void)
+{
+    snprintf(g_cpu_model, sizeof g_cpu_model, "host CPU");
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (f == NULL)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon != NULL) {
+                colon++;
+                while (*colon == ' ')
+                    colon++;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(g_cpu_model, sizeof g_cpu_model, "%s", colon);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_count)
+{
+    cpu__log = args->log;
+    int count = 1;
+    size_t limit = 0;
+    for (size_t i = 0; i < args->config_count; i++) {
+        const char *k = args->config[i].key, *v = args->config[i].value;
+        if (strcmp(k, "devices") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (end == v || *end != '\0' || n < 0 || n > CPU_MAX_DEVICES) {
+                snprintf(args->message, args->message_size, "devices = '%s' is not a number from 0 to %d", v,
+                         CPU_MAX_DEVICES);
+                return INFINI_STATUS_BAD_PARAM;
+            }
+            count = (int)n;
+        } else if (strcmp(k, "memory_limit") == 0) {
+            if (parse_size(v, &limit) != 0) {
+                snprintf(args->message, args->message_size, "memory_limit = '%s' is not a size (e.g. 64M, 2G)", v);
+                return INFINI_STATUS_BAD_PARAM;
+            }
+        } else {
+            args->log(INFINIRT_PLUGIN_LOG_WARN, "cpu", "unknown key '%s' ignored", k);
+        }
+    }
+    if (count == 0) {
+        snprintf(args->message, args->message_size, "devices = 0 in the config");
+        *device_count = 0;
+        return INFINI_STATUS_SUCCESS;
+    }
+    read_cpu_model();
+    for (int i = 0; i < count; i++) {
+        cpu_device *d = &g_devices[i];
+        memset(d, 0, sizeof *d);
+        d->index = i;
+        d->memory_limit = limit;
+        atomic_init(&d->used, 0);
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_cond_init(&d->unpinned, NULL);
+    }
+    g_count = count;
+    *device_count = count;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static void cpu_shutdown(void)
+{
+    cpu__shutdown_streams();
+}
+
+static size_t machine_total(void)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0)
+        return 0;
+    return (size_t)si.totalram * si.mem_unit;
+}
+
+static size_t machine_available(void)
+{
+    /* MemAvailable counts reclaimable cache, which sysinfo's freeram does
+     * not: it is the figure a user means by "free". */
+    FILE *f = fopen("/proc/meminfo", "re");
+    size_t kb = 0;
+    if (f != NULL) {
+        char line[128];
+        while (fgets(line, sizeof line, f) != NULL)
+            if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+                break;
+        fclose(f);
+    }
+    if (kb == 0) {
+        struct sysinfo si;
+        if (sysinfo(&si) == 0)
+            return (size_t)si.freeram * si.mem_unit;
+    }
+    return kb * 1024;
+}
+
+static infiniStatus_t cpu_get_device_info(int dev, infinirtPluginDeviceInfo *info)
+{
+    cpu_device *d = cpu__device(dev);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "CPU %d (%s)", dev, g_cpu_model);
+    size_t total = machine_total();
+    if (d->memory_limit != 0 && d->memory_limit < total)
+        total = d->memory_limit;
+    info->total_memory = total;
+    snprintf(info->description, sizeof info->description,
+             "logical device %d of %d on host memory; memory_limit %zu bytes%s", dev, g_count, d->memory_limit,
+             d->memory_limit ? "" : " (none)");
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    cpu_device *d = cpu__device(dev);
+    size_t total = machine_total(), avail = machine_available();
+    if (d->memory_limit != 0) {
+        size_t used = atomic_load(&d->used);
+        size_t left = d->memory_limit > used ? d->memory_limit - used : 0;
+        total = d->memory_limit < total ? d->memory_limit : total;
+        avail = left < avail ? left : avail;
+    }
+    *free_bytes = avail;
+    *total_bytes = total;
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static infiniStatus_t raw_alloc(void **ptr, size_t size)
+{
+    if (size > SIZE_MAX - CPU_ALIGN)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    void *base = NULL;
+    if (posix_memalign(&base, CPU_ALIGN, size + CPU_ALIGN) != 0)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    *(size_t *)base = size;
+    *ptr = (char *)base + CPU_ALIGN;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static size_t raw_size(void *ptr)
+{
+    return *(size_t *)((char *)ptr - CPU_ALIGN);
+}
+
+static void raw_free(void *ptr)
+{
+    free((char *)ptr - CPU_ALIGN);
+}
+
+static infiniStatus_t cpu_malloc_device(int dev, void **ptr, size_t size)
+{
+    cpu_device *d = cpu__device(dev);
+    if (d->memory_limit != 0) {
+        /* Reserve first, so concurrent allocations never overshoot. */
+        size_t before = atomic_fetch_add(&d->used, size);
+        if (before + size > d->memory_limit || before + size < before) {
+            atomic_fetch_sub(&d->used, size);
+            return INFINI_STATUS_OUT_OF_MEMORY;
+        }
+    }
+    infiniStatus_t st = raw_alloc(ptr, size);
+    if (st != INFINI_STATUS_SUCCESS && d->memory_limit != 0)
+        atomic_fetch_sub(&d->used, size);
+    return st;
+}
+
+static infiniStatus_t cpu_free_device(int dev, void *ptr)
+{
+    cpu_device *d = cpu__device(dev);
+    if (d->memory_limit != 0)
+        atomic_fetch_sub(&d->used, raw_size(ptr));
+    raw_free(ptr);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_malloc_host(int dev, void **ptr, size_t size)
+{
+    return raw_alloc(ptr, size);
+}
+
+static infiniStatus_t cpu_free_host(int dev, void *ptr)
+{
+    raw_free(ptr);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* A synchronous copy is ordered after the work queued on the default
+ * stream, as a legacy-stream cudaMemcpy is. */
+static void drain_default(int dev)
+{
+    cpu_device *d = cpu__device(dev);
+    pthread_mutex_lock(&d->lock);
+    cpu_stream *s = d->default_stream;
+    pthread_mutex_unlock(&d->lock);
+    if (s != NULL)
+        cpu__stream_sync(s);
+}
+
+static infiniStatus_t cpu_memcpy(int dev, void *dst, const void *src, size_t size, int kind)
+{
+    drain_default(dev);
+    memmove(dst, src, size);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_memset(int dev, void *ptr, int value, size_t size)
+{
+    drain_default(dev);
+    memset(ptr, value, size);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* --------------------------------------------------------------- streams */
+
+static infiniStatus_t cpu_stream_create(int dev, void **stream)
+{
+    cpu_stream *s;
+    if (cpu__stream_new(cpu__device(dev), &s) != 0)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    *stream = s;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_stream_destroy(int dev, void *stream)
+{
+    cpu__stream_free(stream);
+    return INFINI_STATUS_SUCCESS;
+}
+
+#define RESOLVE(s, dev, stream)                        \
+    cpu_stream *s = cpu__resolve((dev), (stream));     \
+    if (s == NULL)                                     \
+        return INFINI_STATUS_OUT_OF_MEMORY
+
+static infiniStatus_t cpu_stream_synchronize(int dev, void *stream)
+{
+    RESOLVE(s, dev, stream);
+    cpu__stream_sync(s);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_device_synchronize(int dev)
+{
+    cpu__device_sync(cpu__device(dev));
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_stream_wait_event(int dev, void *stream, void *event)
+{
+    RESOLVE(s, dev, stream);
+    return cpu__enqueue_wait(s, event) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+static infiniStatus_t cpu_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
+{
+    RESOLVE(s, dev, stream);
+    return cpu__enqueue_host_fn(s, fn, user_data) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+static infiniStatus_t cpu_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
+{
+    RESOLVE(s, dev, stream);
+    return cpu__enqueue_copy(s, dst, src, size) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+static infiniStatus_t cpu_memset_async(int dev, void *ptr, int value, size_t size, void *stream)
+{
+    RESOLVE(s, dev, stream);
+    return cpu__enqueue_fill(s, ptr, value, size) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static infiniStatus_t cpu_event_create(int dev, uint32_t flags, void **event)
+{
+    cpu_event *e = cpu__event_new(dev, flags);
+    if (e == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    *event = e;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_event_destroy(int dev, void *event)
+{
+    cpu__event_put(event); /* queued records keep their own reference */
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_event_record(int dev, void *event, void *stream)
+{
+    RESOLVE(s, dev, stream);
+    return cpu__enqueue_record(s, event) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+static infiniStatus_t cpu_event_query(int dev, void *event, int *complete)
+{
+    cpu_event *e = event;
+    pthread_mutex_lock(&e->mu);
+    *complete = e->completed >= e->recorded;
+    pthread_mutex_unlock(&e->mu);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_event_synchronize(int dev, void *event)
+{
+    cpu_event *e = event;
+    pthread_mutex_lock(&e->mu);
+    uint64_t gen = e->recorded;
+    while (e->completed < gen)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t cpu_event_elapsed_time(int dev, float *ms, void *start, void *end)
+{
+    cpu_event *a = start, *b = end;
+    double ta = 0, tb = 0;
+    int rec = 1, done = 1;
+    pthread_mutex_lock(&a->mu);
+    rec &= a->recorded > 0;
+    done &= a->completed >= a->recorded;
+    ta = a->completed_at_ms;
+    pthread_mutex_unlock(&a->mu);
+    pthread_mutex_lock(&b->mu);
+    rec &= b->recorded > 0;
+    done &= b->completed >= b->recorded;
+    tb = b->completed_at_ms;
+    pthread_mutex_unlock(&b->mu);
+    if (!rec || ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING))
+        return INFINI_STATUS_INVALID_STATE;
+    if (!done)
+        return INFINI_STATUS_NOT_READY;
+    *ms = (float)(tb - ta);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static const infinirtPluginOps cpu_ops = {
+    .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+    .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(infinirtPluginOps),
+    .name = "cpu",
+    .device_type = INFINI_DEVICE_CPU,
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .get_device_info = cpu_get_device_info,
+    .get_mem_info = cpu_get_mem_info,
+    .device_synchronize = cpu_device_synchronize,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .stream_synchronize = cpu_stream_synchronize,
+    .stream_wait_event = cpu_stream_wait_event,
+    .launch_host_func = cpu_launch_host_func,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .event_query = cpu_event_query,
+    .event_synchronize = cpu_event_synchronize,
+    .event_elapsed_time = cpu_event_elapsed_time,
+    .malloc_device = cpu_malloc_device,
+    .free_device = cpu_free_device,
+    .malloc_host = cpu_malloc_host,
+    .free_host = cpu_free_host,
+    .memcpy = cpu_memcpy,
+    .memcpy_async = cpu_memcpy_async,
+    .memset = cpu_memset,
+    .memset_async = cpu_memset_async,
+};
+
+INFINIRT_PLUGIN_DEFINE_ENTRY(cpu_ops)

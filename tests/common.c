@@ -1,0 +1,113 @@
+/* common.c - helpers shared by the test files. */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+infiniDevice_t tc_device_type(void)
+{
+    const char *d = getenv("INFINIRT_TEST_DEVICE");
+    if (d == NULL || strcmp(d, "cpu") == 0)
+        return INFINI_DEVICE_CPU;
+    if (strcmp(d, "opencl") == 0)
+        return INFINI_DEVICE_OPENCL;
+    if (strcmp(d, "nvidia") == 0 || strcmp(d, "cuda") == 0)
+        return INFINI_DEVICE_NVIDIA;
+    fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not cpu, opencl or nvidia\n", d);
+    abort();
+}
+
+int tc_use_device(int id)
+{
+    int n = 0;
+    if (infinirtGetDeviceCount(tc_device_type(), &n) != INFINI_STATUS_SUCCESS || n <= id) {
+        fprintf(stderr, "no %s device %d (count %d): skipping\n", infinirtGetDeviceTypeName(tc_device_type()), id,
+                n);
+        return TEST_SKIP;
+    }
+    if (infinirtSetDevice(tc_device_type(), id) != INFINI_STATUS_SUCCESS)
+        return TEST_FAIL;
+    return TEST_OK;
+}
+
+void tc_pattern(void *buf, size_t n, unsigned seed)
+{
+    unsigned char *p = buf;
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+}
+
+const char *tc_temp_dir(void)
+{
+    static char dir[256];
+    if (dir[0] == '\0') {
+        const char *base = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/infinirt-test-XXXXXX", base && base[0] ? base : "/tmp");
+        if (mkdtemp(dir) == NULL) {
+            perror("mkdtemp");
+            abort();
+        }
+    }
+    return dir;
+}
+
+const char *tc_write_temp(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tc_temp_dir(), name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        abort();
+    }
+    return path;
+}
+
+const char *tc_read_file(const char *path)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void tc_setenv(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0)
+        abort();
+}
+
+void tc_gate_wait_fn(void *arg)
+{
+    tc_gate *g = arg;
+    __atomic_store_n(&g->reached, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST))
+        tc_sleep_ms(1);
+}
+
+void tc_gate_open(tc_gate *g)
+{
+    __atomic_store_n(&g->open, 1, __ATOMIC_SEQ_CST);
+}
+
+void tc_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}

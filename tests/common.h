@@ -1,0 +1,42 @@
+/* common.h - helpers shared by the test files. */
+#ifndef INFINIRT_TEST_COMMON_H_
+#define INFINIRT_TEST_COMMON_H_
+
+#include "infinirt.h"
+#include "test.h"
+#include "test_list.h"
+
+#include <stdbool.h>
+
+/* The device type a conformance run targets: INFINIRT_TEST_DEVICE (cpu,
+ * opencl, nvidia); cpu when unset. */
+infiniDevice_t tc_device_type(void);
+/* Select device `id` of the target type; TEST_SKIP when it does not exist. */
+int tc_use_device(int id);
+/* Fill buf with a pattern derived from seed. */
+void tc_pattern(void *buf, size_t n, unsigned seed);
+/* Write `text` to a fresh file in a private temp folder; returns its path
+ * (static storage, valid until the next call). */
+const char *tc_write_temp(const char *name, const char *text);
+/* The temp folder of this test process. */
+const char *tc_temp_dir(void);
+/* Read a whole file into a static buffer (NUL-terminated); NULL on error. */
+const char *tc_read_file(const char *path);
+/* setenv that aborts on failure. */
+void tc_setenv(const char *name, const char *value);
+
+/* A gate a host function can block a stream on. */
+typedef struct {
+    volatile int open;
+    volatile int reached;
+} tc_gate;
+void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
+void tc_gate_open(tc_gate *g);
+void tc_sleep_ms(int ms);
+
+/* Every test function, declared from the one list. */
+#define TC_DECLARE(group, name) int test_##group##_##name(void);
+TEST_LIST(TC_DECLARE)
+#undef TC_DECLARE
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * loader_tests.c - the loader against fake plugins, configs and threads.
+ *
+ * Each test is its own process (one CTest entry each), so each writes its
+ * config and environment before its first infinirt call, which is when the
+ * loader reads them.  FAKE_DIR and CPU_PLUGIN come from CMake.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *log_path(void)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/infinirt.log", tc_temp_dir());
+    return p;
+}
+
+/* Write a config and point the loader at it; logging goes to a file. */
+static void use_config(const char *text)
+{
+    tc_setenv("INFINIRT_CONFIG", tc_write_temp("infinirt.ini", text));
+    tc_setenv("INFINIRT_LOG_FILE", log_path());
+    tc_setenv("INFINIRT_LOG", "info");
+}
+
+static int find_plugin(const char *name, infinirtPluginInfo_t *out)
+{
+    int n = 0;
+    if (infinirtGetPluginCount(&n) != INFINI_STATUS_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (infinirtGetPluginInfo(i, out) == INFINI_STATUS_SUCCESS && strcmp(out->name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The cpu plugin still serves: allocate, copy, free. */
+static int cpu_still_works(void)
+{
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    char a[100], b[100];
+    tc_pattern(a, sizeof a, 5);
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, sizeof a));
+    ASSERT_OK(infinirtMemcpy(d, a, sizeof a, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(b, d, sizeof a, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, sizeof a);
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
+/* A config with the cpu plugin and one more section. */
+static int bad_plugin_case(const char *extra, const char *name, infinirtPluginStatus_t want, const char *msg_part)
+{
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n\n[plugin.%s]\n%s\n", CPU_PLUGIN, name, extra);
+    use_config(cfg);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin(name, &pi), 0);
+    if (pi.status != want)
+        TEST_FAILED_("plugin %s: status %s (%s), want %s", name, infinirtGetPluginStatusString(pi.status), pi.message,
+                     infinirtGetPluginStatusString(want));
+    ASSERT_STR_CONTAINS(pi.message, msg_part);
+    ASSERT_EQ(pi.device_count, 0);
+    /* The reason reached the log too, with the plugin's name. */
+    const char *log = tc_read_file(log_path());
+    ASSERT_STR_CONTAINS(log, name);
+    CHECK(cpu_still_works());
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    ASSERT_OK(infinirtGetAllDeviceCount(counts));
+    ASSERT_EQ(counts[INFINI_DEVICE_CPU], 1);
+    ASSERT_EQ(counts[INFINI_DEVICE_ASCEND], 0);
+    return TEST_OK;
+}
+
+int test_loader_missing_file(void)
+{
+    return bad_plugin_case("library = /nonexistent/libinfinirt_ghost.so", "ghost", INFINIRT_PLUGIN_NOT_FOUND,
+                           "No such file");
+}
+
+int test_loader_not_shared_object(void)
+{
+    const char *p = tc_write_temp("libinfinirt_text.so", "this is not an ELF file\n");
+    char extra[600];
+    snprintf(extra, sizeof extra, "library = %s", p);
+    return bad_plugin_case(extra, "text", INFINIRT_PLUGIN_DLOPEN_ERROR, "libinfinirt_text.so");
+}
+
+int test_loader_no_entry(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_no_entry.so", "noentry", INFINIRT_PLUGIN_ENTRY_MISSING,
+                           "infinirtPluginEntry");
+}
+
+int test_loader_abi_major(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_abi2.so", "abi2", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "plugin ABI 2.0");
+}
+
+int test_loader_table_too_small(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_small_table.so", "small", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "40 bytes");
+}
+
+int test_loader_init_failure(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_init_fail.so", "initfail", INFINIRT_PLUGIN_INIT_FAILED,
+                           "fake init refused: no licence");
+}
+
+int test_loader_zero_devices(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_zero.so", "zero", INFINIRT_PLUGIN_NO_DEVICES,
+                           "no fake hardware present");
+}
+
+int test_loader_duplicate_type(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_dup_cpu.so", "dupcpu", INFINIRT_PLUGIN_DUPLICATE_TYPE,
+                           "already served by plugin cpu");
+}
+
+int test_loader_disabled(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_good.so\nenabled = false\nanswer = 42", "good",
+                           INFINIRT_PLUGIN_DISABLED, "enabled = false");
+}
+
+int test_loader_bad_plugin_key(void)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = lots\n\n[plugin.good]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_INIT_FAILED);
+    ASSERT_STR_CONTAINS(pi.message, "devices = 'lots'");
+    /* The other plugin serves on. */
+    ASSERT_GE(find_plugin("good", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_STATUS(infinirtSetDevice(INFINI_DEVICE_CPU, 0), INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 1));
+    return TEST_OK;
+}
+
+/* A vendor plugin's devices appear under its type and calls reach it. */
+int test_loader_fake_device_routing(void)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "[loader]\ndefault_device = ascend:1\n\n[plugin.cpu]\nlibrary = %s\n\n[plugin.good]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\ndevices = 3\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    ASSERT_OK(infinirtGetAllDeviceCount(counts));
+    ASSERT_EQ(counts[INFINI_DEVICE_CPU], 1);
+    ASSERT_EQ(counts[INFINI_DEVICE_ASCEND], 3); /* the devices key reached the plugin */
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id)); /* the configured default */
+    ASSERT_EQ(t, INFINI_DEVICE_ASCEND);
+    ASSERT_EQ(id, 1);
+    infinirtDeviceProperties_t p;
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_ASCEND, 2, &p));
+    ASSERT_STR_EQ(p.name, "fake device 2");
+    ASSERT_STR_EQ(p.plugin, "good");
+    void *d;
+    char a[64], b[64];
+    tc_pattern(a, 64, 1);
+    ASSERT_OK(infinirtMalloc(&d, 64));
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_ASCEND, 1, &st));
+    ASSERT_EQ(st.active_blocks, 1);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    ASSERT_OK(infinirtMemcpy(d, a, 64, INFINIRT_MEMCPY_H2D)); /* routed by pointer, not current device */
+    ASSERT_OK(infinirtMemcpy(b, d, 64, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, 64);
+    /* Cross-backend D2D goes through host memory. */
+    void *c;
+    ASSERT_OK(infinirtMalloc(&c, 64));
+    ASSERT_OK(infinirtMemcpy(c, d, 64, INFINIRT_MEMCPY_D2D));
+    memset(b, 0, 64);
+    ASSERT_OK(infinirtMemcpy(b, c, 64, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, 64);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFree(c));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_ASCEND, 1, &st));
+    ASSERT_EQ(st.active_blocks, 0);
+    /* The fake has no streams: a clear NOT_IMPLEMENTED, not a crash. */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    infinirtStream_t s;
+    ASSERT_STATUS(infinirtStreamCreate(&s), INFINI_STATUS_NOT_IMPLEMENTED);
+    ASSERT_STATUS(infinirtMallocHost(&d, 64), INFINI_STATUS_NOT_IMPLEMENTED);
+    return TEST_OK;
+}
+
+int test_loader_malformed_ini(void)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "; comment\n"                    /* 1 */
+             "[loader]\n"                     /* 2 */
+             "this line has no equals sign\n" /* 3 */
+             "colour = blue\n"                /* 4: unknown loader key */
+             "default_device = gpu-ish\n"     /* 5 */
+             "[plugin.cpu\n"                  /* 6: no closing bracket */
+             "[plugin.cpu]\n"                 /* 7 */
+             "library = %s\n"                 /* 8 */
+             "devices = 2\n"                  /* 9: read despite the errors above */
+             "[allocator]\n"                  /* 10 */
+             "granularity = 300\n",           /* 11: not a power of two */
+             CPU_PLUGIN);
+    use_config(cfg);
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_EQ(n, 2);
+    const char *cfgpath = getenv("INFINIRT_CONFIG");
+    char resolved[PATH_MAX], want[PATH_MAX + 64];
+    ASSERT(realpath(cfgpath, resolved) != NULL);
+    const char *log = tc_read_file(log_path());
+    snprintf(want, sizeof want, "%s:3: malformed line", resolved);
+    ASSERT_STR_CONTAINS(log, want);
+    snprintf(want, sizeof want, "%s:4: unknown key 'colour' in [loader]", resolved);
+    ASSERT_STR_CONTAINS(log, want);
+    snprintf(want, sizeof want, "%s:5: default_device 'gpu-ish'", resolved);
+    ASSERT_STR_CONTAINS(log, want);
+    snprintf(want, sizeof want, "%s:6: malformed section header", resolved);
+    ASSERT_STR_CONTAINS(log, want);
+    snprintf(want, sizeof want, "%s:11: granularity must be a power of two", resolved);
+    ASSERT_STR_CONTAINS(log, want);
+    return TEST_OK;
+}
+
+int test_loader_config_env(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[loader]\ndefault_device = cpu:2\n[plugin.cpu]\nlibrary = %s\ndevices = 3\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    const char *path = NULL;
+    ASSERT_OK(infinirtGetConfigPath(&path));
+    char resolved[PATH_MAX];
+    ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
+    ASSERT_STR_EQ(path, resolved);
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(t, INFINI_DEVICE_CPU);
+    ASSERT_EQ(id, 2);
+    return TEST_OK;
+}
+
+/* Plugin paths in a file are relative to that file. */
+int test_loader_relative_library(void)
+{
+    char dir[600], link[700];
+    snprintf(dir, sizeof dir, "%s/plugins", tc_temp_dir());
+    ASSERT_EQ(mkdir(dir, 0755), 0);
+    snprintf(link, sizeof link, "%s/libinfinirt_cpu.so", dir);
+    ASSERT_EQ(symlink(CPU_PLUGIN, link), 0);
+    use_config("[plugin.cpu]\nlibrary = plugins/libinfinirt_cpu.so\n");
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_STR_CONTAINS(pi.path, tc_temp_dir());
+    return cpu_still_works();
+}
+
+/* An unreadable INFINIRT_CONFIG is reported, and the search goes on. */
+int test_loader_config_env_missing(void)
+{
+    tc_setenv("INFINIRT_CONFIG", "/nonexistent/infinirt.ini");
+    tc_setenv("INFINIRT_LOG_FILE", log_path());
+    tc_setenv("XDG_CONFIG_HOME", tc_temp_dir());
+    int n = -1;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_GE(n, 0);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), "INFINIRT_CONFIG=/nonexistent/infinirt.ini cannot be read");
+    return TEST_OK;
+}
+
+/* The user's XDG config is read when INFINIRT_CONFIG is unset. */
+int test_loader_xdg_config(void)
+{
+    char dir[600], path[700], cfg[1024];
+    snprintf(dir, sizeof dir, "%s/infinirt", tc_temp_dir());
+    ASSERT_EQ(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/infinirt.ini", dir);
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 4\n", CPU_PLUGIN);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs(cfg, f);
+    fclose(f);
+    unsetenv("INFINIRT_CONFIG");
+    tc_setenv("XDG_CONFIG_HOME", tc_temp_dir());
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_EQ(n, 4);
+    const char *used;
+    ASSERT_OK(infinirtGetConfigPath(&used));
+    ASSERT_STR_CONTAINS(used, "/infinirt/infinirt.ini");
+    return TEST_OK;
+}
+
+/* -------------------------------------------------------------- routing */
+
+/* Pointers, streams and events made on device 1 are used and released
+ * while device 0 is current, and reach device 1. */
+int test_routing_two_devices(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\n", CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 1));
+    void *p;
+    infinirtStream_t s;
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtMalloc(&p, 4096));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+
+    infinirtAllocatorStats_t st0, st1;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st0));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 1, &st1));
+    ASSERT_EQ(st0.active_blocks, 0);
+    ASSERT_EQ(st1.active_blocks, 1);
+
+    char a[4096], b[4096];
+    tc_pattern(a, sizeof a, 11);
+    tc_gate gate = {0, 0};
+    ASSERT_OK(infinirtLaunchHostFunc(s, tc_gate_wait_fn, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(p, a, sizeof a, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemcpyAsync(b, p, sizeof a, INFINIRT_MEMCPY_D2H, s));
+    ASSERT_OK(infinirtEventRecord(e, s));
+    infinirtEventStatus_t es;
+    ASSERT_OK(infinirtEventQuery(e, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_NOT_READY);
+    /* Device 0's synchronize does not wait for device 1's stream. */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtEventQuery(e, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_NOT_READY);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtEventSynchronize(e));
+    ASSERT_MEM_EQ(a, b, sizeof a);
+    /* NULL stream for an event means the event's own device. */
+    ASSERT_OK(infinirtEventRecord(e, NULL));
+    ASSERT_OK(infinirtEventSynchronize(e));
+    /* A device-0 stream cannot record a device-1 event. */
+    infinirtStream_t s0;
+    ASSERT_OK(infinirtStreamCreate(&s0));
+    ASSERT_STATUS(infinirtEventRecord(e, s0), INFINI_STATUS_BAD_PARAM);
+    /* ...but it can wait on it: same backend. */
+    ASSERT_OK(infinirtStreamWaitEvent(s0, e));
+    ASSERT_OK(infinirtStreamSynchronize(s0));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 1, &st1));
+    ASSERT_EQ(st1.active_blocks, 0);
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtEventDestroy(e));
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(id, 0); /* nothing above changed the current device */
+    return TEST_OK;
+}
+
+/* memory_limit makes raw allocation fail with OUT_OF_MEMORY, and a failed
+ * allocation changes nothing. */
+int test_routing_memory_limit(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nmemory_limit = 4M\n", CPU_PLUGIN);
+    use_config(cfg);
+    void *p = NULL, *q = (void *)1;
+    ASSERT_OK(infinirtMalloc(&p, 3u << 20));
+    infinirtAllocatorStats_t before, after;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &before));
+    ASSERT_STATUS(infinirtMalloc(&q, 2u << 20), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_PTR_EQ(q, (void *)1);
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &after));
+    ASSERT_EQ(after.allocated_bytes, before.allocated_bytes);
+    ASSERT_EQ(after.oom_count, before.oom_count + 1);
+    size_t f, t;
+    ASSERT_OK(infinirtGetMemInfo(INFINI_DEVICE_CPU, 0, &f, &t));
+    ASSERT_EQ(t, 4u << 20);
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtMalloc(&q, 2u << 20));
+    ASSERT_OK(infinirtFree(q));
+    return TEST_OK;
+}
+
+/* -------------------------------------------------------------- threads */
+
+enum { NTHREADS = 16 };
+static pthread_barrier_t g_barrier;
+static int g_counts[NTHREADS];
+
+static void *first_call(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    pthread_barrier_wait(&g_barrier);
+    if (infinirtGetAllDeviceCount(counts) == INFINI_STATUS_SUCCESS)
+        g_counts[i] = counts[INFINI_DEVICE_CPU];
+    return NULL;
+}
+
+int test_threads_first_call(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 3\n", CPU_PLUGIN);
+    use_config(cfg);
+    pthread_t th[NTHREADS];
+    pthread_barrier_init(&g_barrier, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, first_call, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        ASSERT_EQ(g_counts[i], 3);
+    /* The plugin was loaded once: one "loaded" line in the log. */
+    const char *log = tc_read_file(log_path());
+    const char *first = strstr(log, "plugin cpu (");
+    ASSERT(first != NULL);
+    ASSERT(strstr(first + 1, "plugin cpu (") == NULL);
+    return TEST_OK;
+}
+
+static void *on_device_one(void *arg)
+{
+    int *ok = arg;
+    infiniDevice_t t;
+    int id = -1;
+    /* A new thread starts on the configured default, whatever others chose. */
+    *ok = infinirtGetDevice(&t, &id) == INFINI_STATUS_SUCCESS && id == 2;
+    *ok = *ok && infinirtSetDevice(INFINI_DEVICE_CPU, 1) == INFINI_STATUS_SUCCESS;
+    *ok = *ok && infinirtGetDevice(&t, &id) == INFINI_STATUS_SUCCESS && id == 1;
+    return NULL;
+}
+
+int test_threads_current_device(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[loader]\ndefault_device = cpu:2\n[plugin.cpu]\nlibrary = %s\ndevices = 3\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    pthread_t th;
+    int ok = 0;
+    ASSERT_EQ(pthread_create(&th, NULL, on_device_one, &ok), 0);
+    pthread_join(th, NULL);
+    ASSERT_EQ(ok, 1);
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(id, 0);
+    return TEST_OK;
+}

@@ -1,0 +1,47 @@
+/*
+ * test_list.h - every test of the runner, one per line (group, name) inside X().
+ * tests/CMakeLists.txt reads this file: the `conformance` group is
+ * registered once per backend present, every other group once.
+ */
+#ifndef INFINIRT_TEST_LIST_H_
+#define INFINIRT_TEST_LIST_H_
+
+#define TEST_LIST(X)                      \
+    X(conformance, device_count)          \
+    X(conformance, set_get_device)        \
+    X(conformance, mem_info)              \
+    X(conformance, malloc_free)           \
+    X(conformance, memcpy_kinds)          \
+    X(conformance, memcpy_errors)         \
+    X(conformance, memset)                \
+    X(conformance, async_chain)           \
+    X(conformance, default_stream)        \
+    X(conformance, events)                \
+    X(conformance, stream_wait_event)     \
+    X(conformance, host_func_order)       \
+    X(conformance, malloc_async)          \
+    X(conformance, malloc_host)           \
+    X(conformance, bad_handles)           \
+    X(conformance, error_strings)         \
+    X(loader, missing_file)               \
+    X(loader, not_shared_object)          \
+    X(loader, no_entry)                   \
+    X(loader, abi_major)                  \
+    X(loader, table_too_small)            \
+    X(loader, init_failure)               \
+    X(loader, zero_devices)               \
+    X(loader, duplicate_type)             \
+    X(loader, disabled)                   \
+    X(loader, bad_plugin_key)             \
+    X(loader, fake_device_routing)        \
+    X(loader, malformed_ini)              \
+    X(loader, config_env)                 \
+    X(loader, relative_library)           \
+    X(loader, config_env_missing)         \
+    X(loader, xdg_config)                 \
+    X(routing, two_devices)               \
+    X(routing, memory_limit)              \
+    X(threads, first_call)                \
+    X(threads, current_device)
+
+#endif
