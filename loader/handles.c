@@ -4,10 +4,9 @@
  *
  * The application only ever holds loader handles.  Each knows its owning
  * device, so a call reaches that device's plugin whatever the current device
- * is.  Live handles are kept in a registry: a destroyed or made-up handle is
- * rejected with BAD_PARAM instead of being dereferenced.  A reference count
- * keeps a handle's memory (and plugin object) alive while another thread is
- * still inside a call that uses it.
+ * is.  A destroyed or made-up handle is rejected with BAD_PARAM instead of
+ * being dereferenced, and a reference count keeps a handle's object (and its
+ * plugin object) alive while another thread is still inside a call on it.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -17,114 +16,178 @@
 
 /* --------------------------------------------------------- the registry */
 
-/* Open addressing with linear probing over pointer keys; TOMB marks deleted
- * slots so probe chains stay intact. */
-#define TOMB ((void *)(uintptr_t)1)
+/*
+ * Handles are not pointers: a handle encodes (generation, slot index, kind),
+ * and each slot holds one 64-bit word (generation:31 | live:1 | refs:32)
+ * next to the object pointer.  Looking a handle up is a bounds check and one
+ * compare-and-swap on that slot's word, with no lock, so threads that work
+ * on different streams never touch a shared cache line.  A destroyed handle
+ * stays invalid even after its slot is reused, because the slot's
+ * generation has moved on.  Slots live in chunks that are never freed.
+ */
+#define KIND_STREAM 1u
+#define KIND_EVENT 2u
+#define CHUNK_SLOTS 1024u
+#define MAX_CHUNKS 4096u /* 4M live handles of each kind */
 
-static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static void **g_reg;
-static size_t g_reg_cap, g_reg_used; /* used counts live + tombstones */
+#define W_LIVE ((uint64_t)1 << 32)
+#define W_GEN_SHIFT 33
+#define W_REFS(w) ((uint32_t)(w))
+#define W_GEN(w) ((uint32_t)((w) >> W_GEN_SHIFT))
 
-static size_t slot_of(const void *h, size_t cap)
+typedef struct {
+    _Alignas(64) _Atomic uint64_t word;
+    void *obj;
+    uint32_t next_free; /* free list link (index + 1), under the table lock */
+} slot;
+
+typedef struct {
+    _Atomic(slot *) chunks[MAX_CHUNKS];
+    atomic_uint nchunks;
+    pthread_mutex_t lock; /* allocation and free list only */
+    uint32_t free_head, free_tail; /* index + 1; 0 = empty */
+} table;
+
+static table g_tables[3] = {
+    [KIND_STREAM] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [KIND_EVENT] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+};
+
+static slot *slot_at(table *t, uint32_t idx)
 {
-    uintptr_t x = (uintptr_t)h;
-    x ^= x >> 17;
-    x *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 7) & (cap - 1);
+    uint32_t c = idx / CHUNK_SLOTS;
+    if (c >= atomic_load_explicit(&t->nchunks, memory_order_acquire))
+        return NULL;
+    slot *chunk = atomic_load_explicit(&t->chunks[c], memory_order_acquire);
+    return chunk ? &chunk[idx % CHUNK_SLOTS] : NULL;
 }
 
-static int reg_find(const void *h)
+static uintptr_t encode(uint32_t kind, uint32_t idx, uint32_t gen)
 {
-    if (g_reg_cap == 0)
-        return -1;
-    for (size_t i = slot_of(h, g_reg_cap), n = 0; n < g_reg_cap; i = (i + 1) & (g_reg_cap - 1), n++) {
-        if (g_reg[i] == h)
-            return (int)i;
-        if (g_reg[i] == NULL)
-            return -1;
-    }
-    return -1;
+    /* Bit 0 set keeps handles odd, so no real pointer is ever a handle. */
+    return ((uintptr_t)gen << 32) | ((uintptr_t)idx << 3) | ((uintptr_t)kind << 1) | 1u;
 }
 
-static int reg_grow(void)
+/* Allocate a slot for obj (refs = 1, live).  Returns the handle, or 0. */
+static uintptr_t handle_new(uint32_t kind, void *obj)
 {
-    size_t ncap = g_reg_cap ? g_reg_cap * 2 : 256;
-    void **n = calloc(ncap, sizeof *n);
-    if (n == NULL)
-        return -1;
-    size_t used = 0;
-    for (size_t i = 0; i < g_reg_cap; i++) {
-        void *h = g_reg[i];
-        if (h != NULL && h != TOMB) {
-            size_t j = slot_of(h, ncap);
-            while (n[j] != NULL)
-                j = (j + 1) & (ncap - 1);
-            n[j] = h;
-            used++;
+    table *t = &g_tables[kind];
+    pthread_mutex_lock(&t->lock);
+    uint32_t idx;
+    if (t->free_head != 0) {
+        /* FIFO reuse: a slot rests as long as possible before it comes
+         * back, which keeps generations from cycling fast. */
+        idx = t->free_head - 1;
+        slot *sl = slot_at(t, idx);
+        t->free_head = sl->next_free;
+        if (t->free_head == 0)
+            t->free_tail = 0;
+    } else {
+        uint32_t n = atomic_load(&t->nchunks);
+        if (n == MAX_CHUNKS) {
+            pthread_mutex_unlock(&t->lock);
+            return 0;
         }
+        slot *chunk = aligned_alloc(64, CHUNK_SLOTS * sizeof(slot));
+        if (chunk == NULL) {
+            pthread_mutex_unlock(&t->lock);
+            return 0;
+        }
+        memset(chunk, 0, CHUNK_SLOTS * sizeof(slot));
+        atomic_store(&t->chunks[n], chunk);
+        atomic_store_explicit(&t->nchunks, n + 1, memory_order_release);
+        /* Slot 0 of the chunk is used now, the rest go to the free list. */
+        for (uint32_t i = 1; i < CHUNK_SLOTS; i++) {
+            uint32_t j = n * CHUNK_SLOTS + i;
+            chunk[i].next_free = 0;
+            if (t->free_tail != 0)
+                slot_at(t, t->free_tail - 1)->next_free = j + 1;
+            else
+                t->free_head = j + 1;
+            t->free_tail = j + 1;
+        }
+        idx = n * CHUNK_SLOTS;
     }
-    free(g_reg);
-    g_reg = n;
-    g_reg_cap = ncap;
-    g_reg_used = used;
+    slot *sl = slot_at(t, idx);
+    sl->obj = obj;
+    uint64_t w = atomic_load(&sl->word);
+    uint32_t gen = (W_GEN(w) + 1) & 0x7fffffffu;
+    atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
+    pthread_mutex_unlock(&t->lock);
+    return encode(kind, idx, gen);
+}
+
+static slot *decode(const void *h, uint32_t kind, uint32_t *gen)
+{
+    uintptr_t v = (uintptr_t)h;
+    if ((v & 1u) == 0 || ((v >> 1) & 3u) != kind)
+        return NULL;
+    *gen = (uint32_t)(v >> 32);
+    return slot_at(&g_tables[kind], (uint32_t)(v & 0xffffffffu) >> 3);
+}
+
+/* Take a reference if h names a live object of this kind. */
+static void *handle_get(const void *h, uint32_t kind)
+{
+    uint32_t gen;
+    slot *sl = decode(h, kind, &gen);
+    if (sl == NULL)
+        return NULL;
+    uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+    do {
+        if (W_GEN(w) != gen || !(w & W_LIVE) || W_REFS(w) == 0)
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&sl->word, &w, w + 1, memory_order_acquire,
+                                                    memory_order_acquire));
+    return sl->obj;
+}
+
+/* Clear the live bit: later lookups fail.  Returns 0, or -1 if h was not
+ * live (already destroyed, or never a handle). */
+static int handle_kill(const void *h, uint32_t kind)
+{
+    uint32_t gen;
+    slot *sl = decode(h, kind, &gen);
+    if (sl == NULL)
+        return -1;
+    uint64_t w = atomic_load(&sl->word);
+    do {
+        if (W_GEN(w) != gen || !(w & W_LIVE))
+            return -1;
+    } while (!atomic_compare_exchange_weak(&sl->word, &w, w & ~W_LIVE));
     return 0;
 }
 
-int infinirt__handle_register(void *h)
+/* Drop a reference; returns the object when it was the last one (the slot
+ * is then free for reuse), else NULL. */
+static void *handle_drop(uint32_t kind, uint32_t idx)
 {
-    pthread_mutex_lock(&g_reg_lock);
-    int rc = 0;
-    if ((g_reg_used + 1) * 2 > g_reg_cap)
-        rc = reg_grow();
-    if (rc == 0) {
-        size_t i = slot_of(h, g_reg_cap);
-        while (g_reg[i] != NULL && g_reg[i] != TOMB)
-            i = (i + 1) & (g_reg_cap - 1);
-        if (g_reg[i] == NULL)
-            g_reg_used++;
-        g_reg[i] = h;
-    }
-    pthread_mutex_unlock(&g_reg_lock);
-    return rc;
-}
-
-int infinirt__handle_unregister(void *h)
-{
-    pthread_mutex_lock(&g_reg_lock);
-    int i = reg_find(h);
-    if (i >= 0)
-        g_reg[i] = TOMB;
-    pthread_mutex_unlock(&g_reg_lock);
-    return i >= 0 ? 0 : -1;
-}
-
-/* Look a handle up and take a reference, atomically with respect to
- * unregister: a handle found here cannot be freed until the reference is
- * dropped. */
-static void *handle_get(const void *h, uint32_t magic)
-{
-    if (h == NULL)
+    table *t = &g_tables[kind];
+    slot *sl = slot_at(t, idx);
+    uint64_t w = atomic_fetch_sub_explicit(&sl->word, 1, memory_order_acq_rel) - 1;
+    if (W_REFS(w) != 0 || (w & W_LIVE))
         return NULL;
-    pthread_mutex_lock(&g_reg_lock);
-    void *found = NULL;
-    if (reg_find(h) >= 0 && *(const uint32_t *)h == magic) {
-        found = (void *)h;
-        atomic_int *refs = magic == INFINIRT__STREAM_MAGIC ? &((infinirt__stream *)found)->refs
-                                                           : &((infinirt__event *)found)->refs;
-        atomic_fetch_add(refs, 1);
-    }
-    pthread_mutex_unlock(&g_reg_lock);
-    return found;
+    void *obj = sl->obj;
+    pthread_mutex_lock(&t->lock);
+    sl->obj = NULL;
+    sl->next_free = 0;
+    if (t->free_tail != 0)
+        slot_at(t, t->free_tail - 1)->next_free = idx + 1;
+    else
+        t->free_head = idx + 1;
+    t->free_tail = idx + 1;
+    pthread_mutex_unlock(&t->lock);
+    return obj;
 }
 
 infinirt__stream *infinirt__stream_get(infinirtStream_t h)
 {
-    return handle_get(h, INFINIRT__STREAM_MAGIC);
+    return handle_get(h, KIND_STREAM);
 }
 
 infinirt__event *infinirt__event_get(infinirtEvent_t h)
 {
-    return handle_get(h, INFINIRT__EVENT_MAGIC);
+    return handle_get(h, KIND_EVENT);
 }
 
 static void stream_free(infinirt__stream *s)
@@ -151,13 +214,13 @@ static void stream_free(infinirt__stream *s)
 
 void infinirt__stream_put(infinirt__stream *s)
 {
-    if (s != NULL && !s->is_default && atomic_fetch_sub(&s->refs, 1) == 1)
+    if (s != NULL && !s->is_default && handle_drop(KIND_STREAM, s->slot) != NULL)
         stream_free(s);
 }
 
 void infinirt__event_put(infinirt__event *e)
 {
-    if (e != NULL && atomic_fetch_sub(&e->refs, 1) == 1) {
+    if (e != NULL && handle_drop(KIND_EVENT, e->slot) != NULL) {
         infinirt__device *dev = e->dev;
         if (dev->plugin->ops->event_destroy != NULL) {
             infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
@@ -246,18 +309,20 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
     }
     s->magic = INFINIRT__STREAM_MAGIC;
     s->dev = dev;
-    atomic_init(&s->refs, 1);
+    uintptr_t h = handle_new(KIND_STREAM, s);
+    if (h == 0) {
+        dev->plugin->ops->stream_destroy(dev->index, s->ps);
+        free(s);
+        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the stream");
+    }
+    s->slot = (uint32_t)(h & 0xffffffffu) >> 3;
     pthread_mutex_lock(&dev->lock);
     s->next = dev->streams;
     if (dev->streams)
         dev->streams->prev = s;
     dev->streams = s;
     pthread_mutex_unlock(&dev->lock);
-    if (infinirt__handle_register(s) != 0) {
-        infinirt__stream_put(s);
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the stream");
-    }
-    *stream_ptr = s;
+    *stream_ptr = (infinirtStream_t)h;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -268,11 +333,15 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
         return st;
     if (stream == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "the default (NULL) stream cannot be destroyed");
-    if (infinirt__handle_unregister(stream) != 0)
+    infinirt__stream *s = infinirt__stream_get(stream);
+    if (s == NULL || handle_kill(stream, KIND_STREAM) != 0) {
+        infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
-    /* The registry's reference is dropped here; the plugin stream is
+    }
+    /* Drop our reference and the handle's own; the plugin stream is
      * destroyed (after its work completes) when the last user lets go. */
-    infinirt__stream_put((infinirt__stream *)stream);
+    infinirt__stream_put(s);
+    infinirt__stream_put(s);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -392,12 +461,14 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     e->magic = INFINIRT__EVENT_MAGIC;
     e->dev = dev;
     e->flags = flags;
-    atomic_init(&e->refs, 1);
-    if (infinirt__handle_register(e) != 0) {
-        infinirt__event_put(e);
+    uintptr_t h = handle_new(KIND_EVENT, e);
+    if (h == 0) {
+        dev->plugin->ops->event_destroy(dev->index, e->pe);
+        free(e);
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the event");
     }
-    *event_ptr = e;
+    e->slot = (uint32_t)(h & 0xffffffffu) >> 3;
+    *event_ptr = (infinirtEvent_t)h;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -411,9 +482,13 @@ INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    if (event == NULL || infinirt__handle_unregister(event) != 0)
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL || handle_kill(event, KIND_EVENT) != 0) {
+        infinirt__event_put(e);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
-    infinirt__event_put((infinirt__event *)event);
+    }
+    infinirt__event_put(e);
+    infinirt__event_put(e);
     return INFINI_STATUS_SUCCESS;
 }
 

@@ -113,7 +113,7 @@ struct infinirt__device {
 
 struct infinirt__stream {
     uint32_t magic;
-    atomic_int refs;
+    uint32_t slot;              /* handle table slot (handles.c) */
     infinirt__device *dev;
     void *ps;                   /* plugin stream; NULL for the default stream */
     bool is_default;
@@ -124,15 +124,12 @@ struct infinirt__stream {
 
 struct infinirt__event {
     uint32_t magic;
-    atomic_int refs;
+    uint32_t slot;
     infinirt__device *dev;
     void *pe;
     uint32_t flags;
 };
 
-/* Register / unregister a live handle; lookups of anything else fail. */
-int infinirt__handle_register(void *h);
-int infinirt__handle_unregister(void *h);
 /* Take a reference to a live stream/event handle; NULL if not live.
  * A NULL stream handle resolves to the default stream of `fallback`. */
 infinirt__stream *infinirt__stream_get(infinirtStream_t h);

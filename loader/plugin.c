@@ -142,7 +142,6 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, con
     d->default_stream->magic = INFINIRT__STREAM_MAGIC;
     d->default_stream->dev = d;
     d->default_stream->is_default = true;
-    atomic_init(&d->default_stream->refs, 1);
 
     infinirt__pool_backend be;
     infinirt__fence_backend(&be, d, NULL);

@@ -462,6 +462,20 @@ int test_conformance_bad_handles(void)
     ASSERT_STATUS(infinirtEventRecord((infinirtEvent_t)junk, NULL), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtStreamCreate(NULL), INFINI_STATUS_NULL_POINTER);
     ASSERT_OK(infinirtEventDestroy(e));
+    /* Cycle enough events that e's slot is reused: e must stay dead and
+     * must never alias the new event in its slot. */
+    infinirtEvent_t live[2100];
+    for (int i = 0; i < 2100; i++) {
+        ASSERT_OK(infinirtEventCreate(&live[i]));
+        ASSERT_PTR_NE(live[i], e);
+        if (i % 2 == 0)
+            ASSERT_OK(infinirtEventDestroy(live[i]));
+    }
+    infinirtEventStatus_t st;
+    ASSERT_STATUS(infinirtEventQuery(e, &st), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtEventDestroy(e), INFINI_STATUS_BAD_PARAM);
+    for (int i = 1; i < 2100; i += 2)
+        ASSERT_OK(infinirtEventDestroy(live[i]));
     return TEST_OK;
 }
 
