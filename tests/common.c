@@ -13,13 +13,14 @@
 infiniDevice_t tc_device_type(void)
 {
     const char *d = getenv("INFINIRT_TEST_DEVICE");
-    if (d == NULL || strcmp(d, "cpu") == 0)
+    if (d == NULL || d[0] == '\0')
         return INFINI_DEVICE_CPU;
-    if (strcmp(d, "opencl") == 0)
-        return INFINI_DEVICE_OPENCL;
-    if (strcmp(d, "nvidia") == 0 || strcmp(d, "cuda") == 0)
+    if (strcmp(d, "cuda") == 0)
         return INFINI_DEVICE_NVIDIA;
-    fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not cpu, opencl or nvidia\n", d);
+    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++)
+        if (strcmp(d, infinirtGetDeviceTypeName((infiniDevice_t)t)) == 0)
+            return (infiniDevice_t)t;
+    fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not a device type name (cpu, nvidia, opencl, ascend, ...)\n", d);
     abort();
 }
 
@@ -98,6 +99,20 @@ void tc_gate_wait_fn(void *arg)
     __atomic_store_n(&g->reached, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST))
         tc_sleep_ms(1);
+}
+
+int tc_hold_stream(infinirtStream_t s, tc_gate *g)
+{
+    infiniStatus_t st = infinirtLaunchHostFunc(s, tc_gate_wait_fn, g);
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED) {
+        fprintf(stderr, "the backend has no host functions: the rest of this test is skipped\n");
+        return TEST_SKIP;
+    }
+    if (st != INFINI_STATUS_SUCCESS) {
+        fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
+        return TEST_FAIL;
+    }
+    return TEST_OK;
 }
 
 void tc_gate_open(tc_gate *g)

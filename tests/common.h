@@ -32,6 +32,9 @@ typedef struct {
 } tc_gate;
 void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
 void tc_gate_open(tc_gate *g);
+/* Block stream s on g with a host function; TEST_SKIP when the backend has
+ * no host functions (NOT_IMPLEMENTED), TEST_FAIL on any other error. */
+int tc_hold_stream(infinirtStream_t s, tc_gate *g);
 void tc_sleep_ms(int ms);
 
 /* Every test function, declared from the one list. */

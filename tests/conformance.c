@@ -268,7 +268,7 @@ int test_conformance_events(void)
     ASSERT_OK(infinirtStreamCreate(&s));
     tc_gate gate = {0, 0};
     ASSERT_OK(infinirtEventRecord(a, s));
-    ASSERT_OK(infinirtLaunchHostFunc(s, tc_gate_wait_fn, &gate));
+    CHECK(tc_hold_stream(s, &gate));
     size_t n = 16 * MiB;
     void *d1, *d2;
     ASSERT_OK(infinirtMalloc(&d1, n));
@@ -321,7 +321,7 @@ int test_conformance_stream_wait_event(void)
     ASSERT_OK(infinirtEventCreate(&e));
     ASSERT_OK(infinirtEventCreate(&done));
     tc_gate gate = {0, 0};
-    ASSERT_OK(infinirtLaunchHostFunc(sa, tc_gate_wait_fn, &gate));
+    CHECK(tc_hold_stream(sa, &gate));
     ASSERT_OK(infinirtMemcpyAsync(d, a, n, INFINIRT_MEMCPY_H2D, sa));
     ASSERT_OK(infinirtEventRecord(e, sa));
     ASSERT_OK(infinirtStreamWaitEvent(sb, e)); /* returns while sa is held */
@@ -372,7 +372,12 @@ int test_conformance_host_func_order(void)
     ASSERT_OK(infinirtStreamCreate(&s));
     hf_state h = {host, n, 0};
     ASSERT_OK(infinirtMemcpyAsync(host, d1, n, INFINIRT_MEMCPY_D2H, s)); /* before the fn */
-    ASSERT_OK(infinirtLaunchHostFunc(s, check_and_write, &h));
+    infiniStatus_t hs = infinirtLaunchHostFunc(s, check_and_write, &h);
+    if (hs == INFINI_STATUS_NOT_IMPLEMENTED) {
+        fprintf(stderr, "the backend has no host functions: skipped\n");
+        return TEST_SKIP;
+    }
+    ASSERT_OK(hs);
     ASSERT_OK(infinirtMemcpyAsync(d2, host, n, INFINIRT_MEMCPY_H2D, s)); /* after: sees 0xcd */
     ASSERT_OK(infinirtMemcpyAsync(back, d2, n, INFINIRT_MEMCPY_D2H, s));
     ASSERT_OK(infinirtStreamSynchronize(s));

@@ -1,12 +1,18 @@
 /*
- * runner.c - the single test runner.  `infinirt-tests NAME` runs one test;
- * `infinirt-tests --list` prints every name (CMake registers each one with
- * CTest on its own, so one failing test never hides another).
+ * runner.c - the single test runner.
+ *   infinirt-tests NAME     run one test (CTest registers each on its own)
+ *   infinirt-tests --list   print every name
+ *   infinirt-tests --all    run every test, each in its own process, and
+ *                           print "N passed, N failed, N skipped"
+ * Built with TC_CONFORMANCE_ONLY it is infinirt-conformance, the installed
+ * conformance suite that plugin authors run against their backend.
  */
 #include "common.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct {
     const char *name;
@@ -15,22 +21,59 @@ typedef struct {
 
 static const entry k_tests[] = {
 #define ENTRY(group, name) {#group "." #name, test_##group##_##name},
+#ifdef TC_CONFORMANCE_ONLY
+    CONFORMANCE_LIST(ENTRY)
+#else
     TEST_LIST(ENTRY)
+#endif
 #undef ENTRY
 };
 
+#define NTESTS (sizeof k_tests / sizeof k_tests[0])
+
+/* Each test in a child process: a crash or a leaked state cannot touch the
+ * next one, and the loader initialises afresh for each. */
+static int run_all(void)
+{
+    int passed = 0, failed = 0, skipped = 0;
+    for (size_t i = 0; i < NTESTS; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (pid == 0)
+            _exit(k_tests[i].fn());
+        int status = 0;
+        waitpid(pid, &status, 0);
+        int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        const char *what = rc == TEST_OK ? "ok" : rc == TEST_SKIP ? "skipped" : "FAILED";
+        printf("%-40s %s\n", k_tests[i].name, what);
+        passed += rc == TEST_OK;
+        skipped += rc == TEST_SKIP;
+        failed += rc != TEST_OK && rc != TEST_SKIP;
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 1)
+        return run_all();
     if (argc != 2) {
-        fprintf(stderr, "usage: %s TEST | --list\n", argv[0]);
+        fprintf(stderr, "usage: %s [TEST | --list | --all]\n", argv[0]);
         return 2;
     }
+    if (strcmp(argv[1], "--all") == 0)
+        return run_all();
     if (strcmp(argv[1], "--list") == 0) {
-        for (size_t i = 0; i < sizeof k_tests / sizeof k_tests[0]; i++)
+        for (size_t i = 0; i < NTESTS; i++)
             printf("%s\n", k_tests[i].name);
         return 0;
     }
-    for (size_t i = 0; i < sizeof k_tests / sizeof k_tests[0]; i++) {
+    for (size_t i = 0; i < NTESTS; i++) {
         if (strcmp(argv[1], k_tests[i].name) == 0) {
             int rc = k_tests[i].fn();
             fprintf(stderr, "%s: %s\n", k_tests[i].name,

@@ -6,7 +6,7 @@
 #ifndef INFINIRT_TEST_LIST_H_
 #define INFINIRT_TEST_LIST_H_
 
-#define TEST_LIST(X)                      \
+#define CONFORMANCE_LIST(X)               \
     X(conformance, device_count)          \
     X(conformance, set_get_device)        \
     X(conformance, mem_info)              \
@@ -22,7 +22,9 @@
     X(conformance, malloc_async)          \
     X(conformance, malloc_host)           \
     X(conformance, bad_handles)           \
-    X(conformance, error_strings)         \
+    X(conformance, error_strings)
+
+#define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
     X(loader, not_shared_object)          \
     X(loader, no_entry)                   \
@@ -43,5 +45,7 @@
     X(routing, memory_limit)              \
     X(threads, first_call)                \
     X(threads, current_device)
+
+#define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
 #endif

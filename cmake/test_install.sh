@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD_DIR - install into a temporary prefix and use it as a
+# user would: build the vendor plugin and the app out of tree against that
+# prefix only, enable the plugin through an INI file, check infinirt-info
+# --json lists it with its devices, run the app and the conformance suite on
+# it; then move the prefix and check it all still works.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/infinirt-install-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+step() { echo "-- install test: $*"; }
+
+step "cmake --install into $T/prefix"
+cmake --install "$build" --prefix "$T/prefix" >/dev/null
+for f in lib/libinfinirt.so include/infinirt.h include/infinicore.h include/infinirt_plugin.h \
+         etc/infinirt/infinirt.ini lib/cmake/infinirt/infinirtConfig.cmake \
+         lib/cmake/infinirt/infinirtConfigVersion.cmake lib/pkgconfig/infinirt.pc \
+         bin/infinirt-info bin/infinirt-conformance lib/infinirt/libinfinirt_cpu.so; do
+    [ -e "$T/prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }
+done
+readelf -d "$T/prefix/lib/libinfinirt.so" | grep -q 'SONAME.*libinfinirt.so.0' || { echo "no SONAME"; exit 1; }
+
+step "vendor plugin, out of tree, find_package"
+cmake -S "$src/examples/vendor-plugin" -B "$T/vendor" -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
+cmake --build "$T/vendor" >/dev/null
+step "app, out of tree, find_package"
+cmake -S "$src/examples/app" -B "$T/app" -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
+cmake --build "$T/app" >/dev/null
+step "app, out of tree, pkg-config"
+mkdir -p "$T/pc"
+cp "$src/examples/app/app.c" "$src/examples/app/Makefile" "$T/pc/"
+PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" make -s -C "$T/pc" >/dev/null
+mv "$T/pc/infinirt-app-pc" "$T/app-pc"
+
+# The INI enables the vendor plugin by a path relative to the INI itself.
+mkdir -p "$T/conf"
+cat >"$T/conf/vendor.ini" <<'INI'
+[plugin.cpu]
+[plugin.vendor]
+library = ../vendor/libinfinirt_vendor.so
+devices = 2
+INI
+
+check_prefix() { # prefix
+    local p=$1 json
+    json=$(INFINIRT_CONFIG="$T/conf/vendor.ini" "$p/bin/infinirt-info" --json)
+    echo "$json" | grep -Eq '"name":"vendor","path":"[^"]*libinfinirt_vendor.so","status":"loaded","loaded":true,"device_type":"ascend","device_count":2' ||
+        { echo "infinirt-info --json does not list the vendor plugin with 2 devices:"; echo "$json"; exit 1; }
+    echo "$json" | grep -q "\"path\":\"$p/lib/infinirt/libinfinirt_cpu.so\",\"status\":\"loaded\"" ||
+        { echo "the cpu plugin was not found beside the loader in $p:"; echo "$json"; exit 1; }
+    # No config at all but the installed one, found relative to the loader.
+    env -u INFINIRT_CONFIG XDG_CONFIG_HOME="$T/none" "$p/bin/infinirt-info" --json |
+        grep -q "\"config\":\"$p/etc/infinirt/infinirt.ini\"" ||
+        { echo "the installed config in $p was not used"; exit 1; }
+    # Expected-error warnings go to a log, shown only if the run fails.
+    INFINIRT_CONFIG="$T/conf/vendor.ini" INFINIRT_TEST_DEVICE=ascend "$p/bin/infinirt-conformance" --all \
+        >"$T/conformance.out" 2>"$T/conformance.err" || true
+    tail -1 "$T/conformance.out"
+    tail -1 "$T/conformance.out" | grep -Eq '^1[0-9] passed, 0 failed' ||
+        { echo "conformance on the vendor plugin failed:"; cat "$T/conformance.out" "$T/conformance.err"; exit 1; }
+}
+
+step "infinirt-info, app (both builds) and conformance on the vendor plugin"
+check_prefix "$T/prefix"
+INFINIRT_CONFIG="$T/conf/vendor.ini" "$T/app/infinirt-app" | tee "$T/app.out"
+grep -q "app: 3 of 3 devices ok" "$T/app.out"
+INFINIRT_CONFIG="$T/conf/vendor.ini" "$T/app-pc" | tail -1 | grep -q "app: 3 of 3 devices ok"
+
+step "move the prefix and run again"
+mv "$T/prefix" "$T/moved"
+check_prefix "$T/moved"
+INFINIRT_CONFIG="$T/conf/vendor.ini" LD_LIBRARY_PATH="$T/moved/lib" "$T/app-pc" | tail -1 |
+    grep -q "app: 3 of 3 devices ok"
+echo "-- install test: passed"
