@@ -119,8 +119,10 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
 typedef void (*infinirtHostFn_t)(void *user_data);
 
 /* Queue a call of fn(user_data) on the stream: it runs after all work queued
- * before it and before any work queued after it.  fn must not call infinirt
- * functions that wait on the same stream.
+ * before it and before any work queued after it, on a thread of the backend.
+ * fn must not call infinirt functions (some backends, CUDA among them,
+ * forbid any runtime call from a host function) and should be short: the
+ * stream waits for it.
  * Returns SUCCESS, NULL_POINTER (fn), BAD_PARAM, NOT_IMPLEMENTED. */
 INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn,
                                                    void *user_data);

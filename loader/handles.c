@@ -295,7 +295,7 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
         return st;
     if (stream_ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stream_ptr is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     REQUIRE_OP(dev, stream_create, __func__);
@@ -446,7 +446,7 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "event_ptr is NULL");
     if (flags & ~(uint32_t)(INFINIRT_EVENT_DISABLE_TIMING | INFINIRT_EVENT_BLOCKING_SYNC))
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "unknown flag bits 0x%x", flags);
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     REQUIRE_OP(dev, event_create, __func__);

@@ -282,7 +282,7 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
         return INFINI_STATUS_SUCCESS;
     if (ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = device_range(ptr, count, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     if (!INFINIRT__HAS_OP(dev->plugin, memset))

@@ -164,7 +164,7 @@ INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     st = infinirt__device_lookup(device, device_id, __func__, &dev);
     if (st != INFINI_STATUS_SUCCESS)
         return st; /* the current device is unchanged */
@@ -197,7 +197,7 @@ INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device
         return st;
     if (free_bytes == NULL || total_bytes == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "free_bytes or total_bytes is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     if (!INFINIRT__HAS_OP(dev->plugin, get_mem_info))
@@ -217,7 +217,7 @@ INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void)
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     return infinirt__device_sync(dev);
@@ -231,7 +231,7 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, i
         return st;
     if (props == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "props is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     memset(props, 0, sizeof *props);
@@ -299,7 +299,7 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int
         return st;
     if (stats == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stats is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__pool_stats(dev->pool, stats);
@@ -313,7 +313,7 @@ INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
         return st;
     if (stats == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stats is NULL");
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, 0, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__pool_stats(dev->plugin->host_pool, stats);
@@ -325,7 +325,7 @@ INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int de
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__pool_reset_peak(dev->pool);
@@ -337,7 +337,7 @@ INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__device *dev;
+    infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     return infinirt__pool_trim(dev->pool);

@@ -1,0 +1,106 @@
+/*
+ * cuda_config.c - the keys of [plugin.cuda].
+ *
+ *   devices = 0,2          expose only these CUDA device ordinals, in this
+ *                          order (ordinals as the driver numbers them, i.e.
+ *                          after CUDA_VISIBLE_DEVICES); default: all
+ *   driver_library = PATH  the driver library to dlopen; default libcuda.so.1
+ *                          (a name without '/' is searched as dlopen does)
+ *
+ * The loader consumes `library` and `enabled` itself and passes the rest.
+ * Unknown keys are logged as warnings and otherwise ignored, so a typo is
+ * seen but never disables the backend.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* "0, 2,3" -> {0, 2, 3}.  Returns 0, or -1 on a malformed list. */
+static int parse_devices(const char *value, int **out, int *count)
+{
+    size_t cap = 1;
+    const char *p;
+    int *list;
+    int n = 0;
+
+    for (p = value; *p; p++)
+        cap += *p == ',';
+    list = malloc(cap * sizeof *list);
+    if (list == NULL)
+        return -1;
+
+    p = value;
+    for (;;) {
+        char *end;
+        long v;
+
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!isdigit((unsigned char)*p))
+            goto bad; /* also catches "", "-1", "1,,2" and a trailing comma */
+        errno = 0;
+        v = strtol(p, &end, 10);
+        if (errno != 0 || v > INT_MAX)
+            goto bad;
+        list[n++] = (int)v;
+        p = end;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p != ',')
+            goto bad;
+        p++;
+    }
+    *out = list;
+    *count = n;
+    return 0;
+
+bad:
+    free(list);
+    return -1;
+}
+
+infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, infinirt_cuda__config_t *cfg,
+                                           char *msg, size_t msg_size)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < args->config_count; i++) {
+        const char *key = args->config[i].key, *value = args->config[i].value;
+
+        if (key == NULL)
+            continue;
+        if (value == NULL)
+            value = "";
+        if (strcmp(key, "devices") == 0) {
+            free(cfg->devices);
+            cfg->devices = NULL;
+            if (parse_devices(value, &cfg->devices, &cfg->device_count) != 0) {
+                snprintf(msg, msg_size,
+                         "[plugin.cuda] devices = \"%s\": expected a comma-separated list of CUDA device "
+                         "ordinals, e.g. 0,2",
+                         value);
+                infinirt_cuda__config_free(cfg);
+                return INFINI_STATUS_BAD_PARAM;
+            }
+        } else if (strcmp(key, "driver_library") == 0) {
+            cfg->driver_library = value[0] != '\0' ? value : NULL;
+        } else {
+            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_WARN,
+                               "unknown key \"%s\" in [plugin.cuda] ignored (known: devices, driver_library)", key);
+        }
+    }
+    return INFINI_STATUS_SUCCESS;
+}
+
+void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg)
+{
+    free(cfg->devices);
+    cfg->devices = NULL;
+    cfg->device_count = 0;
+}

@@ -1,0 +1,197 @@
+/*
+ * cuda_driver.c - finding the NVIDIA driver at run time, and turning its
+ * errors into infinirt statuses and log lines.
+ *
+ * The plugin never links libcuda: a machine without the driver must still
+ * load the plugin so that it can say why it serves no device.  So libcuda.so.1
+ * is dlopened at init and every function is resolved by its exported,
+ * versioned symbol name.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+infinirt_cuda__driver_t infinirt_cuda__drv;
+infinirt_cuda__driver_names_t infinirt_cuda__drv_names;
+
+/* Set at init, read from any thread afterwards: the loader's logger stays
+ * valid for the life of the process. */
+static void (*log_fn)(int, const char *, const char *, ...);
+
+void infinirt_cuda__set_logger(void (*log)(int, const char *, const char *, ...))
+{
+    log_fn = log;
+}
+
+void infinirt_cuda__log(int level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    if (log_fn == NULL)
+        return;
+    /* The loader's log is variadic and cannot take a va_list, so the line is
+     * formatted here and handed over as one string. */
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_fn(level, INFINIRT_CUDA__NAME, "%s", line);
+}
+
+const char *infinirt_cuda__error_name(CUresult r)
+{
+    const char *name = NULL;
+
+    if (infinirt_cuda__drv.GetErrorName == NULL || infinirt_cuda__drv.GetErrorName(r, &name) != CUDA_SUCCESS ||
+        name == NULL)
+        return "CUDA_ERROR_UNKNOWN_CODE";
+    return name;
+}
+
+infiniStatus_t infinirt_cuda__status_of(CUresult r)
+{
+    switch (r) {
+    case CUDA_SUCCESS:
+        return INFINI_STATUS_SUCCESS;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    case CUDA_ERROR_NOT_READY:
+        return INFINI_STATUS_NOT_READY;
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_INVALID_HANDLE:
+        return INFINI_STATUS_BAD_PARAM;
+    case CUDA_ERROR_NOT_SUPPORTED:
+        return INFINI_STATUS_NOT_IMPLEMENTED;
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_INVALID_DEVICE:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        return INFINI_STATUS_DEVICE_NOT_INITIALIZED;
+    default:
+        return INFINI_STATUS_INTERNAL_ERROR;
+    }
+}
+
+infiniStatus_t infinirt_cuda__check(CUresult r, const char *call, int dev)
+{
+    const char *text = NULL;
+    char where[32] = "";
+
+    if (r == CUDA_SUCCESS)
+        return INFINI_STATUS_SUCCESS;
+    if (infinirt_cuda__drv.GetErrorString == NULL || infinirt_cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS ||
+        text == NULL)
+        text = "no description";
+    if (dev >= 0)
+        snprintf(where, sizeof where, "device %d: ", dev);
+    /* Out of memory is not final: the loader releases its cache and retries,
+     * so it is a warning here and the loader reports a real failure. */
+    infinirt_cuda__log(r == CUDA_ERROR_OUT_OF_MEMORY ? INFINIRT_PLUGIN_LOG_WARN : INFINIRT_PLUGIN_LOG_ERROR,
+                       "%s%s failed: %s (%s)", where, call, infinirt_cuda__error_name(r), text);
+    return infinirt_cuda__status_of(r);
+}
+
+/* dlsym returns a data pointer; POSIX guarantees it converts to a function
+ * pointer, and the memcpy keeps -Wpedantic quiet about that conversion. */
+static int resolve(void *lib, const char *sym, const char *alt, void *fn_out, const char **name_out)
+{
+    void *p = dlsym(lib, sym);
+
+    if (p == NULL && alt != NULL) {
+        p = dlsym(lib, alt);
+        sym = alt;
+    }
+    if (p == NULL)
+        return -1;
+    memcpy(fn_out, &p, sizeof p);
+    *name_out = sym;
+    return 0;
+}
+
+void infinirt_cuda__driver_forget(void)
+{
+    memset(&infinirt_cuda__drv, 0, sizeof infinirt_cuda__drv);
+    memset(&infinirt_cuda__drv_names, 0, sizeof infinirt_cuda__drv_names);
+}
+
+int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int *no_device)
+{
+    const char *missing = NULL;
+    int version = 0;
+    CUresult r;
+    void *lib;
+
+    *no_device = 1;
+    if (path == NULL)
+        path = "libcuda.so.1";
+    /* RTLD_LOCAL: the driver's symbols must not leak into the global scope,
+     * where they could satisfy another library's undefined references. */
+    lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *err = dlerror();
+        snprintf(msg, msg_size, "%s not found (no NVIDIA driver installed): %s", path,
+                 err ? err : "unknown dlopen error");
+        return -1;
+    }
+
+    /* The version first: a driver too old to have some symbol below gets
+     * "driver too old" rather than "missing cuXxx". */
+    if (resolve(lib, "cuDriverGetVersion", NULL, &infinirt_cuda__drv.DriverGetVersion,
+                &infinirt_cuda__drv_names.DriverGetVersion) != 0) {
+        *no_device = 0;
+        snprintf(msg, msg_size, "%s is not an NVIDIA driver library (no cuDriverGetVersion)", path);
+        goto fail;
+    }
+    r = infinirt_cuda__drv.DriverGetVersion(&version);
+    if (r == CUDA_ERROR_STUB_LIBRARY) {
+        /* The toolkit's link-time stub (lib64/stubs/libcuda.so) found first
+         * on the library path: it answers everything with this error. */
+        snprintf(msg, msg_size, "%s is the CUDA Toolkit's stub library, not a driver (no NVIDIA driver installed)",
+                 path);
+        goto fail;
+    }
+    if (r != CUDA_SUCCESS) {
+        *no_device = 0;
+        snprintf(msg, msg_size, "%s: cuDriverGetVersion failed (CUresult %d)", path, (int)r);
+        goto fail;
+    }
+    if (version < INFINIRT_CUDA__MIN_DRIVER_VERSION) {
+        snprintf(msg, msg_size,
+                 "driver too old for this build: driver supports CUDA %d.%d, plugin built with CUDA %d.%d "
+                 "needs a driver for CUDA %d.%d or newer",
+                 version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10,
+                 INFINIRT_CUDA__MIN_DRIVER_VERSION / 1000, INFINIRT_CUDA__MIN_DRIVER_VERSION % 1000 / 10);
+        goto fail;
+    }
+
+#define INFINIRT_CUDA__RESOLVE_(field, sym, alt, type)                                             \
+    if (missing == NULL &&                                                                        \
+        resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) \
+        missing = sym;
+    INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__RESOLVE_)
+#undef INFINIRT_CUDA__RESOLVE_
+    if (missing != NULL) {
+        /* The version said this driver is new enough, so this is a broken
+         * or foreign library, not an old one: a real failure. */
+        *no_device = 0;
+        snprintf(msg, msg_size, "%s (driver for CUDA %d.%d) does not export %s", path, version / 1000,
+                 version % 1000 / 10, missing);
+        goto fail;
+    }
+    infinirt_cuda__state.lib = lib;
+    infinirt_cuda__state.driver_version = version;
+    return 0;
+
+fail:
+    infinirt_cuda__driver_forget();
+    /* Closing is safe here: nothing from the library has been called that
+     * could have registered handlers or threads (cuInit has not run). */
+    dlclose(lib);
+    return -1;
+}

@@ -1,0 +1,190 @@
+/*
+ * cuda_internal.h - what the files of the CUDA plugin share: the driver
+ * function table (resolved from libcuda.so.1 at init, never linked), the
+ * device table, and the entries of the ops table.
+ *
+ * Names: infinirt_cuda__* are internal to this plugin (hidden by the build's
+ * default visibility); only infinirtPluginEntry is exported.
+ */
+#ifndef INFINIRT_CUDA_INTERNAL_H_
+#define INFINIRT_CUDA_INTERNAL_H_
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "infinirt_plugin.h"
+
+#define INFINIRT_CUDA__NAME "cuda"
+
+/* The oldest driver that exports every symbol below under the name we ask
+ * for (cuDevicePrimaryCtxRelease_v2 came with CUDA 11.0).  We never call an
+ * API newer than this, so a newer toolkit does not raise the requirement. */
+#define INFINIRT_CUDA__MIN_DRIVER_VERSION 11000
+
+/*
+ * The driver functions we call, by their exported (versioned) symbol names.
+ * cuda.h maps e.g. cuMemAlloc to cuMemAlloc_v2 with macros; dlsym sees no
+ * macros, so the versioned names are spelled out here.  The PFN_* typedefs
+ * from cudaTypedefs.h carry the version of each signature.
+ *   X(field, "symbol", "fallback symbol or NULL", PFN type)
+ */
+#define INFINIRT_CUDA__DRIVER_FUNCS(X)                                                   \
+    X(GetErrorName, "cuGetErrorName", NULL, PFN_cuGetErrorName_v6000)                   \
+    X(GetErrorString, "cuGetErrorString", NULL, PFN_cuGetErrorString_v6000)             \
+    X(Init, "cuInit", NULL, PFN_cuInit_v2000)                                           \
+    X(DriverGetVersion, "cuDriverGetVersion", NULL, PFN_cuDriverGetVersion_v2020)       \
+    X(DeviceGetCount, "cuDeviceGetCount", NULL, PFN_cuDeviceGetCount_v2000)             \
+    X(DeviceGet, "cuDeviceGet", NULL, PFN_cuDeviceGet_v2000)                            \
+    X(DeviceGetName, "cuDeviceGetName", NULL, PFN_cuDeviceGetName_v2000)                \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, PFN_cuDeviceGetAttribute_v2000) \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, PFN_cuDeviceTotalMem_v3020)          \
+    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL,                         \
+      PFN_cuDevicePrimaryCtxRetain_v7000)                                               \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL,                    \
+      PFN_cuDevicePrimaryCtxRelease_v11000)                                             \
+    X(CtxSetCurrent, "cuCtxSetCurrent", NULL, PFN_cuCtxSetCurrent_v4000)                \
+    X(CtxGetCurrent, "cuCtxGetCurrent", NULL, PFN_cuCtxGetCurrent_v4000)                \
+    X(CtxSynchronize, "cuCtxSynchronize", NULL, PFN_cuCtxSynchronize_v2000)             \
+    X(StreamCreate, "cuStreamCreate", NULL, PFN_cuStreamCreate_v2000)                   \
+    X(StreamDestroy, "cuStreamDestroy_v2", NULL, PFN_cuStreamDestroy_v4000)             \
+    X(StreamSynchronize, "cuStreamSynchronize", NULL, PFN_cuStreamSynchronize_v2000)    \
+    X(StreamWaitEvent, "cuStreamWaitEvent", NULL, PFN_cuStreamWaitEvent_v3020)          \
+    X(LaunchHostFunc, "cuLaunchHostFunc", NULL, PFN_cuLaunchHostFunc_v10000)            \
+    X(EventCreate, "cuEventCreate", NULL, PFN_cuEventCreate_v2000)                      \
+    X(EventDestroy, "cuEventDestroy_v2", NULL, PFN_cuEventDestroy_v4000)                \
+    X(EventRecord, "cuEventRecord", NULL, PFN_cuEventRecord_v2000)                      \
+    X(EventQuery, "cuEventQuery", NULL, PFN_cuEventQuery_v2000)                         \
+    X(EventSynchronize, "cuEventSynchronize", NULL, PFN_cuEventSynchronize_v2000)       \
+    /* _v2 (12.8) where the driver has it; the signature is the same */                 \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime",                  \
+      PFN_cuEventElapsedTime_v2000)                                                     \
+    X(MemAlloc, "cuMemAlloc_v2", NULL, PFN_cuMemAlloc_v3020)                            \
+    X(MemFree, "cuMemFree_v2", NULL, PFN_cuMemFree_v3020)                               \
+    X(MemHostAlloc, "cuMemHostAlloc", NULL, PFN_cuMemHostAlloc_v2020)                   \
+    X(MemFreeHost, "cuMemFreeHost", NULL, PFN_cuMemFreeHost_v2000)                      \
+    X(MemGetInfo, "cuMemGetInfo_v2", NULL, PFN_cuMemGetInfo_v3020)                      \
+    X(MemcpyAsync, "cuMemcpyAsync", NULL, PFN_cuMemcpyAsync_v4000)                      \
+    X(MemsetD8Async, "cuMemsetD8Async", NULL, PFN_cuMemsetD8Async_v3020)
+
+typedef struct {
+#define INFINIRT_CUDA__FIELD_(field, sym, alt, type) type field;
+    INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__FIELD_)
+#undef INFINIRT_CUDA__FIELD_
+} infinirt_cuda__driver_t;
+
+/* The symbol each field was resolved from, for log lines. */
+typedef struct {
+#define INFINIRT_CUDA__FIELD_(field, sym, alt, type) const char *field;
+    INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__FIELD_)
+#undef INFINIRT_CUDA__FIELD_
+} infinirt_cuda__driver_names_t;
+
+extern infinirt_cuda__driver_t infinirt_cuda__drv;
+extern infinirt_cuda__driver_names_t infinirt_cuda__drv_names;
+
+/* One exposed device.  ctx and default_stream are set once, under `lock`,
+ * before `active` becomes 1; readers check `active` with acquire order. */
+typedef struct {
+    int ordinal;    /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
+    CUdevice cudev;
+    atomic_int active;
+    pthread_mutex_t lock;
+    CUcontext ctx;            /* primary context, retained once */
+    CUstream default_stream;  /* what the NULL stream means */
+} infinirt_cuda__device_t;
+
+typedef struct {
+    void *lib;                 /* libcuda handle; never dlclosed */
+    int driver_version;        /* cuDriverGetVersion, e.g. 13000 */
+    int count;
+    infinirt_cuda__device_t *devices;
+} infinirt_cuda__state_t;
+
+extern infinirt_cuda__state_t infinirt_cuda__state;
+
+/* Config of [plugin.cuda], parsed from the init args. */
+typedef struct {
+    const char *driver_library; /* NULL: "libcuda.so.1" */
+    int *devices;               /* NULL: every device */
+    int device_count;
+} infinirt_cuda__config_t;
+
+/* An event object as the loader sees it (a CUstream is passed bare). */
+typedef struct {
+    CUevent ev;
+    uint32_t flags;     /* INFINIRT_PLUGIN_EVENT_* */
+    atomic_int recorded;
+} infinirt_cuda__event_t;
+
+/* ---- logging and errors (cuda_driver.c) ---- */
+void infinirt_cuda__set_logger(void (*log)(int, const char *, const char *, ...));
+void infinirt_cuda__log(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* SUCCESS for CUDA_SUCCESS; otherwise one ERROR line naming `call`, the
+ * CUDA error name and `dev` (-1: none), and the mapped status. */
+infiniStatus_t infinirt_cuda__check(CUresult r, const char *call, int dev);
+infiniStatus_t infinirt_cuda__status_of(CUresult r);
+const char *infinirt_cuda__error_name(CUresult r);
+
+/* Call driver function `fn` and check it: evaluates to an infiniStatus_t. */
+#define INFINIRT_CUDA__CALL(dev, fn, ...) \
+    infinirt_cuda__check(infinirt_cuda__drv.fn(__VA_ARGS__), infinirt_cuda__drv_names.fn, (dev))
+
+/* dlopen the driver and resolve every function; on failure write a reason
+ * into msg and return nonzero.  *no_device is set when the failure only
+ * means "nothing to serve" (no library, driver too old). */
+int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int *no_device);
+void infinirt_cuda__driver_forget(void);
+
+/* ---- config (cuda_config.c) ---- */
+/* Parse the section's keys; warn about unknown ones.  On a malformed value
+ * write the reason into msg and return BAD_PARAM. */
+infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args,
+                                           infinirt_cuda__config_t *cfg, char *msg, size_t msg_size);
+void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg);
+
+/* ---- devices and contexts (cuda_context.c) ---- */
+/* Build the device table from the driver's devices and cfg's selection. */
+infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cfg, char *msg,
+                                               size_t msg_size);
+/* Retain the device's primary context (first use only), make it current on
+ * this thread, and return the device. */
+infiniStatus_t infinirt_cuda__enter(int dev, infinirt_cuda__device_t **out);
+/* The CUstream for a plugin stream argument (NULL: the default stream). */
+static inline CUstream infinirt_cuda__stream_of(const infinirt_cuda__device_t *d, void *stream)
+{
+    return stream != NULL ? (CUstream)stream : d->default_stream;
+}
+void infinirt_cuda__devices_release(void);
+
+/* ---- ops (cuda_plugin.c, cuda_stream.c, cuda_event.c, cuda_memory.c) ---- */
+infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream);
+infiniStatus_t infinirt_cuda__stream_destroy(int dev, void *stream);
+infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream);
+infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *event);
+infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn,
+                                               void *user_data);
+
+infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event);
+infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event);
+infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream);
+infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete);
+infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event);
+infiniStatus_t infinirt_cuda__event_elapsed_time(int dev, float *ms, void *start, void *end);
+
+infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size);
+infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr);
+infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size);
+infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr);
+infiniStatus_t infinirt_cuda__memcpy(int dev, void *dst, const void *src, size_t size, int kind);
+infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
+                                           void *stream);
+infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size);
+infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
+
+#endif /* INFINIRT_CUDA_INTERNAL_H_ */

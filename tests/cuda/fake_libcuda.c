@@ -1,0 +1,348 @@
+/*
+ * fake_libcuda.c - a stand-in for libcuda.so.1, so the CUDA plugin's own
+ * logic (driver discovery, error paths, config, contexts, events, memory
+ * routing) is tested on machines without a GPU.  The plugin is pointed at
+ * it with `driver_library = <path>`.
+ *
+ * It exports the symbols the plugin resolves, under their versioned names.
+ * Device memory is host memory (256-byte aligned, like cuMemAlloc's), and
+ * each stream runs its queue on a thread of its own (fake_libcuda_stream.c),
+ * so work is really asynchronous.  It is stricter than the real driver in
+ * one way, on purpose: calls that use a context, or a stream or event, fail
+ * unless the owning device's context is current on the calling thread, which
+ * checks that the plugin makes the right context current before each call.
+ *
+ * Behaviour is chosen by environment variables, read at cuInit:
+ *   FAKE_CUDA_MODE    ok (default) | nodevice | old | initfail
+ *   FAKE_CUDA_DEVICES number of devices (default 3, at most 8)
+ *   FAKE_CUDA_MEM     bytes of memory per device (default 64 MiB)
+ * Built a second time with FAKE_CUDA_OMIT_MEMSET to lack cuMemsetD8Async.
+ *
+ * fake_cuda_* functions let the test look inside.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_libcuda.h"
+
+typedef struct alloc {
+    struct alloc *next;
+    void *p;
+    size_t size;
+    int dev;        /* -1: host */
+    unsigned flags; /* host allocations: cuMemHostAlloc flags */
+} alloc;
+
+pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t fake_progress = PTHREAD_COND_INITIALIZER;
+int fake_initialized;
+_Thread_local fake_ctx *fake_current;
+
+static int ndev = 3;
+static size_t mem_per_dev = 64u << 20, used[FAKE_MAX_DEV];
+static fake_ctx ctxs[FAKE_MAX_DEV];
+static alloc *allocs;
+
+int fake_cuda_refcount(int dev) { return ctxs[dev].refcount; }
+void fake_cuda_set_current(int dev) { fake_current = dev < 0 ? NULL : &ctxs[dev]; }
+
+int fake_cuda_live_allocs(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&fake_lock);
+    for (alloc *a = allocs; a; a = a->next)
+        n++;
+    pthread_mutex_unlock(&fake_lock);
+    return n;
+}
+
+/* The allocation containing p (interior pointers too), or NULL. */
+static alloc *find(const void *p)
+{
+    for (alloc *a = allocs; a; a = a->next)
+        if ((const char *)p >= (const char *)a->p && (const char *)p < (const char *)a->p + a->size)
+            return a;
+    return NULL;
+}
+
+int fake_cuda_alloc_device(const void *p)
+{
+    pthread_mutex_lock(&fake_lock);
+    alloc *a = find(p);
+    int dev = a ? a->dev : -2;
+    pthread_mutex_unlock(&fake_lock);
+    return dev;
+}
+
+unsigned fake_cuda_host_flags(const void *p)
+{
+    pthread_mutex_lock(&fake_lock);
+    alloc *a = find(p);
+    unsigned f = a ? a->flags : 0xffffffffu;
+    pthread_mutex_unlock(&fake_lock);
+    return f;
+}
+
+static const char *env(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+/* ---- errors, init, version ---- */
+static const struct {
+    CUresult r;
+    const char *name, *text;
+} errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed"},
+};
+
+CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].r == r) {
+            *s = errors[i].name;
+            return CUDA_SUCCESS;
+        }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].r == r) {
+            *s = errors[i].text;
+            return CUDA_SUCCESS;
+        }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *v)
+{
+    *v = strcmp(env("FAKE_CUDA_MODE", "ok"), "old") == 0 ? 10020 : 13000;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuInit(unsigned int flags)
+{
+    const char *mode = env("FAKE_CUDA_MODE", "ok");
+    (void)flags;
+    if (strcmp(mode, "nodevice") == 0)
+        return CUDA_ERROR_NO_DEVICE;
+    if (strcmp(mode, "initfail") == 0)
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    ndev = atoi(env("FAKE_CUDA_DEVICES", "3"));
+    if (ndev < 0 || ndev > FAKE_MAX_DEV)
+        ndev = FAKE_MAX_DEV;
+    mem_per_dev = (size_t)strtoull(env("FAKE_CUDA_MEM", "67108864"), NULL, 10);
+    for (int i = 0; i < FAKE_MAX_DEV; i++)
+        ctxs[i].dev = i;
+    fake_initialized = 1;
+    return CUDA_SUCCESS;
+}
+
+/* ---- devices ---- */
+CUresult CUDAAPI cuDeviceGetCount(int *n)
+{
+    NEED_INIT();
+    *n = ndev;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal)
+{
+    NEED_INIT();
+    if (ordinal < 0 || ordinal >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d)
+{
+    NEED_INIT();
+    if (d < 0 || d >= ndev || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "Fake GPU %d", (int)d);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    NEED_INIT();
+    if (d < 0 || d >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0x10 + d; break;
+    default: *v = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+    NEED_INIT();
+    if (d < 0 || d >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = mem_per_dev;
+    return CUDA_SUCCESS;
+}
+
+/* ---- contexts ---- */
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+    NEED_INIT();
+    if (d < 0 || d >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&fake_lock);
+    ctxs[d].refcount++;
+    pthread_mutex_unlock(&fake_lock);
+    *c = (CUcontext)(void *)&ctxs[d];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+    NEED_INIT();
+    if (d < 0 || d >= ndev || ctxs[d].refcount == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&fake_lock);
+    ctxs[d].refcount--;
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
+{
+    NEED_INIT();
+    fake_current = (fake_ctx *)(void *)c;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c)
+{
+    NEED_INIT();
+    *c = (CUcontext)(void *)fake_current;
+    return CUDA_SUCCESS;
+}
+
+
+/* ---- memory ---- */
+/* cuMemAlloc's alignment; the loader's allocator relies on it. */
+static void *aligned(size_t size)
+{
+    return aligned_alloc(256, (size + 255) / 256 * 256);
+}
+
+static CUresult track(void *p, size_t size, int dev, unsigned flags)
+{
+    alloc *a = malloc(sizeof *a);
+    if (a == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *a = (alloc){allocs, p, size, dev, flags};
+    allocs = a;
+    return CUDA_SUCCESS;
+}
+
+/* Remove the allocation starting exactly at p; its record, or NULL. */
+static alloc *untrack(const void *p, int host)
+{
+    for (alloc **pp = &allocs; *pp; pp = &(*pp)->next)
+        if ((*pp)->p == p && ((*pp)->dev < 0) == host) {
+            alloc *a = *pp;
+            *pp = a->next;
+            return a;
+        }
+    return NULL;
+}
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+    NEED_CTX();
+    int dev = fake_current->dev;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = NULL;
+    if (size <= mem_per_dev - used[dev] && (p = aligned(size)) != NULL && (r = track(p, size, dev, 0)) == 0)
+        used[dev] += size;
+    else {
+        free(p);
+        p = NULL;
+    }
+    pthread_mutex_unlock(&fake_lock);
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return r;
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    NEED_CTX();
+    pthread_mutex_lock(&fake_lock);
+    /* Like the real one, free waits for the context's queued work. */
+    fake_wait_idle_locked(fake_current);
+    alloc *a = untrack((void *)(uintptr_t)dptr, 0);
+    if (a != NULL)
+        used[a->dev] -= a->size;
+    pthread_mutex_unlock(&fake_lock);
+    if (a == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(a->p);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+    NEED_CTX();
+    void *p = aligned(size ? size : 1);
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = track(p, size, -1, flags);
+    pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        free(p);
+    *pp = r == CUDA_SUCCESS ? p : NULL;
+    return r;
+}
+
+CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+    NEED_CTX();
+    pthread_mutex_lock(&fake_lock);
+    fake_wait_idle_locked(NULL);
+    alloc *a = untrack(p, 1);
+    pthread_mutex_unlock(&fake_lock);
+    if (a == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(a->p);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    NEED_CTX();
+    *total = mem_per_dev;
+    *free_bytes = mem_per_dev - used[fake_current->dev];
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,592 @@
+/*
+ * plugin_test.c - tests of libinfinirt_cuda.so against the real driver,
+ * loaded straight from its file (no loader).
+ *
+ * handshake and init run everywhere (label "cuda"): on a machine without
+ * the driver, init must succeed with no device and say why.  The gpu_*
+ * tests (label "gpu") need an NVIDIA GPU and exit 77 (skip) without one.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "cuda_test_util.h"
+
+/* ------------------------------------------------------------ everywhere */
+
+static int test_handshake(void)
+{
+    infinirtPluginEntryFn entry;
+    const infinirtPluginOps *ops = (const infinirtPluginOps *)1;
+    void *dl = dlopen(INFINIRT_CUDA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    void *sym;
+
+    if (dl == NULL)
+        TEST_FAILED_("dlopen(%s): %s", INFINIRT_CUDA_PLUGIN_PATH, dlerror());
+    sym = dlsym(dl, INFINIRT_PLUGIN_ENTRY_NAME);
+    ASSERT(sym != NULL);
+    memcpy(&entry, &sym, sizeof sym);
+    /* Internal names stay hidden: only the entry is exported. */
+    ASSERT(dlsym(dl, "infinirt_cuda__drv") == NULL);
+    ASSERT(dlsym(dl, "infinirt_cuda__enter") == NULL);
+
+    ASSERT_STATUS(entry(INFINIRT_PLUGIN_ABI_MAJOR + 1, 0, &ops), INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED);
+    ASSERT_PTR_EQ(ops, NULL);
+    ASSERT_STATUS(entry(INFINIRT_PLUGIN_ABI_MAJOR, 0, NULL), INFINI_STATUS_NULL_POINTER);
+    ASSERT_OK(entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops));
+    ASSERT(ops != NULL);
+    ASSERT_EQ(ops->abi_major, INFINIRT_PLUGIN_ABI_MAJOR);
+    ASSERT_EQ(ops->abi_minor, INFINIRT_PLUGIN_ABI_MINOR);
+    ASSERT_GE(ops->struct_size, INFINIRT_PLUGIN_OPS_SIZE_1_0);
+    ASSERT_STR_EQ(ops->name, "cuda");
+    ASSERT_EQ(ops->device_type, INFINI_DEVICE_NVIDIA);
+    /* Every 1.0 entry is implemented. */
+    const void *const entries[] = {
+        (const void *)ops->init, (const void *)ops->shutdown, (const void *)ops->get_device_info,
+        (const void *)ops->get_mem_info, (const void *)ops->device_synchronize, (const void *)ops->stream_create,
+        (const void *)ops->stream_destroy, (const void *)ops->stream_synchronize,
+        (const void *)ops->stream_wait_event, (const void *)ops->launch_host_func, (const void *)ops->event_create,
+        (const void *)ops->event_destroy, (const void *)ops->event_record, (const void *)ops->event_query,
+        (const void *)ops->event_synchronize, (const void *)ops->event_elapsed_time,
+        (const void *)ops->malloc_device, (const void *)ops->free_device, (const void *)ops->malloc_host,
+        (const void *)ops->free_host, (const void *)ops->memcpy, (const void *)ops->memcpy_async,
+        (const void *)ops->memset, (const void *)ops->memset_async,
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        ASSERT(entries[i] != NULL);
+    return TEST_OK;
+}
+
+/* Init with the system's driver.  Without libcuda.so.1 (our CI) it must
+ * succeed with 0 devices and name the driver library; with a driver and a
+ * GPU it must find the GPU. */
+static int test_init(void)
+{
+    cuda_plugin p;
+    void *driver;
+
+    CHECK(plugin_open(&p));
+    ASSERT_OK(plugin_init(&p));
+    fprintf(stderr, "device_count = %d, message = \"%s\"\n", p.count, p.msg);
+    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver == NULL) {
+        ASSERT_EQ(p.count, 0);
+        ASSERT_STR_CONTAINS(p.msg, "libcuda.so.1 not found (no NVIDIA driver installed)");
+    } else {
+        /* A driver is installed: either there is a GPU, or init says why
+         * not (no device, driver too old). */
+        ASSERT_GE(p.count, 0);
+        if (p.count == 0)
+            ASSERT(p.msg[0] != '\0');
+        else
+            ASSERT_GT(p.count, 0);
+    }
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ GPU tests */
+
+/* Skips without a device, unless INFINIRT_CUDA_TEST_REQUIRE_GPU=1 (set by
+ * tests/gpu/run-cuda-checks.sh, where a missing device is a failure). */
+static int gpu_open(cuda_plugin *p)
+{
+    const char *require = getenv("INFINIRT_CUDA_TEST_REQUIRE_GPU");
+
+    CHECK(plugin_open(p));
+    ASSERT_OK(plugin_init(p));
+    if (p->count == 0) {
+        fprintf(stderr, "no CUDA device: %s\n", p->msg);
+        p->ops->shutdown();
+        return require != NULL && strcmp(require, "1") == 0 ? TEST_FAIL : TEST_SKIP;
+    }
+    return TEST_OK;
+}
+
+static int test_gpu_device_info(void)
+{
+    cuda_plugin p;
+    CHECK(gpu_open(&p));
+    for (int dev = 0; dev < p.count; dev++) {
+        infinirtPluginDeviceInfo info;
+        size_t free_b = 0, total_b = 0;
+        ASSERT_OK(p.ops->get_device_info(dev, &info));
+        fprintf(stderr, "device %d: %s, %s, %zu bytes\n", dev, info.name, info.description, info.total_memory);
+        ASSERT(info.name[0] != '\0');
+        ASSERT_STR_CONTAINS(info.description, "compute capability");
+        ASSERT_GT(info.total_memory, 0);
+        ASSERT_EQ(info.max_alloc_size, 0);
+        ASSERT_OK(p.ops->get_mem_info(dev, &free_b, &total_b));
+        ASSERT_GT(total_b, 0);
+        ASSERT_LE(free_b, total_b);
+        ASSERT_OK(p.ops->device_synchronize(dev));
+    }
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+static int test_gpu_malloc_free(void)
+{
+    cuda_plugin p;
+    void *d = (void *)1, *big = NULL;
+    size_t free_b, total_b;
+
+    CHECK(gpu_open(&p));
+    for (int dev = 0; dev < p.count; dev++) {
+        ASSERT_OK(p.ops->malloc_device(dev, &d, 1 << 20));
+        ASSERT(d != NULL);
+        ASSERT_OK(p.ops->free_device(dev, d));
+        ASSERT_OK(p.ops->malloc_device(dev, &d, 0));
+        ASSERT_PTR_EQ(d, NULL);
+        ASSERT_OK(p.ops->free_device(dev, NULL));
+    }
+    /* Larger than the device: OUT_OF_MEMORY, so the loader can retry. */
+    ASSERT_OK(p.ops->get_mem_info(0, &free_b, &total_b));
+    test_log_clear();
+    ASSERT_STATUS(p.ops->malloc_device(0, &big, total_b * 2), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_EQ(test_log_count("cuMemAlloc_v2", "CUDA_ERROR_OUT_OF_MEMORY"), 1);
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+static int test_gpu_memcpy(void)
+{
+    enum { N = (1 << 20) + 13 };
+    cuda_plugin p;
+    unsigned char *a, *b, *c;
+    void *d1, *d2, *s;
+
+    CHECK(gpu_open(&p));
+    a = malloc(N);
+    b = malloc(N);
+    c = malloc(N);
+    ASSERT(a && b && c);
+    fill_pattern(a, N, 1);
+    ASSERT_OK(p.ops->malloc_device(0, &d1, N));
+    ASSERT_OK(p.ops->malloc_device(0, &d2, N));
+
+    /* Synchronous, every kind. */
+    ASSERT_OK(p.ops->memcpy(0, d1, a, N, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_OK(p.ops->memcpy(0, d2, d1, N, INFINIRT_PLUGIN_MEMCPY_D2D));
+    memset(b, 0, N);
+    ASSERT_OK(p.ops->memcpy(0, b, d2, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, N);
+    memset(c, 0, N);
+    ASSERT_OK(p.ops->memcpy(0, c, a, N, INFINIRT_PLUGIN_MEMCPY_H2H));
+    ASSERT_MEM_EQ(a, c, N);
+
+    /* Interior pointers of a raw allocation, as the loader's allocator
+     * passes them. */
+    fill_pattern(b, N, 2);
+    ASSERT_OK(p.ops->memcpy(0, (char *)d1 + 100, b + 7, 1000, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_OK(p.ops->memcpy(0, (char *)d2 + 5000, (char *)d1 + 100, 1000, INFINIRT_PLUGIN_MEMCPY_D2D));
+    memset(c, 0, N);
+    ASSERT_OK(p.ops->memcpy(0, c, (char *)d2 + 5000, 1000, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(c, b + 7, 1000);
+    ASSERT_OK(p.ops->memcpy(0, c, d1, 100, INFINIRT_PLUGIN_MEMCPY_D2H)); /* bytes before: untouched */
+    ASSERT_MEM_EQ(c, a, 100);
+
+    /* Asynchronous, every kind, on a created stream and on the NULL stream. */
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    for (int k = 0; k < 2; k++) {
+        void *st = k == 0 ? s : NULL;
+        fill_pattern(a, N, 10 + k);
+        memset(b, 0, N);
+        memset(c, 0, N);
+        ASSERT_OK(p.ops->memcpy_async(0, d1, a, N, INFINIRT_PLUGIN_MEMCPY_H2D, st));
+        ASSERT_OK(p.ops->memcpy_async(0, d2, d1, N, INFINIRT_PLUGIN_MEMCPY_D2D, st));
+        ASSERT_OK(p.ops->memcpy_async(0, b, d2, N, INFINIRT_PLUGIN_MEMCPY_D2H, st));
+        ASSERT_OK(p.ops->memcpy_async(0, c, a, N, INFINIRT_PLUGIN_MEMCPY_H2H, st));
+        ASSERT_OK(p.ops->stream_synchronize(0, st));
+        ASSERT_MEM_EQ(a, b, N);
+        ASSERT_MEM_EQ(a, c, N);
+    }
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+
+    /* A synchronous copy is ordered after work queued on the default
+     * stream, as cudaMemcpy is after stream-0 work. */
+    fill_pattern(a, N, 20);
+    ASSERT_OK(p.ops->memcpy_async(0, d1, a, N, INFINIRT_PLUGIN_MEMCPY_H2D, NULL));
+    ASSERT_OK(p.ops->memcpy(0, b, d1, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, N);
+
+    /* D2D between devices: issued on the destination's device. */
+    if (p.count >= 2) {
+        void *e;
+        ASSERT_OK(p.ops->malloc_device(1, &e, N));
+        ASSERT_OK(p.ops->memcpy(1, e, d1, N, INFINIRT_PLUGIN_MEMCPY_D2D));
+        memset(c, 0, N);
+        ASSERT_OK(p.ops->memcpy(1, c, e, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+        ASSERT_MEM_EQ(a, c, N);
+        ASSERT_OK(p.ops->free_device(1, e));
+    } else {
+        fprintf(stderr, "one device: cross-device copy not tested\n");
+    }
+
+    ASSERT_STATUS(p.ops->memcpy(0, b, d1, 16, 7), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(p.ops->free_device(0, d1));
+    ASSERT_OK(p.ops->free_device(0, d2));
+    p.ops->shutdown();
+    free(a);
+    free(b);
+    free(c);
+    return TEST_OK;
+}
+
+static int test_gpu_memset(void)
+{
+    enum { N = 3 << 20 };
+    cuda_plugin p;
+    unsigned char *h, *want;
+    void *d, *s;
+
+    CHECK(gpu_open(&p));
+    h = malloc(N);
+    want = malloc(N);
+    ASSERT(h && want);
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->memset(0, d, 0xAB, N));
+    ASSERT_OK(p.ops->memset(0, (char *)d + 10, 0x11, 100));
+    memset(want, 0xAB, N);
+    memset(want + 10, 0x11, 100);
+    ASSERT_OK(p.ops->memcpy(0, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(h, want, N);
+
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->memset_async(0, (char *)d + 1, 0x1FF, N - 2, s)); /* (unsigned char)0x1FF = 0xFF */
+    ASSERT_OK(p.ops->memset_async(0, d, 0x00, 1, NULL));
+    ASSERT_OK(p.ops->stream_synchronize(0, s));
+    ASSERT_OK(p.ops->stream_synchronize(0, NULL));
+    memset(want + 1, 0xFF, N - 2);
+    want[0] = 0;
+    ASSERT_OK(p.ops->memcpy(0, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(h, want, N);
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_OK(p.ops->free_device(0, d));
+    p.ops->shutdown();
+    free(h);
+    free(want);
+    return TEST_OK;
+}
+
+/* A host function that holds its stream until the test opens the gate:
+ * makes "not yet complete" deterministic. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int open, entered, timed_out;
+} gate;
+
+#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0}
+
+static void gate_wait(void *arg)
+{
+    gate *g = arg;
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20; /* never hang the test run for ever */
+    pthread_mutex_lock(&g->lock);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open)
+        if (pthread_cond_timedwait(&g->cond, &g->lock, &until) == ETIMEDOUT) {
+            g->timed_out = 1;
+            break;
+        }
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static int test_gpu_events(void)
+{
+    enum { N = 64 << 20 };
+    cuda_plugin p;
+    void *h, *d, *s, *e0, *e1, *never, *notime;
+    gate g = GATE_INIT;
+    int done = -1;
+    float ms = -1;
+
+    CHECK(gpu_open(&p));
+    ASSERT_OK(p.ops->malloc_host(0, &h, N));
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->event_create(0, 0, &e0));
+    ASSERT_OK(p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC, &e1));
+    ASSERT_OK(p.ops->event_create(0, 0, &never));
+    ASSERT_OK(p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &notime));
+    ASSERT_STATUS(p.ops->event_create(0, 0x100, &notime), INFINI_STATUS_BAD_PARAM);
+
+    /* Never recorded: complete, no elapsed time, nothing to wait for. */
+    ASSERT_OK(p.ops->event_query(0, never, &done));
+    ASSERT_EQ(done, 1);
+    ASSERT_OK(p.ops->event_synchronize(0, never));
+    ASSERT_STATUS(p.ops->event_elapsed_time(0, &ms, never, never), INFINI_STATUS_INVALID_STATE);
+    ASSERT_OK(p.ops->stream_wait_event(0, s, never));
+
+    /* A copy held behind a gate: its end event is not ready, and elapsed
+     * says NOT_READY, until the gate opens. */
+    ASSERT_OK(p.ops->event_record(0, e0, s));
+    ASSERT_OK(p.ops->launch_host_func(0, s, gate_wait, &g));
+    ASSERT_OK(p.ops->memcpy_async(0, d, h, N, INFINIRT_PLUGIN_MEMCPY_H2D, s));
+    ASSERT_OK(p.ops->event_record(0, e1, s));
+    ASSERT_OK(p.ops->event_query(0, e1, &done));
+    ASSERT_EQ(done, 0);
+    ASSERT_STATUS(p.ops->event_elapsed_time(0, &ms, e0, e1), INFINI_STATUS_NOT_READY);
+    gate_open(&g);
+    ASSERT_OK(p.ops->event_synchronize(0, e1));
+    ASSERT_EQ(g.timed_out, 0);
+    ASSERT_OK(p.ops->event_query(0, e1, &done));
+    ASSERT_EQ(done, 1);
+    ASSERT_OK(p.ops->event_elapsed_time(0, &ms, e0, e1));
+    fprintf(stderr, "gated 64 MiB H2D: %.3f ms\n", ms);
+    ASSERT(ms > 0);
+
+    /* A plain timed copy: elapsed time in a plausible range. */
+    ASSERT_OK(p.ops->event_record(0, e0, s));
+    ASSERT_OK(p.ops->memcpy_async(0, d, h, N, INFINIRT_PLUGIN_MEMCPY_H2D, s));
+    ASSERT_OK(p.ops->event_record(0, e1, s));
+    ASSERT_OK(p.ops->stream_synchronize(0, s));
+    ASSERT_OK(p.ops->event_elapsed_time(0, &ms, e0, e1));
+    fprintf(stderr, "64 MiB pinned H2D: %.3f ms (%.1f GB/s)\n", ms, N / (ms * 1e6));
+    ASSERT(ms > 0.01f && ms < 10000.0f);
+
+    /* Timing disabled: recorded but no elapsed time. */
+    ASSERT_OK(p.ops->event_record(0, notime, NULL));
+    ASSERT_OK(p.ops->event_synchronize(0, notime));
+    ASSERT_STATUS(p.ops->event_elapsed_time(0, &ms, e0, notime), INFINI_STATUS_INVALID_STATE);
+
+    ASSERT_OK(p.ops->event_destroy(0, e0));
+    ASSERT_OK(p.ops->event_destroy(0, e1));
+    ASSERT_OK(p.ops->event_destroy(0, never));
+    ASSERT_OK(p.ops->event_destroy(0, notime));
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_OK(p.ops->free_device(0, d));
+    ASSERT_OK(p.ops->free_host(0, h));
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+typedef struct {
+    atomic_int next;
+    int order[64];
+    const unsigned char *check, *want;
+    size_t n;
+    atomic_int check_ok;
+    unsigned char *poke;
+} host_fn_state;
+
+static host_fn_state hfs;
+
+static void record_order(void *arg)
+{
+    hfs.order[atomic_fetch_add(&hfs.next, 1)] = (int)(intptr_t)arg;
+}
+
+static void check_copy_done(void *arg)
+{
+    (void)arg;
+    atomic_store(&hfs.check_ok, memcmp(hfs.check, hfs.want, hfs.n) == 0 ? 1 : 0);
+}
+
+static void slow_poke(void *arg)
+{
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    memset(hfs.poke, (int)(intptr_t)arg, hfs.n);
+}
+
+static int test_gpu_host_func(void)
+{
+    enum { N = 32 << 20 };
+    cuda_plugin p;
+    void *src, *dst, *d, *s;
+
+    CHECK(gpu_open(&p));
+    ASSERT_OK(p.ops->malloc_host(0, &src, N));
+    ASSERT_OK(p.ops->malloc_host(0, &dst, N));
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->stream_create(0, &s));
+
+    /* Host functions run in the order queued, on both kinds of stream. */
+    for (int k = 0; k < 2; k++) {
+        atomic_store(&hfs.next, 0);
+        for (int i = 0; i < 32; i++)
+            ASSERT_OK(p.ops->launch_host_func(0, k ? NULL : s, record_order, (void *)(intptr_t)i));
+        ASSERT_OK(p.ops->stream_synchronize(0, k ? NULL : s));
+        ASSERT_EQ(atomic_load(&hfs.next), 32);
+        for (int i = 0; i < 32; i++)
+            ASSERT_EQ(hfs.order[i], i);
+    }
+
+    /* It runs after the work queued before it ... */
+    fill_pattern(src, N, 3);
+    memset(dst, 0, N);
+    hfs.check = dst;
+    hfs.want = src;
+    hfs.n = N;
+    atomic_store(&hfs.check_ok, -1);
+    ASSERT_OK(p.ops->memcpy_async(0, d, src, N, INFINIRT_PLUGIN_MEMCPY_H2D, s));
+    ASSERT_OK(p.ops->memcpy_async(0, dst, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, s));
+    ASSERT_OK(p.ops->launch_host_func(0, s, check_copy_done, NULL));
+    ASSERT_OK(p.ops->stream_synchronize(0, s));
+    ASSERT_EQ(atomic_load(&hfs.check_ok), 1);
+
+    /* ... and before the work queued after it. */
+    hfs.poke = src;
+    ASSERT_OK(p.ops->launch_host_func(0, s, slow_poke, (void *)(intptr_t)0x77));
+    ASSERT_OK(p.ops->memcpy_async(0, d, src, N, INFINIRT_PLUGIN_MEMCPY_H2D, s));
+    ASSERT_OK(p.ops->memcpy_async(0, dst, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, s));
+    ASSERT_OK(p.ops->stream_synchronize(0, s));
+    ASSERT_EQ(((unsigned char *)dst)[0], 0x77);
+    ASSERT_EQ(((unsigned char *)dst)[N - 1], 0x77);
+
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_OK(p.ops->free_device(0, d));
+    ASSERT_OK(p.ops->free_host(0, src));
+    ASSERT_OK(p.ops->free_host(0, dst));
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+static int test_gpu_stream_wait_event(void)
+{
+    enum { N = 16 << 20 };
+    cuda_plugin p;
+    void *h, *d, *a, *b, *e, *f;
+    int done = -1;
+
+    CHECK(gpu_open(&p));
+    ASSERT_OK(p.ops->malloc_host(0, &h, N));
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->memset(0, d, 0, N));
+    /* Two devices when there are: B on the last device waits for A on 0. */
+    int bdev = p.count - 1;
+    ASSERT_OK(p.ops->stream_create(0, &a));
+    ASSERT_OK(p.ops->stream_create(bdev, &b));
+    ASSERT_OK(p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &e));
+    ASSERT_OK(p.ops->event_create(bdev, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &f));
+
+    /* A is held by a gate, then fills d and records e.  B waits for e and
+     * then copies d out.  Without the wait, B's copy would see zeros. */
+    gate g = GATE_INIT;
+    memset(h, 0x33, N);
+    ASSERT_OK(p.ops->launch_host_func(0, a, gate_wait, &g));
+    ASSERT_OK(p.ops->memset_async(0, d, 0x5A, N, a));
+    ASSERT_OK(p.ops->event_record(0, e, a));
+    ASSERT_OK(p.ops->stream_wait_event(bdev, b, e)); /* must not block the host */
+    ASSERT_OK(p.ops->memcpy_async(bdev, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, b));
+    ASSERT_OK(p.ops->event_record(bdev, f, b));
+    ASSERT_OK(p.ops->event_query(bdev, f, &done));
+    ASSERT_EQ(done, 0); /* B is held by A's gate */
+    gate_open(&g);
+    ASSERT_OK(p.ops->stream_synchronize(bdev, b));
+    ASSERT_EQ(g.timed_out, 0);
+    for (size_t i = 0; i < N; i += 4093)
+        ASSERT_EQ(((unsigned char *)h)[i], 0x5A);
+    ASSERT_EQ(((unsigned char *)h)[N - 1], 0x5A);
+
+    ASSERT_OK(p.ops->event_destroy(0, e));
+    ASSERT_OK(p.ops->event_destroy(bdev, f));
+    ASSERT_OK(p.ops->stream_destroy(0, a));
+    ASSERT_OK(p.ops->stream_destroy(bdev, b));
+    ASSERT_OK(p.ops->device_synchronize(0));
+    ASSERT_OK(p.ops->free_device(0, d));
+    ASSERT_OK(p.ops->free_host(0, h));
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+static int test_gpu_pinned_host(void)
+{
+    enum { N = 16 << 20 };
+    cuda_plugin p;
+    void *a, *b, *d, *z = (void *)1;
+
+    CHECK(gpu_open(&p));
+    ASSERT_OK(p.ops->malloc_host(0, &a, N));
+    ASSERT_OK(p.ops->malloc_host(p.count - 1, &b, N));
+    ASSERT(a != NULL && b != NULL);
+    ASSERT_OK(p.ops->malloc_host(0, &z, 0));
+    ASSERT_PTR_EQ(z, NULL);
+    fill_pattern(a, N, 5);
+    memset(b, 0, N);
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->memcpy_async(0, d, a, N, INFINIRT_PLUGIN_MEMCPY_H2D, NULL));
+    ASSERT_OK(p.ops->memcpy_async(0, b, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, NULL));
+    ASSERT_OK(p.ops->stream_synchronize(0, NULL));
+    ASSERT_MEM_EQ(a, b, N);
+    ASSERT_OK(p.ops->free_device(0, d));
+    ASSERT_OK(p.ops->free_host(0, a));
+    ASSERT_OK(p.ops->free_host(p.count - 1, b));
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+/* Any thread can use any device: each thread makes the context current. */
+typedef struct {
+    const infinirtPluginOps *ops;
+    int dev, ok;
+} worker_arg;
+
+static void *worker(void *arg)
+{
+    worker_arg *w = arg;
+    enum { N = 1 << 20 };
+    unsigned char *h = malloc(N);
+    void *d = NULL;
+
+    w->ok = h != NULL && w->ops->malloc_device(w->dev, &d, N) == 0 &&
+            w->ops->memset(w->dev, d, w->dev + 1, N) == 0 &&
+            w->ops->memcpy(w->dev, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H) == 0 && h[0] == w->dev + 1 &&
+            h[N - 1] == w->dev + 1 && w->ops->free_device(w->dev, d) == 0;
+    free(h);
+    return NULL;
+}
+
+static int test_gpu_threads(void)
+{
+    cuda_plugin p;
+    pthread_t t[8];
+    worker_arg w[8];
+
+    CHECK(gpu_open(&p));
+    for (int i = 0; i < 8; i++) {
+        w[i] = (worker_arg){p.ops, i % p.count, 0};
+        ASSERT_EQ(pthread_create(&t[i], NULL, worker, &w[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        ASSERT_EQ(w[i].ok, 1);
+    }
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+static const test_entry tests[] = {
+    {"handshake", test_handshake},
+    {"init", test_init},
+    {"gpu_device_info", test_gpu_device_info},
+    {"gpu_malloc_free", test_gpu_malloc_free},
+    {"gpu_memcpy", test_gpu_memcpy},
+    {"gpu_memset", test_gpu_memset},
+    {"gpu_events", test_gpu_events},
+    {"gpu_host_func", test_gpu_host_func},
+    {"gpu_stream_wait_event", test_gpu_stream_wait_event},
+    {"gpu_pinned_host", test_gpu_pinned_host},
+    {"gpu_threads", test_gpu_threads},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return run_named_test(tests, argc, argv);
+}
