@@ -140,8 +140,11 @@ typedef struct infinirtPluginOps {
      * INFINI_STATUS_INVALID_STATE for one never recorded or without timing. */
     infiniStatus_t (*event_elapsed_time)(int dev, float *ms, void *start, void *end);
 
-    /* Raw memory.  Return INFINI_STATUS_OUT_OF_MEMORY when the device is
-     * full, so the loader can release its cache and retry. */
+    /* Raw memory.  Pointers must be aligned to at least 256 bytes (as CUDA's
+     * are; the conformance suite checks it).  Return
+     * INFINI_STATUS_OUT_OF_MEMORY when the device is full, so the loader can
+     * release its cache and retry.  free_device receives exactly the pointer
+     * malloc_device returned, and only after the work using it completed. */
     infiniStatus_t (*malloc_device)(int dev, void **ptr, size_t size);
     infiniStatus_t (*free_device)(int dev, void *ptr);
     infiniStatus_t (*malloc_host)(int dev, void **ptr, size_t size);

@@ -40,6 +40,10 @@ static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const cha
     }
     if (st == INFINIRT_PLUGIN_DISABLED)
         INFINIRT__INFO("plugin %s (%s): disabled in the config", p->name, p->path);
+    else if (st == INFINIRT_PLUGIN_NO_DEVICES)
+        /* Not a failure (a CUDA plugin on a machine without a GPU): the
+         * report says why, without a warning at every program start. */
+        INFINIRT__INFO("plugin %s (%s): zero devices: %s", p->name, p->path, p->message);
     else if (st != INFINIRT_PLUGIN_LOADED)
         INFINIRT__WARN("plugin %s (%s): %s: %s", p->name, p->path, infinirtGetPluginStatusString(st),
                        p->message);

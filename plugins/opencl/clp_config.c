@@ -1,0 +1,214 @@
+/*
+ * clp_config.c - the [plugin.opencl] keys.
+ *
+ *   platform    = substring of the platform name, case-insensitive
+ *   device_type = gpu, cpu, accelerator, custom, all (comma list; default all)
+ *   devices     = comma list of indices into the filtered list (default all)
+ *   memory      = auto | svm | buffer (default auto: svm where supported)
+ *
+ * A malformed value fails init with a message naming the key and the value:
+ * a config that silently means something else is worse than one that stops.
+ */
+#include "clp_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Keys the loader itself reads from the section.  It does not pass them on
+ * today; should it ever, they are not unknown. */
+static const char *const loader_keys[] = {"library", "enabled"};
+
+static int ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+    return *a == *b;
+}
+
+/* Copy the next comma-separated token of *p, trimmed, into tok; advance *p.
+ * Returns 0 at the end of the string. */
+static int next_token(const char **p, char *tok, size_t tok_size)
+{
+    const char *s = *p, *e;
+    size_t n;
+
+    if (*s == '\0')
+        return 0;
+    e = strchr(s, ',');
+    if (e == NULL)
+        e = s + strlen(s);
+    *p = *e ? e + 1 : e;
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    n = (size_t)(e - s);
+    if (n >= tok_size)
+        n = tok_size - 1;
+    memcpy(tok, s, n);
+    tok[n] = '\0';
+    return 1;
+}
+
+static infiniStatus_t parse_type(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+{
+    char tok[32];
+    const char *p = v;
+    cl_device_type mask = 0;
+
+    while (next_token(&p, tok, sizeof tok)) {
+        if (ieq(tok, "gpu"))
+            mask |= CL_DEVICE_TYPE_GPU;
+        else if (ieq(tok, "cpu"))
+            mask |= CL_DEVICE_TYPE_CPU;
+        else if (ieq(tok, "accelerator"))
+            mask |= CL_DEVICE_TYPE_ACCELERATOR;
+        else if (ieq(tok, "custom"))
+            mask |= CL_DEVICE_TYPE_CUSTOM;
+        else if (ieq(tok, "all"))
+            mask |= CL_DEVICE_TYPE_ALL;
+        else {
+            snprintf(msg, msg_size,
+                     "[plugin.opencl] device_type = \"%s\": unknown type \"%s\" "
+                     "(want gpu, cpu, accelerator, custom or all, comma-separated)",
+                     v, tok);
+            return INFINI_STATUS_BAD_PARAM;
+        }
+    }
+    if (mask == 0) {
+        snprintf(msg, msg_size, "[plugin.opencl] device_type is empty (want gpu, cpu, accelerator, custom or all)");
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    cfg->type_mask = mask;
+    snprintf(cfg->type_text, sizeof cfg->type_text, "%s", v);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+{
+    char tok[32];
+    const char *p = v;
+    size_t n = 0, cap = 0;
+    int *list = NULL;
+
+    while (next_token(&p, tok, sizeof tok)) {
+        char *end;
+        long idx;
+
+        errno = 0;
+        idx = strtol(tok, &end, 10);
+        if (tok[0] == '\0' || *end != '\0' || errno != 0 || idx < 0 || idx > 4095) {
+            snprintf(msg, msg_size,
+                     "[plugin.opencl] devices = \"%s\": \"%s\" is not a device index "
+                     "(want a comma list of integers from 0)",
+                     v, tok);
+            free(list);
+            return INFINI_STATUS_BAD_PARAM;
+        }
+        if (n == cap) {
+            int *grown = realloc(list, (cap ? cap * 2 : 8) * sizeof *list);
+            if (grown == NULL) {
+                free(list);
+                snprintf(msg, msg_size, "out of host memory parsing [plugin.opencl] devices");
+                return INFINI_STATUS_OUT_OF_MEMORY;
+            }
+            list = grown;
+            cap = cap ? cap * 2 : 8;
+        }
+        list[n++] = (int)idx;
+    }
+    if (n == 0) {
+        snprintf(msg, msg_size, "[plugin.opencl] devices is empty (want a comma list of indices, or omit the key)");
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    free(cfg->devices);
+    cfg->devices = list;
+    cfg->device_count = n;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t parse_memory(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+{
+    if (ieq(v, "auto"))
+        cfg->memory = CLP_MEM_AUTO;
+    else if (ieq(v, "svm"))
+        cfg->memory = CLP_MEM_SVM;
+    else if (ieq(v, "buffer"))
+        cfg->memory = CLP_MEM_BUFFER;
+    else {
+        snprintf(msg, msg_size, "[plugin.opencl] memory = \"%s\": want auto, svm or buffer", v);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg,
+                                 size_t msg_size)
+{
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->type_mask = CL_DEVICE_TYPE_ALL;
+    snprintf(cfg->type_text, sizeof cfg->type_text, "all");
+    cfg->memory = CLP_MEM_AUTO;
+
+    for (size_t i = 0; i < args->config_count && st == INFINI_STATUS_SUCCESS; i++) {
+        const char *k = args->config[i].key, *v = args->config[i].value;
+        int known = 0;
+
+        if (k == NULL)
+            continue;
+        if (v == NULL)
+            v = "";
+        if (ieq(k, "platform")) {
+            free(cfg->platform);
+            cfg->platform = NULL;
+            if (v[0] != '\0') {
+                cfg->platform = strdup(v);
+                if (cfg->platform == NULL)
+                    st = INFINI_STATUS_OUT_OF_MEMORY;
+            }
+        } else if (ieq(k, "device_type")) {
+            st = parse_type(v, cfg, msg, msg_size);
+        } else if (ieq(k, "devices")) {
+            st = parse_devices(v, cfg, msg, msg_size);
+        } else if (ieq(k, "memory")) {
+            st = parse_memory(v, cfg, msg, msg_size);
+        } else {
+            for (size_t j = 0; j < sizeof loader_keys / sizeof loader_keys[0]; j++)
+                known |= ieq(k, loader_keys[j]);
+            if (!known)
+                clp__log(INFINIRT_PLUGIN_LOG_WARN,
+                         "[plugin.opencl] unknown key \"%s\" ignored (known: platform, device_type, devices, memory)",
+                         k);
+        }
+    }
+    if (st != INFINI_STATUS_SUCCESS)
+        clp__config_free(cfg);
+    return st;
+}
+
+void clp__config_free(clp__config *cfg)
+{
+    free(cfg->platform);
+    free(cfg->devices);
+    cfg->platform = NULL;
+    cfg->devices = NULL;
+    cfg->device_count = 0;
+}
+
+const char *clp__mem_mode_name(clp__mem_mode m)
+{
+    switch (m) {
+    case CLP_MEM_SVM:
+        return "svm";
+    case CLP_MEM_BUFFER:
+        return "buffer";
+    default:
+        return "auto";
+    }
+}
