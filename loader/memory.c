@@ -124,7 +124,7 @@ INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream
         if (infinirt__pool_lookup(ptr, &info) && info.offset == 0 && info.device_id >= 0 &&
             infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, __func__, &dev) ==
                 INFINI_STATUS_SUCCESS)
-            return infinirt__pool_free(ptr, dev->default_stream, dev->pool);
+            return infinirt__pool_free(ptr, NULL, dev->pool); /* NULL key: the default stream */
     }
     return do_free(ptr, stream, ANY_DEVICE, __func__);
 }

@@ -1,0 +1,583 @@
+/*
+ * alloc.c - the caching allocator: pools, per-stream arenas, the alloc and
+ * free paths and the out-of-memory path.  Design: docs/allocator.md.
+ */
+#define _GNU_SOURCE
+#include "alloc_int.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+atomic_uint_fast64_t infinirt__alloc_gen = 1;
+
+/* initial-exec: read on every call.  Applications link the loader; one
+ * dlopened later still gets these few bytes from glibc's static TLS surplus. */
+#define INFINIRT__TLS static _Thread_local __attribute__((tls_model("initial-exec")))
+
+/* (pool, stream) -> arena, a few entries per thread. */
+typedef struct {
+    infinirt__pool *pool;
+    void *stream;
+    infinirt__arena *arena;
+    uint_fast64_t gen;
+} tl_map_ent;
+INFINIRT__TLS tl_map_ent tl_map[4];
+/* The arena of this thread's last alloc or free: where its next free most
+ * likely finds its block, without touching the directory. */
+INFINIRT__TLS infinirt__arena *tl_last;
+INFINIRT__TLS uint_fast64_t tl_last_gen;
+
+void infinirt__alloc_config_default(infinirt__alloc_config *cfg)
+{
+    cfg->enabled = 1;
+    cfg->granularity = 512;
+    cfg->max_cached_bytes = 0;
+    cfg->max_split_size = (size_t)64 << 10;
+    cfg->release_on_free = 0;
+}
+
+/* -------------------------------------------------------------- arenas */
+
+static infinirt__arena *arena_new(infinirt__pool *pool)
+{
+    infinirt__arena *a = infinirt__line_calloc(sizeof *a);
+    if (a == NULL)
+        return NULL;
+    atomic_init(&a->lock, 0);
+    a->pool = pool;
+    if (infinirt__ht_init(a) != 0) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void arena_free(infinirt__arena *a)
+{
+    free(a->ht);
+    free(a->pq);
+    free(a->estack);
+    infinirt__blk_chunks_free(a);
+    free(a);
+}
+
+static infinirt__arena *arena_for_slow(infinirt__pool *pool, void *stream, tl_map_ent *e, uint_fast64_t gen)
+{
+    infinirt__arena *a = NULL, *spare = NULL;
+    unsigned in_use = 0;
+    pthread_mutex_lock(&pool->mu);
+    for (unsigned i = 0; i < pool->narenas && a == NULL; i++) {
+        infinirt__arena *x = pool->arenas[i];
+        if (!x->in_use)
+            spare = spare ? spare : x;
+        else if (x->stream == stream)
+            a = x;
+        else
+            in_use++;
+    }
+    if (a == NULL) {
+        a = spare;
+        if (a == NULL && pool->narenas == pool->caparenas) {
+            infinirt__arena **n = realloc(pool->arenas, 2 * pool->caparenas * sizeof *n);
+            if (n != NULL) {
+                pool->arenas = n;
+                pool->caparenas *= 2;
+            }
+        }
+        if (a == NULL && pool->narenas < pool->caparenas && (a = arena_new(pool)) != NULL)
+            pool->arenas[pool->narenas++] = a;
+        if (a != NULL) {
+            infinirt__spin_lock(&a->lock);
+            a->stream = stream;
+            a->in_use = true;
+            infinirt__spin_unlock(&a->lock);
+            if (in_use > 0)
+                atomic_store(&pool->multi, 1);
+        }
+    }
+    pthread_mutex_unlock(&pool->mu);
+    if (a != NULL)
+        *e = (tl_map_ent){pool, stream, a, gen};
+    return a;
+}
+
+static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
+{
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
+    tl_map_ent *e = &tl_map[((uintptr_t)stream >> 4) & 3];
+    if (__builtin_expect(e->pool == pool && e->stream == stream && e->gen == gen, 1))
+        return e->arena;
+    return arena_for_slow(pool, stream, e, gen);
+}
+
+/* ---------------------------------------------------------------- pool */
+
+infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, const infinirt__alloc_config *cfg,
+                                     infinirt__pool **out)
+{
+    if (backend == NULL || out == NULL || backend->raw_alloc == NULL || backend->raw_free == NULL)
+        return INFINI_STATUS_BAD_PARAM;
+    infinirt__pool *pool = infinirt__line_calloc(sizeof *pool);
+    if (pool == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    pool->be = *backend;
+    pool->be.label[sizeof pool->be.label - 1] = '\0';
+    if (cfg != NULL)
+        pool->cfg = *cfg;
+    else
+        infinirt__alloc_config_default(&pool->cfg);
+    infinirt__pool_backend *be = &pool->be;
+    if (be->fence_take != NULL && (be->fence_query == NULL || be->fence_wait == NULL || be->fence_release == NULL)) {
+        INFINIRT__WARN("%s: incomplete fence callbacks; stream order is not tracked", be->label);
+        be->fence_take = NULL;
+    }
+    size_t g = pool->cfg.granularity;
+    if (g == 0 || (g & (g - 1)) != 0 || g > ((size_t)1 << 30)) {
+        INFINIRT__WARN("%s: granularity %zu is not a power of two up to 1G; using 512", be->label, g);
+        g = 512;
+    }
+    pool->g = g;
+    pool->gshift = (unsigned)__builtin_ctzll((unsigned long long)g);
+    /* Requests round up to a multiple of g without overflow and never
+     * beyond the backend's largest allocation. */
+    size_t max = SIZE_MAX / 2;
+    if (be->max_alloc_size != 0 && be->max_alloc_size < max)
+        max = be->max_alloc_size;
+    pool->max_req = max & ~(g - 1);
+    pool->small_seg = INFINIRT__SMALL_SEG < pool->max_req ? INFINIRT__SMALL_SEG : pool->max_req;
+    pool->small_max = INFINIRT__SMALL_MAX < pool->small_seg / 4 ? INFINIRT__SMALL_MAX : pool->small_seg / 4;
+    pool->small_max &= ~(g - 1);
+    atomic_init(&pool->capacity, be->total_memory);
+    pool->max_split = pool->cfg.max_split_size ? pool->cfg.max_split_size : SIZE_MAX;
+    /* Deferred coalescing would hide empty segments from the settings that
+     * give them back as soon as they empty. */
+    if (!pool->cfg.release_on_free && pool->cfg.max_cached_bytes == 0) {
+        size_t q = pool->small_max >> pool->gshift;
+        pool->quick_max = q < INFINIRT__QUICK_MAX ? (unsigned)q : INFINIRT__QUICK_MAX;
+    }
+    pthread_mutex_init(&pool->mu, NULL);
+    pool->caparenas = 4;
+    pool->arenas = calloc(pool->caparenas, sizeof *pool->arenas);
+    infinirt__arena *a = pool->arenas ? arena_new(pool) : NULL;
+    if (a == NULL) {
+        free(pool->arenas);
+        pthread_mutex_destroy(&pool->mu);
+        free(pool);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    a->in_use = true; /* arena 0: the default (NULL) stream, and pass-through */
+    pool->arenas[pool->narenas++] = a;
+    *out = pool;
+    return INFINI_STATUS_SUCCESS;
+}
+
+void infinirt__pool_destroy(infinirt__pool *pool)
+{
+    if (pool == NULL)
+        return;
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__wait_all(pool); /* every fence held is complete after this */
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        infinirt__arena *a = pool->arenas[i];
+        infinirt__spin_lock(&a->lock);
+        for (unsigned q = 0; q < a->npq; q++)
+            for (infinirt__blk *b = a->pq[q].head; b != NULL; b = b->next)
+                be->fence_release(be->ctx, b->fence);
+        a->npq = 0;
+        infinirt__seg *s;
+        while ((s = a->segs) != NULL) {
+            a->segs = s->next;
+            atomic_store(&s->arena, NULL);
+            infinirt__spin_unlock(&a->lock);
+            infinirt__seg_destroy(pool, s);
+            infinirt__spin_lock(&a->lock);
+        }
+        infinirt__spin_unlock(&a->lock);
+        arena_free(a);
+    }
+    free(pool->arenas);
+    pthread_mutex_destroy(&pool->mu);
+    atomic_fetch_add(&infinirt__alloc_gen, 1);
+    free(pool);
+}
+
+/* --------------------------------------------------------------- fences */
+
+bool infinirt__wait_all(infinirt__pool *pool)
+{
+    /* A fence over every stream, taken now, covers every fence taken before. */
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__fence *f = NULL;
+    if (be->fence_take == NULL || be->fence_take(be->ctx, INFINIRT__POOL_SYNC, &f) != INFINI_STATUS_SUCCESS ||
+        f == NULL)
+        return false;
+    be->fence_wait(be->ctx, f);
+    be->fence_release(be->ctx, f);
+    return true;
+}
+
+infinirt__fence *infinirt__take_fence(infinirt__pool *pool, void *stream)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__fence *f = NULL;
+    if (be->fence_take == NULL)
+        return NULL;
+    if (__builtin_expect(be->fence_take(be->ctx, stream, &f) == INFINI_STATUS_SUCCESS, 1))
+        return f;
+    /* No fence for this free: reuse is safe only once all work queued so
+     * far has completed, so wait for it now. */
+    INFINIRT__WARN("%s: could not take a fence for a free; waiting for the device instead", be->label);
+    infinirt__wait_all(pool);
+    return NULL;
+}
+
+/* Multi-arena pools keep the peak without a shared write per call: each
+ * arena publishes max(0, current - SLACK) whenever its current value leaves
+ * [published, published + 2 SLACK], so the published sum never exceeds the
+ * true sum, and its peak is a lower bound of the true peak within 2 SLACK
+ * per arena. */
+static inline void publish(infinirt__pool *pool, infinirt__arena *a)
+{
+    size_t cur = a->req_bytes, pub = a->published;
+    if (__builtin_expect(cur >= pub && cur - pub <= 2 * INFINIRT__PEAK_SLACK, 1))
+        return;
+    size_t np = cur > INFINIRT__PEAK_SLACK ? cur - INFINIRT__PEAK_SLACK : 0;
+    size_t total = atomic_fetch_add_explicit(&pool->pub_total, np - pub, memory_order_relaxed) + (np - pub);
+    a->published = np;
+    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
+    while (total > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, total))
+        ;
+}
+
+/* -------------------------------------------------------------- alloc */
+
+infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
+{
+    void *p = NULL;
+    infiniStatus_t st = pool->be.raw_alloc(pool->be.ctx, size, &p);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (p == NULL)
+        return INFINI_STATUS_INTERNAL_ERROR;
+    if ((*out = infinirt__seg_create(pool, p, size, large)) == NULL) {
+        pool->be.raw_free(pool->be.ctx, p);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* Near the backend's capacity - 7/8 of its total memory, or of the bytes
+ * reserved when it last refused - the pool stops trading memory for speed. */
+static inline bool strict_mode(infinirt__pool *pool, size_t bytes)
+{
+    size_t cap = atomic_load_explicit(&pool->capacity, memory_order_relaxed);
+    return cap != 0 && atomic_load_explicit(&pool->reserved, memory_order_relaxed) + bytes > cap / 8 * 7;
+}
+
+/* Whether a free large block of bn granules serves n whole: it wastes at
+ * most 1/16 of the request (1/64 near capacity). */
+static inline bool whole_fits(size_t bn, size_t n, bool strict)
+{
+    return bn - n <= n / (strict ? INFINIRT__WASTE_DIV_STRICT : INFINIRT__WASTE_DIV);
+}
+
+/* The policy for n granules, from the bins only (arena locked).  A small
+ * request splits any small block.  A large block serves a large request
+ * whole when that wastes little (whole_fits); otherwise it is split only
+ * when no larger than max_split_size or - away from capacity - when over a
+ * third of the arena's memory lies free (the cache is then too big to keep
+ * growing). */
+static infinirt__blk *from_bins(infinirt__arena *a, size_t n, bool small)
+{
+    infinirt__pool *pool = a->pool;
+    if (small) {
+        infinirt__blk *b = infinirt__bins_find(&a->small, n, pool->gshift);
+        return b != NULL ? infinirt__blk_take(a, b, n, true) : NULL;
+    }
+    infinirt__blk *b = infinirt__bins_find(&a->large, n, pool->gshift);
+    if (b == NULL)
+        return NULL;
+    bool strict = strict_mode(pool, n << pool->gshift);
+    if (whole_fits(b->size >> pool->gshift, n, strict))
+        return infinirt__blk_take(a, b, n, false);
+    if (b->size <= pool->max_split || (!strict && a->reserved - a->used > a->reserved / 3))
+        return infinirt__blk_take(a, b, n, true);
+    return NULL;
+}
+
+void infinirt__log_oom(infinirt__pool *pool, size_t size)
+{
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t allocated = 0, largest = 0;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__spin_lock(&a->lock);
+            allocated += a->req_bytes;
+            size_t l = infinirt__bins_largest(&a->small), m = infinirt__bins_largest(&a->large);
+            l = l > m ? l : m;
+            largest = l > largest ? l : largest;
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    INFINIRT__WARN("%s: out of memory: requested %zu bytes; allocated %zu, reserved %zu, largest free block %zu "
+                   "bytes (after releasing the cache and retrying)",
+                   pool->be.label, size, allocated, atomic_load(&pool->reserved), largest);
+}
+
+/* A miss in the bins (arena locked; returns locked): completed and deferred
+ * frees first, then an empty segment of another arena, then a new segment,
+ * then the out-of-memory path. */
+static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool small, infinirt__blk **out)
+{
+    infinirt__pool *pool = a->pool;
+    size_t got = infinirt__pending_poll(a);
+    if (a->quick_bytes != 0) {
+        infinirt__quick_flush(a);
+        got++;
+    }
+    if (got && (*out = from_bins(a, n, small)) != NULL)
+        return INFINI_STATUS_SUCCESS;
+    infinirt__spin_unlock(&a->lock);
+
+    infinirt__seg *s = NULL;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    size_t exact = n << pool->gshift;
+    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
+        s = infinirt__steal(pool, a, n, !small);
+    if (s == NULL) {
+        size_t grow = small ? pool->small_seg : exact;
+        infinirt__arena_shrink(a, grow);
+        st = infinirt__raw_segment(pool, grow, !small, &s);
+        if (st == INFINI_STATUS_OUT_OF_MEMORY) {
+            /* Give back what the cache holds and ask for exactly what is
+             * needed; then wait for the work in flight and try once more. */
+            atomic_fetch_add(&pool->retries, 1);
+            atomic_store(&pool->capacity, atomic_load(&pool->reserved));
+            infinirt__release_cached(pool);
+            st = infinirt__raw_segment(pool, exact, !small, &s);
+            if (st == INFINI_STATUS_OUT_OF_MEMORY && infinirt__wait_all(pool)) {
+                infinirt__release_cached(pool);
+                st = infinirt__raw_segment(pool, exact, !small, &s);
+            }
+        }
+    }
+    infinirt__spin_lock(&a->lock);
+    if (s != NULL) {
+        infinirt__blk *b = infinirt__seg_attach(a, s);
+        bool split = small || !whole_fits(b->size >> pool->gshift, n, strict_mode(pool, 0));
+        *out = infinirt__blk_take(a, b, n, split);
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (st != INFINI_STATUS_OUT_OF_MEMORY)
+        return st;
+    /* Last resort: any block that fits, whatever the policy or its bins. */
+    infinirt__pending_poll(a);
+    infinirt__quick_flush(a);
+    infinirt__blk *b = infinirt__bins_find(small ? &a->small : &a->large, n, pool->gshift);
+    if (b == NULL)
+        b = infinirt__bins_find(small ? &a->large : &a->small, n, pool->gshift);
+    if (b != NULL) {
+        *out = infinirt__blk_take(a, b, n, true);
+        return INFINI_STATUS_SUCCESS;
+    }
+    atomic_fetch_add(&pool->oom, 1);
+    infinirt__spin_unlock(&a->lock);
+    infinirt__log_oom(pool, size);
+    infinirt__spin_lock(&a->lock);
+    return INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+static infiniStatus_t bad_size(infinirt__pool *pool, size_t size)
+{
+    if (size != 0)
+        INFINIRT__WARN("%s: cannot allocate %zu bytes: larger than the device's maximum single allocation "
+                       "(%zu bytes)",
+                       pool->be.label, size, pool->max_req);
+    return INFINI_STATUS_BAD_PARAM;
+}
+
+infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)
+{
+    if (__builtin_expect(size - 1 >= pool->max_req, 0))
+        return bad_size(pool, size);
+    if (__builtin_expect(!pool->cfg.enabled, 0))
+        return infinirt__passthrough_alloc(pool, size, out);
+    if (stream == INFINIRT__POOL_SYNC)
+        stream = NULL;
+    infinirt__arena *a = arena_for(pool, stream);
+    if (__builtin_expect(a == NULL, 0))
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    size_t n = (size + pool->g - 1) >> pool->gshift;
+    infinirt__blk *b;
+    infinirt__spin_lock(&a->lock);
+    if (n <= pool->quick_max && (b = a->quick[n]) != NULL) {
+        infinirt__quick_unlink(a, b, n);
+    } else {
+        bool small = n <= (pool->small_max >> pool->gshift);
+        b = from_bins(a, n, small);
+        if (b == NULL) {
+            infiniStatus_t st = alloc_slow(a, n, size, small, &b);
+            if (st != INFINI_STATUS_SUCCESS) {
+                infinirt__spin_unlock(&a->lock);
+                return st;
+            }
+        }
+    }
+    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+    b->req = size;
+    if (__builtin_expect(infinirt__ht_put(a, b) != 0, 0)) {
+        infinirt__blk_release(a, b);
+        infinirt__spin_unlock(&a->lock);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    a->used += b->size;
+    if (a->used > a->peak_used)
+        a->peak_used = a->used;
+    a->active++;
+    a->requests++;
+    a->req_bytes += size;
+    if (a->req_bytes > a->peak_req)
+        a->peak_req = a->req_bytes;
+    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
+        publish(pool, a);
+    infinirt__spin_unlock(&a->lock);
+    tl_last = a;
+    tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
+    *out = (void *)b->addr;
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* --------------------------------------------------------------- free */
+
+static inline bool wanted(const infinirt__pool *want, const infinirt__pool *pool)
+{
+    if (want == NULL || want == pool)
+        return true;
+    if (want == INFINIRT__POOL_ANY_DEVICE)
+        return pool->be.device_id >= 0;
+    if (want == INFINIRT__POOL_ANY_HOST)
+        return pool->be.device_id < 0;
+    return false;
+}
+
+/* Block b (just out of the hash) is freed on `stream` with fence f (arena
+ * locked).  Returns a segment to give back once unlocked, or NULL. */
+static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *stream, infinirt__fence *f)
+{
+    infinirt__pool *pool = a->pool;
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__seg *s = infinirt__blk_seg(b);
+    a->active--;
+    a->req_bytes -= b->req;
+    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
+        publish(pool, a);
+    if (stream == a->stream && stream != INFINIRT__POOL_SYNC) {
+        /* Reusable at once on this stream.  Other arenas (steal) and the
+         * backend (release) need the segment's latest same-stream fence,
+         * which covers every earlier one. */
+        if (f != NULL || (a->nfenced != 0 && s->fence != NULL)) {
+            if (s->fence != NULL) {
+                be->fence_release(be->ctx, s->fence);
+                a->nfenced--;
+            }
+            if (f != NULL)
+                a->nfenced++;
+            s->fence = f;
+        }
+    } else if (f != NULL) {
+        /* This free waits anyway: retiring completed queue heads now keeps
+         * the queues short, at one query each. */
+        if (a->npq != 0)
+            infinirt__pending_poll(a);
+        if (__builtin_expect(infinirt__pending_add(a, b, stream, f) == 0, 1))
+            return NULL;
+        be->fence_wait(be->ctx, f); /* no memory to queue it: wait instead */
+        be->fence_release(be->ctx, f);
+    } else if (stream == INFINIRT__POOL_SYNC && a->nfenced != 0 && s->fence != NULL) {
+        /* Nothing in flight on any stream: the segment's fence is complete. */
+        be->fence_release(be->ctx, s->fence);
+        s->fence = NULL;
+        a->nfenced--;
+    }
+    a->used -= b->size;
+    size_t n = b->size >> pool->gshift;
+    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
+        a->quick_bytes + b->size <= INFINIRT__QUICK_BYTES) {
+        infinirt__quick_push(a, b, n);
+        return NULL;
+    }
+    infinirt__blk_release(a, b);
+    if ((pool->cfg.release_on_free ||
+         (pool->cfg.max_cached_bytes != 0 && a->reserved - a->used > pool->cfg.max_cached_bytes)) &&
+        infinirt__seg_empty(s) && infinirt__seg_fence_done(a, s)) {
+        infinirt__seg_detach(a, s);
+        return s;
+    }
+    return NULL;
+}
+
+static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *want)
+{
+    for (;;) {
+        infinirt__pool *pool = infinirt__dir_pool_of(key);
+        if (pool == NULL || !wanted(want, pool))
+            return INFINI_STATUS_BAD_PARAM;
+        if (!pool->cfg.enabled)
+            return infinirt__passthrough_free(pool, key, stream);
+        infinirt__fence *f = infinirt__take_fence(pool, stream);
+        infinirt__seg *s;
+        infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
+        infinirt__blk *b = NULL;
+        if (a != NULL && a->pool == pool)
+            b = infinirt__ht_del(a, key);
+        if (b == NULL) {
+            bool moved = a != NULL && a->pool != pool; /* the range changed hands meanwhile */
+            if (a != NULL)
+                infinirt__spin_unlock(&a->lock);
+            if (f != NULL)
+                pool->be.fence_release(pool->be.ctx, f);
+            if (moved)
+                continue;
+            return INFINI_STATUS_BAD_PARAM;
+        }
+        infinirt__seg *rel = free_locked(a, b, stream, f);
+        infinirt__spin_unlock(&a->lock);
+        tl_last = a;
+        tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
+        if (rel != NULL)
+            infinirt__seg_destroy(pool, rel);
+        return INFINI_STATUS_SUCCESS;
+    }
+}
+
+infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want_pool)
+{
+    if (ptr == NULL)
+        return INFINI_STATUS_SUCCESS;
+    uintptr_t key = (uintptr_t)ptr;
+    infinirt__arena *a = tl_last;
+    if (a != NULL && tl_last_gen == atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed)) {
+        infinirt__pool *pool = a->pool;
+        if (wanted(want_pool, pool) && pool->cfg.enabled) {
+            /* Start fetching the hash slot while the fence is taken. */
+            __builtin_prefetch(&a->ht[infinirt__ht_slot(a, key)]);
+            infinirt__fence *f = infinirt__take_fence(pool, stream);
+            infinirt__spin_lock(&a->lock);
+            infinirt__blk *b = infinirt__ht_del(a, key);
+            if (__builtin_expect(b != NULL, 1)) {
+                infinirt__seg *rel = free_locked(a, b, stream, f);
+                infinirt__spin_unlock(&a->lock);
+                if (rel != NULL)
+                    infinirt__seg_destroy(pool, rel);
+                return INFINI_STATUS_SUCCESS;
+            }
+            infinirt__spin_unlock(&a->lock);
+            if (f != NULL)
+                pool->be.fence_release(pool->be.ctx, f);
+        }
+    }
+    return free_slow(key, stream, want_pool);
+}

@@ -1,0 +1,194 @@
+/*
+ * alloc_dir.c - the process-wide pointer directory: every live segment of
+ * every pool, in an AVL tree keyed by base address, so any pointer (interior
+ * ones too) leads to its segment, pool and arena.
+ *
+ * Pointers of different pools never overlap, so one directory serves all.
+ * It changes only when a segment is obtained from or given back to a
+ * backend, which is already a slow call; the hot paths avoid it entirely
+ * (infinirt__pool_free tries the thread's last arena first).
+ */
+#define _GNU_SOURCE
+#include "alloc_int.h"
+
+#include <stdlib.h>
+
+static pthread_rwlock_t g_dir_lock = PTHREAD_RWLOCK_INITIALIZER;
+static infinirt__seg *g_root;
+static infinirt__seg *g_seg_free; /* recycled structs; never freed */
+
+/* ----------------------------------------------------------------- AVL */
+
+static int height(const infinirt__seg *n)
+{
+    return n != NULL ? n->height : 0;
+}
+
+static void fix(infinirt__seg *n)
+{
+    int l = height(n->left), r = height(n->right);
+    n->height = (l > r ? l : r) + 1;
+}
+
+static infinirt__seg *rot_right(infinirt__seg *n)
+{
+    infinirt__seg *l = n->left;
+    n->left = l->right;
+    l->right = n;
+    fix(n);
+    fix(l);
+    return l;
+}
+
+static infinirt__seg *rot_left(infinirt__seg *n)
+{
+    infinirt__seg *r = n->right;
+    n->right = r->left;
+    r->left = n;
+    fix(n);
+    fix(r);
+    return r;
+}
+
+static infinirt__seg *balance(infinirt__seg *n)
+{
+    fix(n);
+    int bf = height(n->left) - height(n->right);
+    if (bf > 1) {
+        if (height(n->left->left) < height(n->left->right))
+            n->left = rot_left(n->left);
+        return rot_right(n);
+    }
+    if (bf < -1) {
+        if (height(n->right->right) < height(n->right->left))
+            n->right = rot_right(n->right);
+        return rot_left(n);
+    }
+    return n;
+}
+
+static infinirt__seg *avl_insert(infinirt__seg *root, infinirt__seg *n)
+{
+    if (root == NULL) {
+        n->left = n->right = NULL;
+        n->height = 1;
+        return n;
+    }
+    if (n->base < root->base)
+        root->left = avl_insert(root->left, n);
+    else
+        root->right = avl_insert(root->right, n);
+    return balance(root);
+}
+
+static infinirt__seg *avl_remove_min(infinirt__seg *root, infinirt__seg **min)
+{
+    if (root->left == NULL) {
+        *min = root;
+        return root->right;
+    }
+    root->left = avl_remove_min(root->left, min);
+    return balance(root);
+}
+
+static infinirt__seg *avl_remove(infinirt__seg *root, const infinirt__seg *n)
+{
+    if (root == NULL)
+        return NULL;
+    if (n->base < root->base) {
+        root->left = avl_remove(root->left, n);
+    } else if (n->base > root->base) {
+        root->right = avl_remove(root->right, n);
+    } else {
+        infinirt__seg *l = root->left, *r = root->right;
+        if (r == NULL)
+            return l;
+        infinirt__seg *m;
+        r = avl_remove_min(r, &m);
+        m->left = l;
+        m->right = r;
+        return balance(m);
+    }
+    return balance(root);
+}
+
+/* The segment holding p, or NULL.  Directory read-locked. */
+static infinirt__seg *avl_find(uintptr_t p)
+{
+    infinirt__seg *n = g_root, *best = NULL;
+    while (n != NULL) {
+        if (n->base <= p) {
+            best = n;
+            n = n->right;
+        } else {
+            n = n->left;
+        }
+    }
+    if (best != NULL && p - best->base < best->size)
+        return best;
+    return NULL;
+}
+
+/* ----------------------------------------------------------------- API */
+
+infinirt__seg *infinirt__seg_struct_new(void)
+{
+    pthread_rwlock_wrlock(&g_dir_lock);
+    infinirt__seg *s = g_seg_free;
+    if (s != NULL)
+        g_seg_free = s->free_next;
+    pthread_rwlock_unlock(&g_dir_lock);
+    /* Cache-line aligned: the embedded head block and the fields the free
+     * path updates share the first lines. */
+    if (s == NULL && (s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63)) != NULL)
+        atomic_init(&s->arena, NULL);
+    return s;
+}
+
+void infinirt__dir_insert(infinirt__seg *s)
+{
+    pthread_rwlock_wrlock(&g_dir_lock);
+    g_root = avl_insert(g_root, s);
+    pthread_rwlock_unlock(&g_dir_lock);
+}
+
+void infinirt__dir_remove(infinirt__seg *s)
+{
+    pthread_rwlock_wrlock(&g_dir_lock);
+    g_root = avl_remove(g_root, s);
+    s->free_next = g_seg_free;
+    g_seg_free = s;
+    pthread_rwlock_unlock(&g_dir_lock);
+}
+
+infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out)
+{
+    infinirt__arena *a = NULL;
+    pthread_rwlock_rdlock(&g_dir_lock);
+    infinirt__seg *s = avl_find(p);
+    /* While the directory is read-locked the segment cannot be destroyed,
+     * but it may move between arenas of its pool (steal, stream retire):
+     * lock the arena it names, then check it still names it. */
+    while (s != NULL) {
+        a = atomic_load_explicit(&s->arena, memory_order_acquire);
+        if (a == NULL)
+            break; /* detached: being released or moved; holds no live block */
+        infinirt__spin_lock(&a->lock);
+        if (atomic_load_explicit(&s->arena, memory_order_relaxed) == a)
+            break;
+        infinirt__spin_unlock(&a->lock);
+        a = NULL;
+    }
+    pthread_rwlock_unlock(&g_dir_lock);
+    *seg_out = s;
+    return a;
+}
+
+infinirt__pool *infinirt__dir_pool_of(uintptr_t p)
+{
+    pthread_rwlock_rdlock(&g_dir_lock);
+    infinirt__seg *s = avl_find(p);
+    infinirt__pool *pool = s != NULL ? s->pool : NULL;
+    pthread_rwlock_unlock(&g_dir_lock);
+    return pool;
+}

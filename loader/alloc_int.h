@@ -1,0 +1,439 @@
+/*
+ * alloc_int.h - internals of the caching allocator, shared by alloc*.c only.
+ * The design is described in docs/allocator.md.
+ *
+ * Objects and who protects what:
+ *  - pool: one per device (or plugin host memory).  Immutable settings, a
+ *    mutex `mu` for its arena table, and atomic pool-wide counters.
+ *  - arena: one per stream key of a pool.  Its spinlock protects everything
+ *    in it: bins, quick lists, the block hash, pending queues, its segment
+ *    lists, counters, and every block and segment it owns.
+ *  - seg: one raw allocation, owned by one arena at a time (`arena`, atomic
+ *    because lookups read it before they hold that arena's lock).  Segment
+ *    structs are never returned to malloc (the directory recycles them), so
+ *    a stale pointer to one may be dereferenced, then validated under the
+ *    owning arena's lock.
+ *  - blk: one block of a segment, address-ordered through pphys/nphys.
+ *
+ * Lock order: pool->mu, then the directory lock, then one arena lock.  The
+ * directory is never write-locked, and pool->mu never taken, while an arena
+ * lock is held; the only place holding two arena locks (stream retire)
+ * holds pool->mu, which serialises it.
+ */
+#ifndef INFINIRT_LOADER_ALLOC_INT_H_
+#define INFINIRT_LOADER_ALLOC_INT_H_
+
+#include "alloc.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct infinirt__blk infinirt__blk;
+typedef struct infinirt__seg infinirt__seg;
+typedef struct infinirt__arena infinirt__arena;
+
+/* Requests up to SMALL_MAX bytes share SMALL_SEG-byte segments; larger ones
+ * get a segment of their own (docs/allocator.md says why). */
+#define INFINIRT__SMALL_MAX ((size_t)64 << 10)
+#define INFINIRT__SMALL_SEG ((size_t)2 << 20)
+/* Exact-size free lists (deferred coalescing) for small blocks of up to
+ * QUICK_MAX granules, holding at most QUICK_BYTES per arena: enough for a
+ * loop that frees and allocates the same sizes, too little to starve the
+ * bins when sizes vary. */
+#define INFINIRT__QUICK_MAX 256u
+#define INFINIRT__QUICK_BYTES ((size_t)256 << 10)
+/* Two-level segregated bins: SL_COUNT second-level lists per power of two. */
+#define INFINIRT__SL_LOG2 6
+#define INFINIRT__SL_COUNT (1u << INFINIRT__SL_LOG2)
+#define INFINIRT__FL_COUNT 48u
+/* A large free block may serve a request whole when it wastes at most
+ * 1/WASTE_DIV of the request, 1/WASTE_DIV_STRICT near capacity. */
+#define INFINIRT__WASTE_DIV 16
+#define INFINIRT__WASTE_DIV_STRICT 64
+/* Arenas of a multi-arena pool publish their allocated bytes for the peak
+ * within this hysteresis (see publish() in alloc.c). */
+#define INFINIRT__PEAK_SLACK ((size_t)2 << 20)
+/* Arenas copied at a time by the slow paths that visit every arena. */
+#define INFINIRT__SNAP_MAX 32u
+
+/* ---------------------------------------------------------------- blocks */
+
+enum {
+    INFINIRT__BLK_USED = 1,    /* handed out; in the arena's hash */
+    INFINIRT__BLK_FREE = 2,    /* in the bins, coalesced with its neighbours */
+    INFINIRT__BLK_QUICK = 3,   /* free in a quick list, not yet coalesced */
+    INFINIRT__BLK_PENDING = 4, /* freed, waiting for its fence */
+    INFINIRT__BLK_LOOSE = 5,   /* free, in no list yet (while moving) */
+};
+/* Flags beside the state in blk.segst. */
+#define INFINIRT__BLK_STATE_MASK ((uintptr_t)7)
+#define INFINIRT__BLK_LARGE ((uintptr_t)8)    /* in a large segment: large bins */
+#define INFINIRT__BLK_STACKED ((uintptr_t)16) /* head only: on the empty stack */
+#define INFINIRT__BLK_BITS ((uintptr_t)32)    /* its segment keeps a block-start bitmap */
+#define INFINIRT__BLK_FLAGS ((uintptr_t)63)
+
+/* A descriptor is one cache line: state and flags live in the low bits of
+ * the segment pointer (segment structs are 64-byte aligned) and the bin is
+ * recomputed from the size. */
+struct infinirt__blk {
+    size_t size; /* bytes, a multiple of the granularity */
+    union {
+        size_t req;             /* USED: bytes requested */
+        infinirt__fence *fence; /* PENDING: completes before reuse */
+    };
+    uintptr_t segst;              /* owning segment | flags | state */
+    infinirt__blk *pphys, *nphys; /* neighbours in the segment */
+    infinirt__blk *prev, *next;   /* bin, quick list or pending queue */
+    uintptr_t addr;
+};
+_Static_assert(sizeof(infinirt__blk) == 64, "a block descriptor is one cache line");
+
+static inline infinirt__seg *infinirt__blk_seg(const infinirt__blk *b)
+{
+    return (infinirt__seg *)(b->segst & ~INFINIRT__BLK_FLAGS);
+}
+static inline unsigned infinirt__blk_state(const infinirt__blk *b)
+{
+    return (unsigned)(b->segst & INFINIRT__BLK_STATE_MASK);
+}
+static inline void infinirt__blk_set_state(infinirt__blk *b, unsigned state)
+{
+    b->segst = (b->segst & ~INFINIRT__BLK_STATE_MASK) | state;
+}
+
+struct infinirt__seg {
+    /* The block at the base never merges into another, so its descriptor
+     * lives here, on the struct's first cache line: for a segment of one
+     * block (most large ones) the hot paths touch this line only. */
+    infinirt__blk head;
+    /* second line: what splits, merges and the free path may touch */
+    uintptr_t base;
+    size_t size;
+    uint64_t *bits;                   /* block-start bitmap: level 0, then 1 */
+    size_t nw0;                       /* level-0 words; 0 = no bitmap */
+    infinirt__fence *fence;           /* latest fence of a same-stream free */
+    _Atomic(infinirt__arena *) arena; /* NULL while detached */
+    uint32_t eidx;                    /* index in the arena's empty stack */
+    bool large;                       /* bins: large (true) or small */
+    /* cold */
+    infinirt__pool *pool;
+    infinirt__seg *prev, *next;       /* arena's segment list */
+    infinirt__seg *left, *right;      /* directory tree */
+    int height;
+    infinirt__seg *free_next;         /* directory free list */
+};
+
+_Static_assert(offsetof(infinirt__seg, head) == 0, "a segment's head block is the segment's address");
+_Static_assert(offsetof(infinirt__seg, large) < 128, "the fields of the second line fit it");
+
+/* Every block of the segment is free and coalesced into its head. */
+static inline bool infinirt__seg_empty(const infinirt__seg *s)
+{
+    return infinirt__blk_state(&s->head) == INFINIRT__BLK_FREE && s->head.nphys == NULL;
+}
+
+/* ---------------------------------------------------------------- arenas */
+
+typedef struct {
+    uint64_t fl_map;
+    uint64_t sl_map[INFINIRT__FL_COUNT];
+    infinirt__blk *head[INFINIRT__FL_COUNT][INFINIRT__SL_COUNT];
+} infinirt__bins;
+
+typedef struct {
+    uintptr_t key;
+    infinirt__blk *val;
+} infinirt__hent;
+
+typedef struct {
+    void *key; /* the stream of the frees queued here (or INFINIRT__POOL_SYNC) */
+    infinirt__blk *head, *tail;
+} infinirt__pq;
+
+struct infinirt__arena {
+    atomic_int lock;
+    infinirt__pool *pool;
+    void *stream;
+    bool in_use;
+    /* hot */
+    infinirt__blk *quick[INFINIRT__QUICK_MAX + 1];
+    size_t quick_bytes;
+    uint64_t quick_map[INFINIRT__QUICK_MAX / 64]; /* bit n-1: quick[n] not empty */
+    infinirt__hent *ht;
+    size_t ht_mask, ht_count;
+    unsigned ht_shift;
+    infinirt__blk *spare; /* unused descriptors */
+    void *chunks;         /* descriptor chunks, freed with the pool */
+    /* counters: this arena's share of the pool's */
+    size_t req_bytes, peak_req, active, requests, published;
+    size_t reserved, used; /* bytes of its segments; of USED + PENDING blocks */
+    size_t peak_used;      /* most `used` ever: what the cache needs to hold */
+    size_t nfenced;        /* segments holding a fence */
+    /* cold */
+    infinirt__seg *segs;
+    /* Segments that emptied, kept lazily: one in use again stays until the
+     * next scan drops it, so the hot paths never edit this stack. */
+    infinirt__seg **estack;
+    uint32_t nes, capes;
+    infinirt__pq *pq;
+    unsigned npq, cappq;
+    infinirt__bins small, large;
+};
+
+struct infinirt__pool {
+    infinirt__pool_backend be;
+    infinirt__alloc_config cfg;
+    size_t g; /* granularity */
+    unsigned gshift;
+    size_t max_req;     /* largest request (max_alloc_size floored to g) */
+    size_t small_max;   /* 0 = no small segments */
+    size_t small_seg;
+    size_t max_split;   /* SIZE_MAX = no limit */
+    unsigned quick_max; /* granules; 0 = no quick lists */
+    pthread_mutex_t mu; /* arena table */
+    infinirt__arena **arenas;
+    unsigned narenas, caparenas;
+    atomic_int multi; /* more than one arena has been in use */
+    /* pool-wide counters, on their own cache line */
+    _Alignas(64) atomic_size_t reserved;
+    atomic_size_t peak_reserved, segments, raw_allocs, raw_frees, retries, oom;
+    atomic_size_t pub_total, pub_peak;
+    atomic_size_t capacity; /* for strict mode; 0 = unknown */
+};
+
+/* Bumped whenever a thread-local cache entry may have become stale (a pool
+ * destroyed, a stream retired). */
+extern atomic_uint_fast64_t infinirt__alloc_gen;
+
+/* Zeroed memory on cache lines of its own: what one arena's thread writes
+ * must never share a line with another arena's (false sharing would serialise
+ * threads working on different streams). */
+static inline void *infinirt__line_calloc(size_t size)
+{
+    size = (size + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+/* -------------------------------------------------------------- spinlock */
+
+static inline void infinirt__spin_lock_slow(atomic_int *l)
+{
+    for (unsigned n = 0;; n++) {
+        if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
+            !atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+static inline void infinirt__spin_lock(atomic_int *l)
+{
+    if (__builtin_expect(!atomic_exchange_explicit(l, 1, memory_order_acquire), 1))
+        return;
+    infinirt__spin_lock_slow(l);
+}
+
+static inline void infinirt__spin_unlock(atomic_int *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* ---------------------------------------------------------- alloc_bins.c */
+
+infinirt__blk *infinirt__blk_new(infinirt__arena *a);
+static inline void infinirt__blk_put(infinirt__arena *a, infinirt__blk *b)
+{
+    if ((uintptr_t)b == (b->segst & ~INFINIRT__BLK_FLAGS))
+        return; /* a segment's head: lives in the segment struct (offset 0) */
+    b->next = a->spare;
+    a->spare = b;
+}
+void infinirt__blk_chunks_free(infinirt__arena *a);
+
+static inline infinirt__bins *infinirt__blk_bins(infinirt__arena *a, const infinirt__blk *b)
+{
+    return (b->segst & INFINIRT__BLK_LARGE) ? &a->large : &a->small;
+}
+void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift);
+void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshift);
+/* A free block of at least n granules from the smallest class holding one
+ * (its head checked first in the request's own class), or NULL. */
+infinirt__blk *infinirt__bins_find(const infinirt__bins *bins, size_t n, unsigned gshift);
+size_t infinirt__bins_largest(const infinirt__bins *bins);
+
+/* Take free block b out of the bins, cut to n granules when `split` (the
+ * rest back in the bins).  Without host memory for a descriptor the whole
+ * block is handed out. */
+infinirt__blk *infinirt__blk_take(infinirt__arena *a, infinirt__blk *b, size_t n, bool split);
+/* Make b FREE: coalesce with free neighbours, into the bins; a segment that
+ * becomes empty goes on the empty stack. */
+void infinirt__blk_release(infinirt__arena *a, infinirt__blk *b);
+void infinirt__quick_flush(infinirt__arena *a);
+static inline void infinirt__quick_push(infinirt__arena *a, infinirt__blk *b, size_t n)
+{
+    infinirt__blk_set_state(b, INFINIRT__BLK_QUICK);
+    b->prev = NULL;
+    b->next = a->quick[n];
+    if (b->next != NULL)
+        b->next->prev = b;
+    else
+        a->quick_map[(n - 1) / 64] |= 1ull << ((n - 1) % 64);
+    a->quick[n] = b;
+    a->quick_bytes += b->size;
+}
+/* Take b (in quick list n) out of it. */
+static inline void infinirt__quick_unlink(infinirt__arena *a, infinirt__blk *b, size_t n)
+{
+    if (b->prev != NULL)
+        b->prev->next = b->next;
+    else if ((a->quick[n] = b->next) == NULL)
+        a->quick_map[(n - 1) / 64] &= ~(1ull << ((n - 1) % 64));
+    if (b->next != NULL)
+        b->next->prev = b->prev;
+    a->quick_bytes -= b->size;
+}
+void infinirt__empty_push(infinirt__arena *a, infinirt__seg *s);
+void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s);
+
+/* Hash of live (USED) blocks by start address: open addressing, linear
+ * probing, backward-shift deletion. */
+int infinirt__ht_init(infinirt__arena *a);
+int infinirt__ht_grow(infinirt__arena *a);
+static inline size_t infinirt__ht_slot(const infinirt__arena *a, uintptr_t key)
+{
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> a->ht_shift);
+}
+static inline int infinirt__ht_put(infinirt__arena *a, infinirt__blk *b)
+{
+    if (__builtin_expect((a->ht_count + 1) * 2 > a->ht_mask + 1, 0) && infinirt__ht_grow(a) != 0)
+        return -1;
+    size_t i = infinirt__ht_slot(a, b->addr);
+    while (a->ht[i].key != 0)
+        i = (i + 1) & a->ht_mask;
+    a->ht[i].key = b->addr;
+    a->ht[i].val = b;
+    a->ht_count++;
+    return 0;
+}
+static inline infinirt__blk *infinirt__ht_get(const infinirt__arena *a, uintptr_t key)
+{
+    for (size_t i = infinirt__ht_slot(a, key);; i = (i + 1) & a->ht_mask) {
+        if (a->ht[i].key == key)
+            return a->ht[i].val;
+        if (a->ht[i].key == 0)
+            return NULL;
+    }
+}
+static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
+{
+    size_t mask = a->ht_mask, i = infinirt__ht_slot(a, key);
+    for (;; i = (i + 1) & mask) {
+        if (a->ht[i].key == key)
+            break;
+        if (a->ht[i].key == 0)
+            return NULL;
+    }
+    infinirt__blk *v = a->ht[i].val;
+    for (size_t j = i;;) {
+        j = (j + 1) & mask;
+        uintptr_t k = a->ht[j].key;
+        if (k == 0)
+            break;
+        /* Entry j moves into the hole at i unless its home lies in (i, j]. */
+        if (((j - infinirt__ht_slot(a, k)) & mask) >= ((j - i) & mask)) {
+            a->ht[i] = a->ht[j];
+            i = j;
+        }
+    }
+    a->ht[i].key = 0;
+    a->ht[i].val = NULL;
+    a->ht_count--;
+    return v;
+}
+
+/* Block-start bitmap of a segment, for interior-pointer lookups.  Built by
+ * the first lookup that would walk many blocks (every block then carries
+ * INFINIRT__BLK_BITS), so segments never looked into cost nothing. */
+int infinirt__seg_bits_build(infinirt__seg *s, unsigned gshift);
+void infinirt__seg_bit_set(infinirt__seg *s, size_t unit);
+void infinirt__seg_bit_clear(infinirt__seg *s, size_t unit);
+/* Start of the block holding p (inside s); builds the bitmap when useful. */
+uintptr_t infinirt__seg_block_start(infinirt__seg *s, uintptr_t p, unsigned gshift);
+
+/* ----------------------------------------------------------- alloc_dir.c */
+
+/* A 64-byte aligned segment struct with arena == NULL. */
+infinirt__seg *infinirt__seg_struct_new(void);
+void infinirt__dir_insert(infinirt__seg *s);
+/* Remove s from the directory and recycle its struct. */
+void infinirt__dir_remove(infinirt__seg *s);
+/* Lock the arena owning the segment holding p and return it, with the
+ * segment in *seg_out; NULL when no attached segment holds p. */
+infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out);
+infinirt__pool *infinirt__dir_pool_of(uintptr_t p);
+
+/* ----------------------------------------------------------- alloc_seg.c */
+
+/* A raw allocation, accounted and in the directory, attached to nothing. */
+infinirt__seg *infinirt__seg_create(infinirt__pool *pool, void *p, size_t size, bool large);
+/* Give a detached segment back to the backend (releasing its fence). */
+void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
+/* Attach a detached segment to arena a (locked) as one free block. */
+infinirt__blk *infinirt__seg_attach(infinirt__arena *a, infinirt__seg *s);
+/* Detach a segment none of whose blocks is USED or PENDING. */
+void infinirt__seg_detach(infinirt__arena *a, infinirt__seg *s);
+/* Is the segment's latest same-stream free complete?  Releases the fence. */
+bool infinirt__seg_fence_done(infinirt__arena *a, infinirt__seg *s);
+
+int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *key, infinirt__fence *f);
+/* Blocks whose fences completed become free; returns how many. */
+size_t infinirt__pending_poll(infinirt__arena *a);
+
+/* Give back every empty segment of every arena whose fences completed.
+ * Takes and drops arena locks: call with none held.  Returns bytes. */
+size_t infinirt__release_cached(infinirt__pool *pool);
+/* Before growing by `grow` bytes: give back empty segments (oldest first,
+ * fences complete) while the arena would hold more than three times the most
+ * it ever had in use - the cache must not grow without bound when sizes keep
+ * changing.  Arena unlocked on entry and exit. */
+void infinirt__arena_shrink(infinirt__arena *a, size_t grow);
+/* An empty, fence-complete segment of another arena fit for n granules,
+ * detached for `to`; NULL if none.  No arena lock held. */
+infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t n, bool large);
+/* Move everything `from` holds into `to` (caller holds pool->mu, no arena
+ * lock).  Returns 0, or -1 (nothing moved) when out of host memory. */
+int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from);
+/* Copy up to max arenas from index `start` (arenas are only ever appended,
+ * so callers walk them all in chunks); returns how many. */
+unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, unsigned max, unsigned start);
+
+/* --------------------------------------------------------------- alloc.c */
+
+infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out);
+infinirt__fence *infinirt__take_fence(infinirt__pool *pool, void *stream);
+/* Wait until every fence taken so far has completed; false if none was
+ * pending. */
+bool infinirt__wait_all(infinirt__pool *pool);
+void infinirt__log_oom(infinirt__pool *pool, size_t size);
+
+/* --------------------------------------------------------- alloc_query.c */
+
+infiniStatus_t infinirt__passthrough_alloc(infinirt__pool *pool, size_t size, void **out);
+infiniStatus_t infinirt__passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream);
+
+#endif /* INFINIRT_LOADER_ALLOC_INT_H_ */

@@ -1,0 +1,198 @@
+/*
+ * alloc_query.c - the caching allocator's pass-through mode, pointer
+ * lookup, statistics, trim and stream retirement.
+ */
+#define _GNU_SOURCE
+#include "alloc_int.h"
+#include "log.h"
+
+#include <string.h>
+
+/* The segment of this thread's last lookup (segment structs are never
+ * freed, so it is validated, not trusted). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__seg *tl_seg;
+
+/* --------------------------------------------------------- pass-through */
+
+/* Every allocation is a raw allocation of exactly `size` bytes (so that
+ * sanitizers see its real bounds), tracked like any block: lookups, double
+ * frees and statistics work as with the cache. */
+infiniStatus_t infinirt__passthrough_alloc(infinirt__pool *pool, size_t size, void **out)
+{
+    infinirt__arena *a = pool->arenas[0];
+    infinirt__seg *s;
+    infiniStatus_t st = infinirt__raw_segment(pool, size, true, &s);
+    if (st != INFINI_STATUS_SUCCESS) {
+        if (st == INFINI_STATUS_OUT_OF_MEMORY) {
+            atomic_fetch_add(&pool->oom, 1);
+            infinirt__log_oom(pool, size);
+        }
+        return st;
+    }
+    infinirt__spin_lock(&a->lock);
+    infinirt__blk *b = infinirt__seg_attach(a, s);
+    infinirt__bins_remove(&a->large, b, pool->gshift);
+    infinirt__empty_drop(a, s);
+    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+    b->req = size;
+    if (infinirt__ht_put(a, b) != 0) {
+        infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
+        infinirt__seg_detach(a, s);
+        infinirt__spin_unlock(&a->lock);
+        infinirt__seg_destroy(pool, s);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    a->used += size;
+    a->active++;
+    a->requests++;
+    a->req_bytes += size;
+    if (a->req_bytes > a->peak_req)
+        a->peak_req = a->req_bytes;
+    infinirt__spin_unlock(&a->lock);
+    *out = (void *)b->addr;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t infinirt__passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream)
+{
+    infinirt__seg *s;
+    infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
+    if (a == NULL)
+        return INFINI_STATUS_BAD_PARAM;
+    infinirt__blk *b = infinirt__ht_del(a, key);
+    if (b == NULL) {
+        infinirt__spin_unlock(&a->lock);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    a->active--;
+    a->req_bytes -= b->req;
+    a->used -= b->size;
+    infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
+    infinirt__seg_detach(a, s);
+    infinirt__spin_unlock(&a->lock);
+    /* No cache to protect: wait for the work that may still use the memory. */
+    infinirt__fence *f = infinirt__take_fence(pool, stream);
+    if (f != NULL) {
+        pool->be.fence_wait(pool->be.ctx, f);
+        pool->be.fence_release(pool->be.ctx, f);
+    }
+    infinirt__seg_destroy(pool, s);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* ------------------------------------------------------------- queries */
+
+int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p == 0)
+        return 0;
+    infinirt__seg *s = tl_seg;
+    infinirt__arena *a = NULL;
+    if (s != NULL && (a = atomic_load_explicit(&s->arena, memory_order_acquire)) != NULL) {
+        infinirt__spin_lock(&a->lock);
+        if (atomic_load_explicit(&s->arena, memory_order_relaxed) != a || p - s->base >= s->size) {
+            infinirt__spin_unlock(&a->lock);
+            a = NULL;
+        }
+    }
+    if (a == NULL && (a = infinirt__dir_lock_owner(p, &s)) == NULL)
+        return 0;
+    infinirt__pool *pool = a->pool;
+    uintptr_t start = infinirt__seg_block_start(s, p, pool->gshift);
+    infinirt__blk *b = infinirt__ht_get(a, start);
+    int found = b != NULL && p - start < b->req;
+    if (found && info != NULL) {
+        info->pool = pool;
+        info->device_type = pool->be.device_type;
+        info->device_id = pool->be.device_id;
+        info->block_base = (void *)start;
+        info->block_size = b->req;
+        info->offset = p - start;
+    }
+    infinirt__spin_unlock(&a->lock);
+    tl_seg = s;
+    return found;
+}
+
+void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t peak = 0;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__spin_lock(&a->lock);
+            st->allocated_bytes += a->req_bytes;
+            st->active_blocks += a->active;
+            st->alloc_requests += a->requests;
+            if (a->peak_req > peak)
+                peak = a->peak_req;
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    /* One arena: its peak is the pool's.  Several: the best lower bound kept
+     * without a shared write on the hot path (see publish() in alloc.c). */
+    if (atomic_load(&pool->multi)) {
+        size_t pub = atomic_load(&pool->pub_peak);
+        peak = pub > peak ? pub : peak;
+        peak = st->allocated_bytes > peak ? st->allocated_bytes : peak;
+    }
+    st->peak_allocated_bytes = peak;
+    st->reserved_bytes = atomic_load(&pool->reserved);
+    st->peak_reserved_bytes = atomic_load(&pool->peak_reserved);
+    st->segments = atomic_load(&pool->segments);
+    st->raw_allocs = atomic_load(&pool->raw_allocs);
+    st->raw_frees = atomic_load(&pool->raw_frees);
+    st->retries = atomic_load(&pool->retries);
+    st->oom_count = atomic_load(&pool->oom);
+    st->cached_free_bytes = st->reserved_bytes > st->allocated_bytes ? st->reserved_bytes - st->allocated_bytes : 0;
+}
+
+void infinirt__pool_reset_peak(infinirt__pool *pool)
+{
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t total = 0;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__spin_lock(&a->lock);
+            a->peak_req = a->req_bytes;
+            total += a->req_bytes;
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    atomic_store(&pool->pub_peak, total);
+    atomic_store(&pool->peak_reserved, atomic_load(&pool->reserved));
+}
+
+infiniStatus_t infinirt__pool_trim(infinirt__pool *pool)
+{
+    if (!pool->cfg.enabled)
+        return INFINI_STATUS_SUCCESS;
+    infinirt__wait_all(pool);
+    infinirt__release_cached(pool);
+    return INFINI_STATUS_SUCCESS;
+}
+
+void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
+{
+    if (pool == NULL || stream == NULL || stream == INFINIRT__POOL_SYNC || !pool->cfg.enabled)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    for (unsigned i = 1; i < pool->narenas; i++) {
+        infinirt__arena *a = pool->arenas[i];
+        if (!a->in_use || a->stream != stream)
+            continue;
+        if (infinirt__arena_merge_into(pool->arenas[0], a) == 0) {
+            a->in_use = false;
+            /* Thread caches naming this arena for `stream` are stale now. */
+            atomic_fetch_add(&infinirt__alloc_gen, 1);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+}

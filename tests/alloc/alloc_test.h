@@ -1,0 +1,28 @@
+/* alloc_test.h - what the allocator's test files share. */
+#ifndef INFINIRT_TESTS_ALLOC_TEST_H_
+#define INFINIRT_TESTS_ALLOC_TEST_H_
+
+#include "alloc.h"
+#include "fake_backend.h"
+#include "test.h"
+
+#include <stdint.h>
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define SYNC INFINIRT__POOL_SYNC
+
+/* A fixed-seed generator: every run draws the same numbers. */
+uint64_t rnd(void);
+/* A pool over the fake with cfg (NULL: defaults). */
+infinirt__pool *make_pool(fake *f, const infinirt__alloc_config *cfg);
+/* Destroy the pool; the fake must be left with no memory and no fence. */
+int finish(infinirt__pool *pool, fake *f);
+/* Statistics against what the test knows, and against the backend. */
+int check_stats(infinirt__pool *pool, fake *f, size_t allocated, size_t active);
+
+int test_random_model(void);
+int test_random_model_oom(void);
+int test_threads(void);
+
+#endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */

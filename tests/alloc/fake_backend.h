@@ -1,0 +1,63 @@
+/*
+ * fake_backend.h - a backend for the allocator's unit tests: raw memory from
+ * aligned_alloc with an optional byte limit (to provoke out-of-memory), and
+ * fences whose completion the test controls.
+ *
+ * A stream is "busy" when the test says work is queued on it; fence_take
+ * returns a fence only for a busy stream (any busy stream for
+ * INFINIRT__POOL_SYNC), as the loader does.  Fences complete when the test
+ * completes them, or when the pool waits on one (the wait finishes the work
+ * that fence covers).
+ */
+#ifndef INFINIRT_TESTS_FAKE_BACKEND_H_
+#define INFINIRT_TESTS_FAKE_BACKEND_H_
+
+#include "alloc.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#define FAKE_MAX_BUSY 16
+#define FAKE_MAX_SEQ (1u << 20)
+
+typedef struct {
+    void *p;
+    size_t size;
+} fake_raw;
+
+typedef struct fake {
+    pthread_mutex_t mu;
+    infinirt__pool_backend be;
+    size_t limit;          /* bytes; 0 = none */
+    size_t live;           /* bytes of live raw allocations */
+    fake_raw *raws;        /* live raw allocations */
+    size_t nraw, capraw;
+    size_t max_raw;        /* largest raw allocation ever served */
+    size_t raw_calls, raw_oom;
+    /* fences */
+    void *busy[FAKE_MAX_BUSY];
+    int nbusy;
+    infinirt__fence **fences; /* live (taken, not released) */
+    size_t nfence, capfence;
+    size_t taken, released, waits, bad_release;
+    unsigned seq;
+    unsigned char *done_seq;  /* done_seq[seq] = 1 once that fence completed */
+    unsigned last_seq;        /* seq of the last fence handed out */
+} fake;
+
+void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label);
+/* Frees what the pool left behind (nothing, if it is correct). */
+void fake_fini(fake *f);
+
+void fake_set_busy(fake *f, void *stream);
+/* Complete every fence taken so far; no stream is busy afterwards. */
+void fake_complete_all(fake *f);
+bool fake_seq_done(fake *f, unsigned seq);
+size_t fake_live(fake *f);
+size_t fake_nraw(fake *f);
+/* Whether [p, p+size) lies inside one live raw allocation. */
+bool fake_contains(fake *f, const void *p, size_t size);
+/* A malloc'd copy of the live raw allocations sorted by address; *n set. */
+fake_raw *fake_raws_sorted(fake *f, size_t *n);
+
+#endif /* INFINIRT_TESTS_FAKE_BACKEND_H_ */
