@@ -38,7 +38,13 @@ static int print_text(void)
     infinirtGetVersion(&major, &minor, &patch);
     infinirtGetConfigPath(&cfg);
     printf("infinirt %d.%d.%d\n", major, minor, patch);
-    printf("config: %s\n\n", cfg[0] ? cfg : "(none found: embedded default, every plugin beside the loader)");
+    printf("config: %s\n", cfg[0] ? cfg : "(none found: embedded default, every plugin beside the loader)");
+    infinirtAllocatorSettings_t as;
+    if (infinirtGetAllocatorSettings(&as) == INFINI_STATUS_SUCCESS)
+        printf("allocator: %s, granularity %zu B, max_cached %zu B%s, max_split_size %zu B%s, release_on_free %s\n\n",
+               as.enabled ? "caching" : "off (pass-through)", as.granularity, as.max_cached_bytes,
+               as.max_cached_bytes ? "" : " (no cap)", as.max_split_size, as.max_split_size ? "" : " (no limit)",
+               as.release_on_free ? "true" : "false");
 
     int counts[INFINI_DEVICE_TYPE_COUNT];
     infinirtGetAllDeviceCount(counts);
@@ -95,6 +101,13 @@ static int print_json(void)
     infinirtGetConfigPath(&cfg);
     printf("{\"version\":\"%d.%d.%d\",\"config\":", major, minor, patch);
     json_string(cfg);
+    infinirtAllocatorSettings_t as;
+    memset(&as, 0, sizeof as);
+    infinirtGetAllocatorSettings(&as);
+    printf(",\"allocator\":{\"enabled\":%s,\"granularity\":%zu,\"max_cached\":%zu,\"max_split_size\":%zu,"
+           "\"release_on_free\":%s}",
+           as.enabled ? "true" : "false", as.granularity, as.max_cached_bytes, as.max_split_size,
+           as.release_on_free ? "true" : "false");
     printf(",\"devices\":[");
     int counts[INFINI_DEVICE_TYPE_COUNT], first = 1;
     infinirtGetAllDeviceCount(counts);

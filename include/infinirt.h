@@ -316,6 +316,19 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int
 INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
                                                           infinirtAllocatorStats_t *stats);
 
+/* The caching allocator's settings, from the [allocator] section. */
+typedef struct {
+    int enabled;             /* 0: every allocation goes to the plugin */
+    size_t granularity;      /* request rounding, bytes */
+    size_t max_cached_bytes; /* 0 = no cap */
+    size_t max_split_size;   /* 0 = no limit */
+    int release_on_free;
+} infinirtAllocatorSettings_t;
+
+/* The settings every pool was created with into *settings.
+ * Returns SUCCESS, NULL_POINTER. */
+INFINIRT_API infiniStatus_t infinirtGetAllocatorSettings(infinirtAllocatorSettings_t *settings);
+
 /* Set the peak counters of a device's pool to the current values. */
 INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id);
 

@@ -320,6 +320,19 @@ INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
     return INFINI_STATUS_SUCCESS;
 }
 
+INFINIRT_API infiniStatus_t infinirtGetAllocatorSettings(infinirtAllocatorSettings_t *settings)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (settings == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "settings is NULL");
+    const infinirt__alloc_config *a = &infinirt__rt.cfg.alloc;
+    *settings = (infinirtAllocatorSettings_t){a->enabled, a->granularity, a->max_cached_bytes, a->max_split_size,
+                                              a->release_on_free};
+    return INFINI_STATUS_SUCCESS;
+}
+
 INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id)
 {
     infiniStatus_t st = infinirt__ensure_init();

@@ -35,6 +35,8 @@ void tc_gate_open(tc_gate *g);
 /* Block stream s on g with a host function; TEST_SKIP when the backend has
  * no host functions (NOT_IMPLEMENTED), TEST_FAIL on any other error. */
 int tc_hold_stream(infinirtStream_t s, tc_gate *g);
+/* Open every gate tc_hold_stream was given (the runner, after each test). */
+void tc_open_all_gates(void);
 void tc_sleep_ms(int ms);
 
 /* Every test function, declared from the one list. */

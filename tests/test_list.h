@@ -43,6 +43,12 @@
     X(loader, xdg_config)                 \
     X(routing, two_devices)               \
     X(routing, memory_limit)              \
+    X(allocator, reuse_cross_stream)      \
+    X(allocator, reuse_same_stream)       \
+    X(allocator, cached_reuse)            \
+    X(allocator, oom_retry)               \
+    X(allocator, settings)                \
+    X(allocator, threads)                 \
     X(threads, first_call)                \
     X(threads, current_device)
 
