@@ -358,6 +358,12 @@ static void check_and_write(void *arg)
     memset(h->host, 0xcd, h->n);
 }
 
+static void slow_fn(void *flag)
+{
+    tc_sleep_ms(50);
+    *(volatile int *)flag = 1;
+}
+
 int test_conformance_host_func_order(void)
 {
     CHECK(tc_use_device(0));
@@ -385,6 +391,14 @@ int test_conformance_host_func_order(void)
     for (size_t i = 0; i < n; i += 4099)
         ASSERT_EQ(back[i], 0xcd);
     ASSERT_STATUS(infinirtLaunchHostFunc(s, NULL, NULL), INFINI_STATUS_NULL_POINTER);
+
+    /* DeviceSynchronize waits for every stream of the device, not only the
+     * default one: a slow host function on a created stream must be done. */
+    static volatile int slow_done;
+    slow_done = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(s, slow_fn, (void *)&slow_done));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_EQ(slow_done, 1);
     ASSERT_OK(infinirtStreamDestroy(s));
     ASSERT_OK(infinirtFree(d1));
     ASSERT_OK(infinirtFree(d2));
