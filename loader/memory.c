@@ -67,7 +67,11 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
 #define ANY_DEVICE INFINIRT__POOL_ANY_DEVICE
 #define ANY_HOST INFINIRT__POOL_ANY_HOST
 
-static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, infinirt__pool *want, const char *fn)
+/* Free ptr.  A stream handle makes it stream-ordered on that stream; with
+ * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
+ * the default stream of the pointer's own device (FreeAsync(p, NULL)), which
+ * the allocator's NULL stream key means. */
+static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, infinirt__pool *want, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -77,16 +81,18 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, infinirt__pool
     infinirt__stream *s = NULL;
     if (stream != NULL && (st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
         return st;
+    void *key = s != NULL ? (void *)s : sync ? INFINIRT__POOL_SYNC : NULL;
     /* The pool rejects what it does not own; the lookup below only runs to
      * explain a failure, so the fast path pays for one lookup only. */
-    st = infinirt__pool_free(ptr, s != NULL ? (void *)s : INFINIRT__POOL_SYNC, s != NULL ? s->dev->pool : want);
-    infinirt__ptr_info info;
+    st = infinirt__pool_free(ptr, key, s != NULL ? s->dev->pool : want);
     if (st != INFINI_STATUS_SUCCESS) {
-        if (infinirt__pool_lookup(ptr, &info) && (info.device_id < 0) != (want == ANY_HOST))
+        infinirt__ptr_info info;
+        bool found = infinirt__pool_lookup(ptr, &info);
+        if (found && (info.device_id < 0) != (want == ANY_HOST))
             infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
                            info.device_id < 0 ? "host (MallocHost)" : "device",
                            info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
-        else if (infinirt__pool_lookup(ptr, &info) && info.offset != 0)
+        else if (found && info.offset != 0)
             infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
                            info.offset, info.block_size, info.block_base,
                            infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
@@ -104,29 +110,17 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, infinirt__pool
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
 {
-    return do_free(ptr, NULL, ANY_DEVICE, __func__);
+    return do_free(ptr, NULL, true, ANY_DEVICE, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr)
 {
-    return do_free(ptr, NULL, ANY_HOST, __func__);
+    return do_free(ptr, NULL, true, ANY_HOST, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream)
 {
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    if (stream == NULL && ptr != NULL) {
-        /* NULL stream: the default stream of the pointer's own device. */
-        infinirt__ptr_info info;
-        infinirt__device *dev;
-        if (infinirt__pool_lookup(ptr, &info) && info.offset == 0 && info.device_id >= 0 &&
-            infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, __func__, &dev) ==
-                INFINI_STATUS_SUCCESS)
-            return infinirt__pool_free(ptr, NULL, dev->pool); /* NULL key: the default stream */
-    }
-    return do_free(ptr, stream, ANY_DEVICE, __func__);
+    return do_free(ptr, stream, false, ANY_DEVICE, __func__);
 }
 
 /* ------------------------------------------------------------ copies */

@@ -17,7 +17,7 @@ static void cpu_config(const char *extra)
 {
     char cfg[1024];
     snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\n%s", CPU_PLUGIN, extra);
-    tc_setenv("INFINIRT_CONFIG", tc_write_temp("alloc.ini", cfg));
+    tc_use_config(cfg);
 }
 
 static int overlaps(const void *a, size_t na, const void *b, size_t nb)
@@ -100,6 +100,13 @@ int test_allocator_reuse_same_stream(void)
     ASSERT_OK(infinirtFreeAsync(q, a));
     ASSERT_OK(infinirtStreamSynchronize(a));
     ASSERT_OK(infinirtStreamDestroy(a));
+    /* The NULL stream is the default stream on both sides: immediate reuse. */
+    void *d0, *d1;
+    ASSERT_OK(infinirtMallocAsync(&d0, 5000, NULL));
+    ASSERT_OK(infinirtFreeAsync(d0, NULL));
+    ASSERT_OK(infinirtMallocAsync(&d1, 5000, NULL));
+    ASSERT_PTR_EQ(d1, d0);
+    ASSERT_OK(infinirtFreeAsync(d1, NULL));
     return TEST_OK;
 }
 
@@ -142,7 +149,7 @@ int test_allocator_settings(void)
              "[allocator]\ngranularity = 4K\nmax_split_size = 1M\nrelease_on_free = true\n"
              "[plugin.cpu]\nlibrary = %s\n",
              CPU_PLUGIN);
-    tc_setenv("INFINIRT_CONFIG", tc_write_temp("alloc.ini", cfg));
+    tc_use_config(cfg);
     infinirtAllocatorSettings_t as;
     ASSERT_OK(infinirtGetAllocatorSettings(&as));
     ASSERT_EQ(as.enabled, 1);
