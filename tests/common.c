@@ -87,6 +87,11 @@ const char *tc_read_file(const char *path)
     return buf;
 }
 
+void tc_use_config(const char *text)
+{
+    tc_setenv("INFINIRT_CONFIG", tc_write_temp("infinirt.ini", text));
+}
+
 void tc_setenv(const char *name, const char *value)
 {
     if (setenv(name, value, 1) != 0)

@@ -22,6 +22,9 @@ const char *tc_write_temp(const char *name, const char *text);
 const char *tc_temp_dir(void);
 /* Read a whole file into a static buffer (NUL-terminated); NULL on error. */
 const char *tc_read_file(const char *path);
+/* Write `text` as this process's config and point INFINIRT_CONFIG at it
+ * (before the first infinirt call, which is when the loader reads it). */
+void tc_use_config(const char *text);
 /* setenv that aborts on failure. */
 void tc_setenv(const char *name, const char *value);
 

@@ -26,7 +26,7 @@ static const char *log_path(void)
 /* Write a config and point the loader at it; logging goes to a file. */
 static void use_config(const char *text)
 {
-    tc_setenv("INFINIRT_CONFIG", tc_write_temp("infinirt.ini", text));
+    tc_use_config(text);
     tc_setenv("INFINIRT_LOG_FILE", log_path());
     tc_setenv("INFINIRT_LOG", "info");
 }
