@@ -208,7 +208,6 @@ static void stream_free(infinirt__stream *s)
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "stream_destroy");
     }
-    s->magic = 0;
     free(s);
 }
 
@@ -227,7 +226,6 @@ void infinirt__event_put(infinirt__event *e)
             if (st != INFINI_STATUS_SUCCESS)
                 infinirt__plugin_failed(st, dev, "event_destroy");
         }
-        e->magic = 0;
         free(e);
     }
 }
@@ -307,7 +305,6 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
         free(s);
         return infinirt__plugin_failed(st, dev, "stream_create");
     }
-    s->magic = INFINIRT__STREAM_MAGIC;
     s->dev = dev;
     uintptr_t h = handle_new(KIND_STREAM, s);
     if (h == 0) {
@@ -458,7 +455,6 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
         free(e);
         return infinirt__plugin_failed(st, dev, "event_create");
     }
-    e->magic = INFINIRT__EVENT_MAGIC;
     e->dev = dev;
     e->flags = flags;
     uintptr_t h = handle_new(KIND_EVENT, e);

@@ -108,11 +108,8 @@ struct infinirt__device {
 
 /* ------------------------------------------------------------- handles */
 
-#define INFINIRT__STREAM_MAGIC 0x5354524du /* "STRM" */
-#define INFINIRT__EVENT_MAGIC 0x4556544eu  /* "EVTN" */
 
 struct infinirt__stream {
-    uint32_t magic;
     uint32_t slot;              /* handle table slot (handles.c) */
     infinirt__device *dev;
     void *ps;                   /* plugin stream; NULL for the default stream */
@@ -123,7 +120,6 @@ struct infinirt__stream {
 };
 
 struct infinirt__event {
-    uint32_t magic;
     uint32_t slot;
     infinirt__device *dev;
     void *pe;

@@ -143,7 +143,6 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, con
     d->default_stream = calloc(1, sizeof *d->default_stream);
     if (d->default_stream == NULL)
         return -1;
-    d->default_stream->magic = INFINIRT__STREAM_MAGIC;
     d->default_stream->dev = d;
     d->default_stream->is_default = true;
 
