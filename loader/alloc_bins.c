@@ -68,12 +68,14 @@ static inline void bin_map(size_t n, unsigned *fl, unsigned *sl)
     }
 }
 
+/* A list's head is the block its bins->head slot names; its `prev` is left
+ * stale, so that taking the head (the common case) writes nothing into the
+ * next block, whose line is most likely not in the cache. */
 void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift)
 {
     unsigned fl, sl;
     bin_map(b->size >> gshift, &fl, &sl);
     infinirt__blk *h = bins->head[fl][sl];
-    b->prev = NULL;
     b->next = h;
     if (h != NULL)
         h->prev = b;
@@ -86,12 +88,13 @@ void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshi
 {
     unsigned fl, sl;
     bin_map(b->size >> gshift, &fl, &sl);
-    if (b->prev != NULL)
-        b->prev->next = b->next;
-    else
+    if (bins->head[fl][sl] == b) {
         bins->head[fl][sl] = b->next;
-    if (b->next != NULL)
-        b->next->prev = b->prev;
+    } else {
+        b->prev->next = b->next;
+        if (b->next != NULL)
+            b->next->prev = b->prev;
+    }
     if (bins->head[fl][sl] == NULL) {
         bins->sl_map[fl] &= ~(1ull << sl);
         if (bins->sl_map[fl] == 0)
@@ -99,27 +102,30 @@ void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshi
     }
 }
 
+/* Read where a list is empty, so that the search below needs no branch on
+ * whether the request's own class holds a block large enough: with many
+ * cached blocks that is a coin toss, and a mispredicted branch costs more
+ * than computing both answers. */
+static const infinirt__blk k_no_blk;
+
 infinirt__blk *infinirt__bins_find(const infinirt__bins *bins, size_t n, unsigned gshift)
 {
     unsigned fl, sl;
     bin_map(n, &fl, &sl);
     if (fl >= INFINIRT__FL_COUNT)
         return NULL;
-    /* The request's own class may hold blocks smaller than n: its head is
-     * checked (O(1)) before moving to classes that surely fit. */
+    /* The request's own class may hold blocks smaller than n: its head
+     * serves if large enough; else the head of the first non-empty larger
+     * class, which surely fits. */
     infinirt__blk *h = bins->head[fl][sl];
-    if (h != NULL && (h->size >> gshift) >= n)
-        return h;
-    uint64_t m = sl + 1 < INFINIRT__SL_COUNT ? bins->sl_map[fl] & (~0ull << (sl + 1)) : 0;
-    if (m == 0) {
-        uint64_t f = fl + 1 < 64 ? bins->fl_map & (~0ull << (fl + 1)) : 0;
-        if (f == 0)
-            return NULL;
-        fl = (unsigned)__builtin_ctzll(f);
-        m = bins->sl_map[fl];
-    }
-    sl = (unsigned)__builtin_ctzll(m);
-    return bins->head[fl][sl];
+    const infinirt__blk *hv = h != NULL ? h : &k_no_blk;
+    uint64_t m = bins->sl_map[fl] & ((~0ull << sl) << 1);
+    uint64_t f = bins->fl_map & ((~0ull << fl) << 1);
+    unsigned fl2 = m != 0 ? fl : (f != 0 ? (unsigned)__builtin_ctzll(f) : fl);
+    uint64_t m2 = m != 0 ? m : (f != 0 ? bins->sl_map[fl2] : 0);
+    infinirt__blk *next = bins->head[fl2][__builtin_ctzll(m2 | (1ull << 63))];
+    next = m2 != 0 ? next : NULL;
+    return (hv->size >> gshift) >= n ? h : next;
 }
 
 size_t infinirt__bins_largest(const infinirt__bins *bins)
@@ -137,41 +143,65 @@ size_t infinirt__bins_largest(const infinirt__bins *bins)
 
 /* ---------------------------------------------------------------- hash */
 
-static int ht_alloc(infinirt__arena *a, size_t cap)
+static int ht_alloc(infinirt__arena *a, size_t nb)
 {
-    infinirt__hent *t = infinirt__line_calloc(cap * sizeof *t);
+    infinirt__hbkt *t = infinirt__line_calloc(nb * sizeof *t);
     if (t == NULL)
         return -1;
     a->ht = t;
-    a->ht_mask = cap - 1;
-    a->ht_shift = 64u - (unsigned)__builtin_ctzll((unsigned long long)cap);
+    a->ht_mask = nb - 1;
+    a->ht_shift = 64u - (unsigned)__builtin_ctzll((unsigned long long)nb);
+    a->ht_reach = 0;
     return 0;
 }
 
 int infinirt__ht_init(infinirt__arena *a)
 {
     a->ht_count = 0;
-    return ht_alloc(a, 256);
+    return ht_alloc(a, 64);
 }
 
+int infinirt__ht_put_slow(infinirt__arena *a, infinirt__blk *b)
+{
+    if (infinirt__ht_full(a, 1) && infinirt__ht_grow(a) != 0)
+        return -1;
+    if (infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
+        return 0;
+    /* A crowded neighbourhood: a bigger table, or else any free slot (the
+     * load leaves some). */
+    if (infinirt__ht_grow(a) != 0 || !infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
+        infinirt__ht_place(a, b->addr, b, a->ht_mask);
+    return 0;
+}
+
+/* Double the buckets until every entry is placed within reach. */
 int infinirt__ht_grow(infinirt__arena *a)
 {
-    infinirt__hent *old = a->ht;
-    size_t oldcap = a->ht_mask + 1;
-    if (ht_alloc(a, oldcap * 2) != 0) {
-        a->ht = old; /* ht_alloc changed nothing on failure */
-        return -1;
+    infinirt__hbkt *old = a->ht;
+    size_t oldnb = a->ht_mask + 1, count = a->ht_count;
+    unsigned oldshift = a->ht_shift, oldreach = a->ht_reach;
+    for (size_t nb = oldnb * 2;; nb *= 2) {
+        if (nb > (SIZE_MAX / sizeof *old) / 2 || ht_alloc(a, nb) != 0)
+            break;
+        a->ht_count = 0;
+        bool ok = true;
+        for (size_t i = 0; i < oldnb && ok; i++)
+            for (unsigned j = 0; j < INFINIRT__HB_SLOTS && ok; j++)
+                if (old[i].key[j] != 0)
+                    ok = infinirt__ht_place(a, old[i].key[j], old[i].val[j], INFINIRT__HB_REACH_MAX);
+        if (ok) {
+            free(old);
+            return 0;
+        }
+        free(a->ht);
     }
-    for (size_t i = 0; i < oldcap; i++) {
-        if (old[i].key == 0)
-            continue;
-        size_t j = infinirt__ht_slot(a, old[i].key);
-        while (a->ht[j].key != 0)
-            j = (j + 1) & a->ht_mask;
-        a->ht[j] = old[i];
-    }
-    free(old);
-    return 0;
+    /* Out of memory: the old table, unchanged. */
+    a->ht = old;
+    a->ht_mask = oldnb - 1;
+    a->ht_shift = oldshift;
+    a->ht_reach = oldreach;
+    a->ht_count = count;
+    return -1;
 }
 
 /* -------------------------------------------------- block-start bitmap */

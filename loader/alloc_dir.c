@@ -131,6 +131,18 @@ static infinirt__seg *avl_find(uintptr_t p)
 
 /* ----------------------------------------------------------------- API */
 
+/* Segment structs come in chunks of SEG_CHUNK, never returned to malloc,
+ * so that the hot lines of thousands of segments lie together: one struct
+ * per malloc would scatter them among the program's other allocations (over
+ * host memory, among the segments' own memory), and the hot paths would
+ * touch a new page for every segment.  The chunks stay listed, reachable. */
+#define SEG_CHUNK 256u
+typedef struct seg_chunk {
+    infinirt__seg s[SEG_CHUNK]; /* first: line-aligned */
+    struct seg_chunk *next;
+} seg_chunk;
+static seg_chunk *g_seg_chunks; /* under g_dir_lock */
+
 infinirt__seg *infinirt__seg_struct_new(void)
 {
     pthread_rwlock_wrlock(&g_dir_lock);
@@ -138,11 +150,25 @@ infinirt__seg *infinirt__seg_struct_new(void)
     if (s != NULL)
         g_seg_free = s->free_next;
     pthread_rwlock_unlock(&g_dir_lock);
+    if (s != NULL)
+        return s;
     /* Cache-line aligned: the embedded head block and the fields the free
      * path updates share the first lines. */
-    if (s == NULL && (s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63)) != NULL)
-        atomic_init(&s->arena, NULL);
-    return s;
+    _Static_assert(sizeof(infinirt__seg) % 64 == 0, "segment structs stay line-aligned in a chunk");
+    seg_chunk *c = aligned_alloc(64, (sizeof *c + 63) & ~(size_t)63);
+    if (c == NULL)
+        return NULL;
+    for (unsigned i = 0; i < SEG_CHUNK; i++)
+        atomic_init(&c->s[i].arena, NULL);
+    pthread_rwlock_wrlock(&g_dir_lock);
+    c->next = g_seg_chunks;
+    g_seg_chunks = c;
+    for (unsigned i = SEG_CHUNK - 1; i > 0; i--) {
+        c->s[i].free_next = g_seg_free;
+        g_seg_free = &c->s[i];
+    }
+    pthread_rwlock_unlock(&g_dir_lock);
+    return &c->s[0];
 }
 
 void infinirt__dir_insert(infinirt__seg *s)

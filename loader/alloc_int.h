@@ -111,7 +111,7 @@ struct infinirt__seg {
     /* The block at the base never merges into another, so its descriptor
      * lives here, on the struct's first cache line: for a segment of one
      * block (most large ones) the hot paths touch this line only. */
-    infinirt__blk head;
+    _Alignas(64) infinirt__blk head;
     /* second line: what splits, merges and the free path may touch */
     uintptr_t base;
     size_t size;
@@ -146,10 +146,16 @@ typedef struct {
     infinirt__blk *head[INFINIRT__FL_COUNT][INFINIRT__SL_COUNT];
 } infinirt__bins;
 
+/* A bucket of the block hash: one cache line, four entries (key 0 = empty). */
+#define INFINIRT__HB_SLOTS 4u
 typedef struct {
-    uintptr_t key;
-    infinirt__blk *val;
-} infinirt__hent;
+    uintptr_t key[INFINIRT__HB_SLOTS];
+    infinirt__blk *val[INFINIRT__HB_SLOTS];
+} infinirt__hbkt;
+_Static_assert(sizeof(infinirt__hbkt) == 64, "a hash bucket is one cache line");
+/* An entry never lies further than this many buckets past its home bucket
+ * (the table grows instead). */
+#define INFINIRT__HB_REACH_MAX 8u
 
 typedef struct {
     void *key; /* the stream of the frees queued here (or INFINIRT__POOL_SYNC) */
@@ -165,9 +171,10 @@ struct infinirt__arena {
     infinirt__blk *quick[INFINIRT__QUICK_MAX + 1];
     size_t quick_bytes;
     uint64_t quick_map[INFINIRT__QUICK_MAX / 64]; /* bit n-1: quick[n] not empty */
-    infinirt__hent *ht;
-    size_t ht_mask, ht_count;
+    infinirt__hbkt *ht;
+    size_t ht_mask, ht_count; /* buckets - 1; entries */
     unsigned ht_shift;
+    unsigned ht_reach; /* furthest any entry lies past its home bucket */
     infinirt__blk *spare; /* unused descriptors */
     void *chunks;         /* descriptor chunks, freed with the pool */
     /* counters: this arena's share of the pool's */
@@ -310,58 +317,100 @@ static inline void infinirt__quick_unlink(infinirt__arena *a, infinirt__blk *b, 
 void infinirt__empty_push(infinirt__arena *a, infinirt__seg *s);
 void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s);
 
-/* Hash of live (USED) blocks by start address: open addressing, linear
- * probing, backward-shift deletion. */
+/* Hash of live (USED) blocks by start address.  Buckets of four entries,
+ * one cache line each, at most half full; an entry goes in the first bucket
+ * from its home with a free slot, and lookups visit buckets home ..
+ * home + ht_reach.  At this load nearly every entry is in its home bucket,
+ * so a lookup is one line and four compares made without branches: the
+ * mispredicted branches of a probe loop cost more than the probes. */
 int infinirt__ht_init(infinirt__arena *a);
 int infinirt__ht_grow(infinirt__arena *a);
 static inline size_t infinirt__ht_slot(const infinirt__arena *a, uintptr_t key)
 {
     return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> a->ht_shift);
 }
+/* Bit i set: slot i of bucket b holds key (key 0: is empty). */
+static inline unsigned infinirt__hb_match(const infinirt__hbkt *b, uintptr_t key)
+{
+    return (unsigned)(b->key[0] == key) | (unsigned)(b->key[1] == key) << 1 |
+           (unsigned)(b->key[2] == key) << 2 | (unsigned)(b->key[3] == key) << 3;
+}
+/* Would `more` entries beyond the current ones exceed the load? */
+static inline bool infinirt__ht_full(const infinirt__arena *a, size_t more)
+{
+    return (a->ht_count + more) * 2 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS;
+}
+/* Place b in the first bucket from its home with room; false if that is
+ * more than `limit` buckets away. */
+static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t limit)
+{
+    size_t h = infinirt__ht_slot(a, key);
+    for (size_t d = 0; d <= limit; d++) {
+        infinirt__hbkt *k = &a->ht[(h + d) & a->ht_mask];
+        unsigned m = infinirt__hb_match(k, 0);
+        if (__builtin_expect(m != 0, 1)) {
+            unsigned i = (unsigned)__builtin_ctz(m);
+            k->key[i] = key;
+            k->val[i] = b;
+            a->ht_count++;
+            if (d > a->ht_reach)
+                a->ht_reach = (unsigned)d;
+            return true;
+        }
+    }
+    return false;
+}
+/* The slow part of ht_put: a full table or a full home bucket. */
+int infinirt__ht_put_slow(infinirt__arena *a, infinirt__blk *b);
+/* Fails (-1) only when the load calls for a bigger table and there is no
+ * memory for it: with room made by the caller it cannot fail. */
 static inline int infinirt__ht_put(infinirt__arena *a, infinirt__blk *b)
 {
-    if (__builtin_expect((a->ht_count + 1) * 2 > a->ht_mask + 1, 0) && infinirt__ht_grow(a) != 0)
-        return -1;
-    size_t i = infinirt__ht_slot(a, b->addr);
-    while (a->ht[i].key != 0)
-        i = (i + 1) & a->ht_mask;
-    a->ht[i].key = b->addr;
-    a->ht[i].val = b;
+    uintptr_t key = b->addr;
+    infinirt__hbkt *k = &a->ht[infinirt__ht_slot(a, key)];
+    unsigned m = infinirt__hb_match(k, 0);
+    if (__builtin_expect(m == 0 || infinirt__ht_full(a, 1), 0))
+        return infinirt__ht_put_slow(a, b);
+    unsigned i = (unsigned)__builtin_ctz(m);
+    k->key[i] = key;
+    k->val[i] = b;
     a->ht_count++;
     return 0;
 }
+/* Bucket and slot of key, or NULL. */
+static inline infinirt__hbkt *infinirt__ht_find(const infinirt__arena *a, uintptr_t key, unsigned *slot)
+{
+    size_t h = infinirt__ht_slot(a, key);
+    infinirt__hbkt *k = &a->ht[h];
+    unsigned m = infinirt__hb_match(k, key);
+    if (__builtin_expect(m != 0, 1)) {
+        *slot = (unsigned)__builtin_ctz(m);
+        return k;
+    }
+    for (unsigned d = 1; d <= a->ht_reach; d++) {
+        k = &a->ht[(h + d) & a->ht_mask];
+        if ((m = infinirt__hb_match(k, key)) != 0) {
+            *slot = (unsigned)__builtin_ctz(m);
+            return k;
+        }
+    }
+    return NULL;
+}
 static inline infinirt__blk *infinirt__ht_get(const infinirt__arena *a, uintptr_t key)
 {
-    for (size_t i = infinirt__ht_slot(a, key);; i = (i + 1) & a->ht_mask) {
-        if (a->ht[i].key == key)
-            return a->ht[i].val;
-        if (a->ht[i].key == 0)
-            return NULL;
-    }
+    unsigned i;
+    infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
+    return k != NULL ? k->val[i] : NULL;
 }
 static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
 {
-    size_t mask = a->ht_mask, i = infinirt__ht_slot(a, key);
-    for (;; i = (i + 1) & mask) {
-        if (a->ht[i].key == key)
-            break;
-        if (a->ht[i].key == 0)
-            return NULL;
-    }
-    infinirt__blk *v = a->ht[i].val;
-    for (size_t j = i;;) {
-        j = (j + 1) & mask;
-        uintptr_t k = a->ht[j].key;
-        if (k == 0)
-            break;
-        /* Entry j moves into the hole at i unless its home lies in (i, j]. */
-        if (((j - infinirt__ht_slot(a, k)) & mask) >= ((j - i) & mask)) {
-            a->ht[i] = a->ht[j];
-            i = j;
-        }
-    }
-    a->ht[i].key = 0;
-    a->ht[i].val = NULL;
+    unsigned i;
+    infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
+    if (k == NULL)
+        return NULL;
+    infinirt__blk *v = k->val[i];
+    k->key[i] = 0;
+    k->val[i] = NULL;
     a->ht_count--;
     return v;
 }

@@ -366,7 +366,7 @@ int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from)
     infinirt__spin_lock(&from->lock);
     infinirt__quick_flush(from);
     /* Room for every live block first, so nothing below can fail. */
-    while ((to->ht_count + from->ht_count + 1) * 2 > to->ht_mask + 1)
+    while (infinirt__ht_full(to, from->ht_count + 1))
         if (infinirt__ht_grow(to) != 0)
             goto out;
     /* Pending frees keep their fences and queue keys. */
