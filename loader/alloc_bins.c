@@ -167,41 +167,31 @@ int infinirt__ht_put_slow(infinirt__arena *a, infinirt__blk *b)
         return -1;
     if (infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
         return 0;
-    /* A crowded neighbourhood: a bigger table, or else any free slot (the
-     * load leaves some). */
-    if (infinirt__ht_grow(a) != 0 || !infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
-        infinirt__ht_place(a, b->addr, b, a->ht_mask);
+    /* A crowded neighbourhood: a bigger table spreads it, unless the table
+     * is already sparse (keys that collide at every size would grow it
+     * without end); otherwise, or without memory, the first free slot
+     * further on (the load leaves some) and longer lookups. */
+    if ((a->ht_count + 1) * 8 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS && infinirt__ht_grow(a) == 0 &&
+        infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
+        return 0;
+    infinirt__ht_place(a, b->addr, b, a->ht_mask);
     return 0;
 }
 
-/* Double the buckets until every entry is placed within reach. */
+/* Twice the buckets; -1 (nothing changed) without memory. */
 int infinirt__ht_grow(infinirt__arena *a)
 {
     infinirt__hbkt *old = a->ht;
-    size_t oldnb = a->ht_mask + 1, count = a->ht_count;
-    unsigned oldshift = a->ht_shift, oldreach = a->ht_reach;
-    for (size_t nb = oldnb * 2;; nb *= 2) {
-        if (nb > (SIZE_MAX / sizeof *old) / 2 || ht_alloc(a, nb) != 0)
-            break;
-        a->ht_count = 0;
-        bool ok = true;
-        for (size_t i = 0; i < oldnb && ok; i++)
-            for (unsigned j = 0; j < INFINIRT__HB_SLOTS && ok; j++)
-                if (old[i].key[j] != 0)
-                    ok = infinirt__ht_place(a, old[i].key[j], old[i].val[j], INFINIRT__HB_REACH_MAX);
-        if (ok) {
-            free(old);
-            return 0;
-        }
-        free(a->ht);
-    }
-    /* Out of memory: the old table, unchanged. */
-    a->ht = old;
-    a->ht_mask = oldnb - 1;
-    a->ht_shift = oldshift;
-    a->ht_reach = oldreach;
-    a->ht_count = count;
-    return -1;
+    size_t oldnb = a->ht_mask + 1;
+    if (oldnb > (SIZE_MAX / sizeof *old) / 2 || ht_alloc(a, oldnb * 2) != 0)
+        return -1; /* ht_alloc changed nothing */
+    a->ht_count = 0;
+    for (size_t i = 0; i < oldnb; i++)
+        for (unsigned j = 0; j < INFINIRT__HB_SLOTS; j++)
+            if (old[i].key[j] != 0) /* never fails: the new table is at most a quarter full */
+                infinirt__ht_place(a, old[i].key[j], old[i].val[j], a->ht_mask);
+    free(old);
+    return 0;
 }
 
 /* -------------------------------------------------- block-start bitmap */

@@ -153,8 +153,8 @@ typedef struct {
     infinirt__blk *val[INFINIRT__HB_SLOTS];
 } infinirt__hbkt;
 _Static_assert(sizeof(infinirt__hbkt) == 64, "a hash bucket is one cache line");
-/* An entry never lies further than this many buckets past its home bucket
- * (the table grows instead). */
+/* An insertion looks this many buckets past its home bucket for a free
+ * slot before it grows the table (see infinirt__ht_put_slow). */
 #define INFINIRT__HB_REACH_MAX 8u
 
 typedef struct {
@@ -174,7 +174,7 @@ struct infinirt__arena {
     infinirt__hbkt *ht;
     size_t ht_mask, ht_count; /* buckets - 1; entries */
     unsigned ht_shift;
-    unsigned ht_reach; /* furthest any entry lies past its home bucket */
+    size_t ht_reach; /* furthest any entry lies past its home bucket */
     infinirt__blk *spare; /* unused descriptors */
     void *chunks;         /* descriptor chunks, freed with the pool */
     /* counters: this arena's share of the pool's */
@@ -322,7 +322,8 @@ void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s);
  * from its home with a free slot, and lookups visit buckets home ..
  * home + ht_reach.  At this load nearly every entry is in its home bucket,
  * so a lookup is one line and four compares made without branches: the
- * mispredicted branches of a probe loop cost more than the probes. */
+ * mispredicted branches of a linear-probing loop cost more than the probes
+ * once thousands of blocks are live.  A deletion just empties its slot. */
 int infinirt__ht_init(infinirt__arena *a);
 int infinirt__ht_grow(infinirt__arena *a);
 static inline size_t infinirt__ht_slot(const infinirt__arena *a, uintptr_t key)
@@ -354,7 +355,7 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinir
             k->val[i] = b;
             a->ht_count++;
             if (d > a->ht_reach)
-                a->ht_reach = (unsigned)d;
+                a->ht_reach = d;
             return true;
         }
     }
@@ -387,7 +388,7 @@ static inline infinirt__hbkt *infinirt__ht_find(const infinirt__arena *a, uintpt
         *slot = (unsigned)__builtin_ctz(m);
         return k;
     }
-    for (unsigned d = 1; d <= a->ht_reach; d++) {
+    for (size_t d = 1; d <= a->ht_reach; d++) {
         k = &a->ht[(h + d) & a->ht_mask];
         if ((m = infinirt__hb_match(k, key)) != 0) {
             *slot = (unsigned)__builtin_ctz(m);

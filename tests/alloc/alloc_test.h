@@ -24,5 +24,6 @@ int check_stats(infinirt__pool *pool, fake *f, size_t allocated, size_t active);
 int test_random_model(void);
 int test_random_model_oom(void);
 int test_threads(void);
+int test_hash_collisions(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
