@@ -68,18 +68,27 @@ static inline void bin_map(size_t n, unsigned *fl, unsigned *sl)
     }
 }
 
+static inline uint32_t granules32(size_t n)
+{
+    return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
+}
+
 /* A list's head is the block its bins->head slot names; its `prev` is left
  * stale, so that taking the head (the common case) writes nothing into the
- * next block, whose line is most likely not in the cache. */
+ * next block, whose line is most likely not in the cache.  Each block in a
+ * list keeps its successor's size (nsz), so that the new head's size is
+ * known without reading the new head. */
 void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift)
 {
     unsigned fl, sl;
     bin_map(b->size >> gshift, &fl, &sl);
     infinirt__blk *h = bins->head[fl][sl];
     b->next = h;
+    b->nsz = bins->hsz[fl][sl];
     if (h != NULL)
         h->prev = b;
     bins->head[fl][sl] = b;
+    bins->hsz[fl][sl] = granules32(b->size >> gshift);
     bins->sl_map[fl] |= 1ull << sl;
     bins->fl_map |= 1ull << fl;
 }
@@ -90,8 +99,10 @@ void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshi
     bin_map(b->size >> gshift, &fl, &sl);
     if (bins->head[fl][sl] == b) {
         bins->head[fl][sl] = b->next;
+        bins->hsz[fl][sl] = b->nsz;
     } else {
         b->prev->next = b->next;
+        b->prev->nsz = b->nsz;
         if (b->next != NULL)
             b->next->prev = b->prev;
     }
@@ -102,30 +113,28 @@ void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshi
     }
 }
 
-/* Read where a list is empty, so that the search below needs no branch on
- * whether the request's own class holds a block large enough: with many
- * cached blocks that is a coin toss, and a mispredicted branch costs more
- * than computing both answers. */
-static const infinirt__blk k_no_blk;
-
 infinirt__blk *infinirt__bins_find(const infinirt__bins *bins, size_t n, unsigned gshift)
 {
     unsigned fl, sl;
     bin_map(n, &fl, &sl);
     if (fl >= INFINIRT__FL_COUNT)
         return NULL;
-    /* The request's own class may hold blocks smaller than n: its head
-     * serves if large enough; else the head of the first non-empty larger
-     * class, which surely fits. */
+    /* The request's own class may hold blocks smaller than n: its head is
+     * checked (O(1), from hsz) before moving to classes that surely fit. */
     infinirt__blk *h = bins->head[fl][sl];
-    const infinirt__blk *hv = h != NULL ? h : &k_no_blk;
-    uint64_t m = bins->sl_map[fl] & ((~0ull << sl) << 1);
-    uint64_t f = bins->fl_map & ((~0ull << fl) << 1);
-    unsigned fl2 = m != 0 ? fl : (f != 0 ? (unsigned)__builtin_ctzll(f) : fl);
-    uint64_t m2 = m != 0 ? m : (f != 0 ? bins->sl_map[fl2] : 0);
-    infinirt__blk *next = bins->head[fl2][__builtin_ctzll(m2 | (1ull << 63))];
-    next = m2 != 0 ? next : NULL;
-    return (hv->size >> gshift) >= n ? h : next;
+    uint32_t hs = bins->hsz[fl][sl];
+    if (hs >= n || (hs == UINT32_MAX && (h->size >> gshift) >= n))
+        return h;
+    uint64_t m = sl + 1 < INFINIRT__SL_COUNT ? bins->sl_map[fl] & (~0ull << (sl + 1)) : 0;
+    if (m == 0) {
+        uint64_t f = fl + 1 < 64 ? bins->fl_map & (~0ull << (fl + 1)) : 0;
+        if (f == 0)
+            return NULL;
+        fl = (unsigned)__builtin_ctzll(f);
+        m = bins->sl_map[fl];
+    }
+    sl = (unsigned)__builtin_ctzll(m);
+    return bins->head[fl][sl];
 }
 
 size_t infinirt__bins_largest(const infinirt__bins *bins)

@@ -86,6 +86,7 @@ struct infinirt__blk {
     union {
         size_t req;             /* USED: bytes requested */
         infinirt__fence *fence; /* PENDING: completes before reuse */
+        uint32_t nsz;           /* FREE, in the bins: the next block's bins->hsz */
     };
     uintptr_t segst;              /* owning segment | flags | state */
     infinirt__blk *pphys, *nphys; /* neighbours in the segment */
@@ -144,6 +145,10 @@ typedef struct {
     uint64_t fl_map;
     uint64_t sl_map[INFINIRT__FL_COUNT];
     infinirt__blk *head[INFINIRT__FL_COUNT][INFINIRT__SL_COUNT];
+    /* Granules of each head (0: empty list; UINT32_MAX: that many or
+     * more), so that the search decides whether the request's own class
+     * serves it without reading a descriptor that may be out of the cache. */
+    uint32_t hsz[INFINIRT__FL_COUNT][INFINIRT__SL_COUNT];
 } infinirt__bins;
 
 /* A bucket of the block hash: one cache line, four entries (key 0 = empty). */
@@ -410,8 +415,7 @@ static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
     if (k == NULL)
         return NULL;
     infinirt__blk *v = k->val[i];
-    k->key[i] = 0;
-    k->val[i] = NULL;
+    k->key[i] = 0; /* its val is never read again */
     a->ht_count--;
     return v;
 }
