@@ -94,8 +94,11 @@ infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *
 }
 
 /* The current device.  `dev` caches the lookup so the hot path (Malloc) is
- * one thread-local read; `set` says whether this thread has chosen yet. */
-static _Thread_local struct {
+ * one thread-local read; `set` says whether this thread has chosen yet.
+ * initial-exec, like the allocator's thread caches: a plain read instead of
+ * a __tls_get_addr call on every Malloc (a loader dlopened after start-up
+ * still gets these few bytes from glibc's static TLS surplus). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
     bool set;
     infiniDevice_t type;
     int id;
