@@ -31,6 +31,7 @@
 #endif
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,62 +519,93 @@ static uint64_t cell_seed(size_t n, size_t max_mib)
 static size_t g_cell_n, g_cell_max; /* --cell: one cell only */
 static const size_t k_ns[] = {1000, 10000, 100000};
 
+/* One timing of one cell: a fresh pool, warmed up, then the median of
+ * replays over `secs`.  *raws: raw allocations during the timed replays. */
+static double time_cell(const trace_t *t, void **ptrs, double secs, size_t *raws)
+{
+    infinirt__pool_backend be = host_backend();
+    infinirt__pool *pool = new_pool(&be, 1);
+    /* Warm-up: replay until the cache has grown to the trace's needs (a run
+     * without raw allocation), at most 20 times or 2 s. */
+    infinirtAllocatorStats_t st;
+    size_t raw0 = 0;
+    double w0 = now_s();
+    for (int w = 0; w < 20 && now_s() - w0 < 2.0; w++) {
+        replay(pool, t, ptrs);
+        infinirt__pool_stats(pool, &st);
+        if (st.raw_allocs == raw0)
+            break;
+        raw0 = st.raw_allocs;
+    }
+    double runs[64];
+    int nr = 0;
+    double t_start = now_s();
+    int min_runs = g_quick ? 2 : 5;
+    while (nr < 64 && (nr < min_runs || now_s() - t_start < secs)) {
+        double t0 = now_s();
+        replay(pool, t, ptrs);
+        runs[nr++] = (now_s() - t0) * 1e9 / (double)t->nops;
+    }
+    qsort(runs, (size_t)nr, sizeof runs[0], cmp_dbl);
+    infinirt__pool_stats(pool, &st);
+    *raws = st.raw_allocs - raw0;
+    infinirt__pool_destroy(pool);
+    return runs[nr / 2];
+}
+
+/* Rounds over all cells, so that each cell is timed at three moments of the
+ * run: a neighbour busy for a second on this shared machine then disturbs
+ * one round of a cell, not its figure, which is the median of its rounds. */
+#define RANDOM_ROUNDS 3
 static void bench_random(void)
 {
-    printf("\n2. Random workload (RMM random_allocations), ns per operation, median of runs on a warm pool\n"
-           "   (warmed by up to 20 replays, until one needs no raw allocation)\n");
+    printf("\n2. Random workload (RMM random_allocations), ns per operation: per cell the median of %d rounds\n"
+           "   taken at different moments of the run, each the median of replays on a warm pool\n"
+           "   (warmed by up to 20 replays, until one needs no raw allocation); [lowest-highest round]\n",
+           RANDOM_ROUNDS);
+    trace_t traces[3][4];
+    void **ptrs[3][4];
+    double fig[3][4][RANDOM_ROUNDS];
+    size_t raws[3][4] = {{0}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            bool on = g_cell_n == 0 || (g_cell_n == k_ns[i] && g_cell_max == k_maxes[j]);
+            traces[i][j] = on ? make_trace(k_ns[i], k_maxes[j] * MiB, cell_seed(k_ns[i], k_maxes[j]))
+                              : (trace_t){NULL, 0, 0, 0, 0};
+            ptrs[i][j] = on ? calloc(traces[i][j].max_live + 1, sizeof(void *)) : NULL;
+        }
+    double secs = g_quick ? 0.05 : 0.15;
+    for (int r = 0; r < RANDOM_ROUNDS; r++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) {
+                if (traces[i][j].ops == NULL)
+                    continue;
+                size_t raw;
+                fig[i][j][r] = time_cell(&traces[i][j], ptrs[i][j], secs, &raw);
+                raws[i][j] += raw;
+            }
     printf("  %-10s", "N \\ max");
     for (int j = 0; j < 4; j++)
-        printf(" %9zuMiB", k_maxes[j]);
+        printf(" %17zuMiB", k_maxes[j]);
     printf("   raw allocs in timed runs\n");
     double best = 1e30, worst = 0;
-    infinirt__pool_backend be = host_backend();
     for (int i = 0; i < 3; i++) {
-        size_t raws[4];
         printf("  %-10zu", k_ns[i]);
         for (int j = 0; j < 4; j++) {
-            if (g_cell_n != 0 && (g_cell_n != k_ns[i] || g_cell_max != k_maxes[j])) {
-                raws[j] = 0;
-                printf(" %12s", "-");
+            if (traces[i][j].ops == NULL) {
+                printf(" %20s", "-");
                 continue;
             }
-            trace_t t = make_trace(k_ns[i], k_maxes[j] * MiB, cell_seed(k_ns[i], k_maxes[j]));
-            void **ptrs = calloc(t.max_live + 1, sizeof *ptrs);
-            infinirt__pool *pool = new_pool(&be, 1);
-            /* Warm-up: replay until the cache has grown to the trace's needs
-             * (a run without raw allocation), at most 20 times or 2 s. */
-            infinirtAllocatorStats_t st;
-            size_t raw0 = 0;
-            double w0 = now_s();
-            for (int w = 0; w < 20 && now_s() - w0 < 2.0; w++) {
-                replay(pool, &t, ptrs);
-                infinirt__pool_stats(pool, &st);
-                if (st.raw_allocs == raw0)
-                    break;
-                raw0 = st.raw_allocs;
-            }
-            double runs[64];
-            int nr = 0;
-            double t_start = now_s();
-            int min_runs = g_quick ? 2 : 5;
-            while (nr < 64 && (nr < min_runs || now_s() - t_start < (g_quick ? 0.1 : 0.4))) {
-                double t0 = now_s();
-                replay(pool, &t, ptrs);
-                runs[nr++] = (now_s() - t0) * 1e9 / (double)t.nops;
-            }
-            qsort(runs, (size_t)nr, sizeof runs[0], cmp_dbl);
-            double med = runs[nr / 2];
-            infinirt__pool_stats(pool, &st);
-            raws[j] = st.raw_allocs - raw0;
-            printf(" %12.1f", med);
-            fflush(stdout);
+            double *f = fig[i][j];
+            qsort(f, RANDOM_ROUNDS, sizeof f[0], cmp_dbl);
+            double med = f[RANDOM_ROUNDS / 2];
+            printf(" %6.1f [%5.1f-%5.1f]", med, f[0], f[RANDOM_ROUNDS - 1]);
             best = med < best ? med : best;
             worst = med > worst ? med : worst;
-            infinirt__pool_destroy(pool);
-            free(ptrs);
-            free(t.ops);
+            free(ptrs[i][j]);
+            free(traces[i][j].ops);
         }
-        printf("   %zu/%zu/%zu/%zu\n", raws[0], raws[1], raws[2], raws[3]);
+        printf("   %zu/%zu/%zu/%zu\n", raws[i][0], raws[i][1], raws[i][2], raws[i][3]);
     }
     printf("  best %.1f ns, worst %.1f ns, worst/best %.2f\n", best, worst, worst / best);
 }
