@@ -155,6 +155,7 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
     if (!pool->cfg.release_on_free && pool->cfg.max_cached_bytes == 0) {
         size_t q = pool->small_max >> pool->gshift;
         pool->quick_max = q < INFINIRT__QUICK_MAX ? (unsigned)q : INFINIRT__QUICK_MAX;
+        pool->keep_empty = true;
     }
     pthread_mutex_init(&pool->mu, NULL);
     pool->caparenas = 4;
@@ -519,6 +520,30 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
     return NULL;
 }
 
+/* What free_locked does for a block that spans its large segment (hash
+ * entry flagged HW_WHOLE) when no fence is involved - no fence taken, none
+ * held by any segment of the arena - from the hash entry alone: the
+ * block's descriptor is written, never read, so a free costs the hash
+ * bucket's cache miss and not a second, dependent one on the descriptor
+ * (with thousands of live blocks both are out of the cache). */
+static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, size_t szw)
+{
+    infinirt__pool *pool = a->pool;
+    size_t size = szw & ~INFINIRT__HW_FLAGS;
+    a->active--;
+    a->req_bytes -= req;
+    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
+        publish(pool, a);
+    a->used -= size;
+    /* The head of its segment (offset 0 of the segment struct), large, no
+     * bitmap: the whole of segst is known. */
+    b->segst = (uintptr_t)b | INFINIRT__BLK_LARGE | INFINIRT__BLK_FREE |
+               ((szw & INFINIRT__HW_STACKED) ? INFINIRT__BLK_STACKED : 0);
+    infinirt__bins_insert_n(&a->large, b, size >> pool->gshift);
+    if (!(szw & INFINIRT__HW_STACKED))
+        infinirt__empty_push(a, (infinirt__seg *)b);
+}
+
 static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *want)
 {
     for (;;) {
@@ -562,11 +587,17 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
     if (a != NULL && tl_last_gen == atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed)) {
         infinirt__pool *pool = a->pool;
         if (wanted(want_pool, pool) && pool->cfg.enabled) {
-            /* Start fetching the hash slot while the fence is taken. */
-            __builtin_prefetch(&a->ht[infinirt__ht_slot(a, key)]);
+            /* Start fetching the hash bucket while the fence is taken. */
+            infinirt__ht_prefetch(a, key);
             infinirt__fence *f = infinirt__take_fence(pool, stream);
             infinirt__spin_lock(&a->lock);
-            infinirt__blk *b = infinirt__ht_del(a, key);
+            size_t req, szw;
+            infinirt__blk *b = infinirt__ht_take(a, key, &req, &szw);
+            if (b != NULL && (szw & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
+                free_whole(a, b, req, szw);
+                infinirt__spin_unlock(&a->lock);
+                return INFINI_STATUS_SUCCESS;
+            }
             if (__builtin_expect(b != NULL, 1)) {
                 infinirt__seg *rel = free_locked(a, b, stream, f);
                 infinirt__spin_unlock(&a->lock);

@@ -78,19 +78,24 @@ static inline uint32_t granules32(size_t n)
  * next block, whose line is most likely not in the cache.  Each block in a
  * list keeps its successor's size (nsz), so that the new head's size is
  * known without reading the new head. */
-void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift)
+void infinirt__bins_insert_n(infinirt__bins *bins, infinirt__blk *b, size_t n)
 {
     unsigned fl, sl;
-    bin_map(b->size >> gshift, &fl, &sl);
+    bin_map(n, &fl, &sl);
     infinirt__blk *h = bins->head[fl][sl];
     b->next = h;
     b->nsz = bins->hsz[fl][sl];
     if (h != NULL)
         h->prev = b;
     bins->head[fl][sl] = b;
-    bins->hsz[fl][sl] = granules32(b->size >> gshift);
+    bins->hsz[fl][sl] = granules32(n);
     bins->sl_map[fl] |= 1ull << sl;
     bins->fl_map |= 1ull << fl;
+}
+
+void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift)
+{
+    infinirt__bins_insert_n(bins, b, b->size >> gshift);
 }
 
 void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshift)
@@ -170,20 +175,20 @@ int infinirt__ht_init(infinirt__arena *a)
     return ht_alloc(a, 64);
 }
 
-int infinirt__ht_put_slow(infinirt__arena *a, infinirt__blk *b)
+int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw)
 {
     if (infinirt__ht_full(a, 1) && infinirt__ht_grow(a) != 0)
         return -1;
-    if (infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
+    if (infinirt__ht_place(a, key, b, req, szw, INFINIRT__HB_REACH_MAX))
         return 0;
     /* A crowded neighbourhood: a bigger table spreads it, unless the table
      * is already sparse (keys that collide at every size would grow it
      * without end); otherwise, or without memory, the first free slot
      * further on (the load leaves some) and longer lookups. */
     if ((a->ht_count + 1) * 8 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS && infinirt__ht_grow(a) == 0 &&
-        infinirt__ht_place(a, b->addr, b, INFINIRT__HB_REACH_MAX))
+        infinirt__ht_place(a, key, b, req, szw, INFINIRT__HB_REACH_MAX))
         return 0;
-    infinirt__ht_place(a, b->addr, b, a->ht_mask);
+    infinirt__ht_place(a, key, b, req, szw, a->ht_mask);
     return 0;
 }
 
@@ -198,7 +203,7 @@ int infinirt__ht_grow(infinirt__arena *a)
     for (size_t i = 0; i < oldnb; i++)
         for (unsigned j = 0; j < INFINIRT__HB_SLOTS; j++)
             if (old[i].key[j] != 0) /* never fails: the new table is at most a quarter full */
-                infinirt__ht_place(a, old[i].key[j], old[i].val[j], a->ht_mask);
+                infinirt__ht_place(a, old[i].key[j], old[i].val[j], old[i].req[j], old[i].szw[j], a->ht_mask);
     free(old);
     return 0;
 }
@@ -300,6 +305,11 @@ void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s)
     a->estack[s->eidx] = last;
     last->eidx = s->eidx;
     s->head.segst &= ~INFINIRT__BLK_STACKED;
+    /* A live head keeps a copy of the flag in its hash entry. */
+    unsigned i;
+    infinirt__hbkt *k;
+    if (infinirt__blk_state(&s->head) == INFINIRT__BLK_USED && (k = infinirt__ht_find(a, s->head.addr, &i)) != NULL)
+        k->szw[i] &= ~INFINIRT__HW_STACKED;
 }
 
 /* -------------------------------------------------------- split, merge */

@@ -151,13 +151,27 @@ typedef struct {
     uint32_t hsz[INFINIRT__FL_COUNT][INFINIRT__SL_COUNT];
 } infinirt__bins;
 
-/* A bucket of the block hash: one cache line, four entries (key 0 = empty). */
+/* A bucket of the block hash: four entries (key 0 = empty) on two cache
+ * lines, keys and blocks on the first, what a free needs on the second.
+ * `szw` is the block's size with two flags in its low bits (sizes are
+ * multiples of the granularity, at least 2). */
 #define INFINIRT__HB_SLOTS 4u
 typedef struct {
     uintptr_t key[INFINIRT__HB_SLOTS];
     infinirt__blk *val[INFINIRT__HB_SLOTS];
+    size_t req[INFINIRT__HB_SLOTS]; /* bytes requested */
+    size_t szw[INFINIRT__HB_SLOTS]; /* size | HW_* */
 } infinirt__hbkt;
-_Static_assert(sizeof(infinirt__hbkt) == 64, "a hash bucket is one cache line");
+_Static_assert(sizeof(infinirt__hbkt) == 128, "a hash bucket is two cache lines");
+/* The block is the head of a large segment it spans, and that segment keeps
+ * no block-start bitmap: freeing it touches no neighbour, and its
+ * descriptor's segst is known without reading it (see pool_free). */
+#define INFINIRT__HW_WHOLE ((size_t)1)
+/* ... and its segment is on the arena's empty stack (INFINIRT__BLK_STACKED);
+ * every path that takes a segment with a live block off the stack clears
+ * this bit (infinirt__empty_drop). */
+#define INFINIRT__HW_STACKED ((size_t)2)
+#define INFINIRT__HW_FLAGS ((size_t)3)
 /* An insertion looks this many buckets past its home bucket for a free
  * slot before it grows the table (see infinirt__ht_put_slow). */
 #define INFINIRT__HB_REACH_MAX 8u
@@ -208,6 +222,7 @@ struct infinirt__pool {
     size_t small_seg;
     size_t max_split;   /* SIZE_MAX = no limit */
     unsigned quick_max; /* granules; 0 = no quick lists */
+    bool keep_empty;    /* segments that empty stay cached (no release_on_free, no max_cached) */
     pthread_mutex_t mu; /* arena table */
     infinirt__arena **arenas;
     unsigned narenas, caparenas;
@@ -282,6 +297,8 @@ static inline infinirt__bins *infinirt__blk_bins(infinirt__arena *a, const infin
     return (b->segst & INFINIRT__BLK_LARGE) ? &a->large : &a->small;
 }
 void infinirt__bins_insert(infinirt__bins *bins, infinirt__blk *b, unsigned gshift);
+/* The same for a block of n granules, without reading its size. */
+void infinirt__bins_insert_n(infinirt__bins *bins, infinirt__blk *b, size_t n);
 void infinirt__bins_remove(infinirt__bins *bins, infinirt__blk *b, unsigned gshift);
 /* A free block of at least n granules from the smallest class holding one
  * (its head checked first in the request's own class), or NULL. */
@@ -346,9 +363,10 @@ static inline bool infinirt__ht_full(const infinirt__arena *a, size_t more)
 {
     return (a->ht_count + more) * 2 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS;
 }
-/* Place b in the first bucket from its home with room; false if that is
- * more than `limit` buckets away. */
-static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t limit)
+/* Place the entry (key, b, req, szw) in the first bucket from its home
+ * with room; false if that is more than `limit` buckets away. */
+static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw,
+                                      size_t limit)
 {
     size_t h = infinirt__ht_slot(a, key);
     for (size_t d = 0; d <= limit; d++) {
@@ -358,6 +376,8 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinir
             unsigned i = (unsigned)__builtin_ctz(m);
             k->key[i] = key;
             k->val[i] = b;
+            k->req[i] = req;
+            k->szw[i] = szw;
             a->ht_count++;
             if (d > a->ht_reach)
                 a->ht_reach = d;
@@ -366,20 +386,33 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinir
     }
     return false;
 }
+/* The szw of live block b, read from its descriptor. */
+static inline size_t infinirt__ht_szw(const infinirt__blk *b)
+{
+    size_t w = b->size;
+    if (b->pphys == NULL && b->nphys == NULL &&
+        (b->segst & (INFINIRT__BLK_LARGE | INFINIRT__BLK_BITS)) == INFINIRT__BLK_LARGE)
+        w |= INFINIRT__HW_WHOLE | ((b->segst & INFINIRT__BLK_STACKED) ? INFINIRT__HW_STACKED : 0);
+    return w;
+}
 /* The slow part of ht_put: a full table or a full home bucket. */
-int infinirt__ht_put_slow(infinirt__arena *a, infinirt__blk *b);
-/* Fails (-1) only when the load calls for a bigger table and there is no
- * memory for it: with room made by the caller it cannot fail. */
+int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw);
+/* Insert live block b (its req set).  Fails (-1) only when the load calls
+ * for a bigger table and there is no memory for it: with room made by the
+ * caller it cannot fail. */
 static inline int infinirt__ht_put(infinirt__arena *a, infinirt__blk *b)
 {
     uintptr_t key = b->addr;
+    size_t szw = infinirt__ht_szw(b);
     infinirt__hbkt *k = &a->ht[infinirt__ht_slot(a, key)];
     unsigned m = infinirt__hb_match(k, 0);
     if (__builtin_expect(m == 0 || infinirt__ht_full(a, 1), 0))
-        return infinirt__ht_put_slow(a, b);
+        return infinirt__ht_put_slow(a, key, b, b->req, szw);
     unsigned i = (unsigned)__builtin_ctz(m);
     k->key[i] = key;
     k->val[i] = b;
+    k->req[i] = b->req;
+    k->szw[i] = szw;
     a->ht_count++;
     return 0;
 }
@@ -408,16 +441,33 @@ static inline infinirt__blk *infinirt__ht_get(const infinirt__arena *a, uintptr_
     infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
     return k != NULL ? k->val[i] : NULL;
 }
-static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
+/* Take key's entry out: its block (NULL if absent), with its req and szw
+ * when wanted. */
+static inline infinirt__blk *infinirt__ht_take(infinirt__arena *a, uintptr_t key, size_t *req, size_t *szw)
 {
     unsigned i;
     infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
-    if (k == NULL)
+    if (k == NULL) {
+        *req = *szw = 0;
         return NULL;
-    infinirt__blk *v = k->val[i];
-    k->key[i] = 0; /* its val is never read again */
+    }
+    *req = k->req[i];
+    *szw = k->szw[i];
+    k->key[i] = 0; /* the rest of the entry is never read again */
     a->ht_count--;
-    return v;
+    return k->val[i];
+}
+static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
+{
+    size_t req, szw;
+    return infinirt__ht_take(a, key, &req, &szw);
+}
+/* Start fetching what a free of key reads in the hash. */
+static inline void infinirt__ht_prefetch(const infinirt__arena *a, uintptr_t key)
+{
+    const infinirt__hbkt *k = &a->ht[infinirt__ht_slot(a, key)];
+    __builtin_prefetch(k);
+    __builtin_prefetch(&k->req[0]);
 }
 
 /* Block-start bitmap of a segment, for interior-pointer lookups.  Built by

@@ -321,6 +321,9 @@ static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__s
 {
     const infinirt__pool_backend *be = &to->pool->be;
     unsigned gshift = to->pool->gshift;
+    /* Off from's empty stack first, so that the hash entries moved below
+     * carry the flag as it will be (see INFINIRT__HW_STACKED). */
+    infinirt__empty_drop(from, s);
     /* The retired stream's work has completed: so has its fence. */
     if (s->fence != NULL) {
         be->fence_release(be->ctx, s->fence);

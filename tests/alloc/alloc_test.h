@@ -25,5 +25,6 @@ int test_random_model(void);
 int test_random_model_oom(void);
 int test_threads(void);
 int test_hash_collisions(void);
+int test_whole_block_frees(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
