@@ -526,10 +526,9 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
  * block's descriptor is written, never read, so a free costs the hash
  * bucket's cache miss and not a second, dependent one on the descriptor
  * (with thousands of live blocks both are out of the cache). */
-static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, size_t szw)
+static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, size_t size, unsigned flags)
 {
     infinirt__pool *pool = a->pool;
-    size_t size = szw & ~INFINIRT__HW_FLAGS;
     a->active--;
     a->req_bytes -= req;
     if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
@@ -538,9 +537,9 @@ static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, 
     /* The head of its segment (offset 0 of the segment struct), large, no
      * bitmap: the whole of segst is known. */
     b->segst = (uintptr_t)b | INFINIRT__BLK_LARGE | INFINIRT__BLK_FREE |
-               ((szw & INFINIRT__HW_STACKED) ? INFINIRT__BLK_STACKED : 0);
+               ((flags & INFINIRT__HW_STACKED) ? INFINIRT__BLK_STACKED : 0);
     infinirt__bins_insert_n(&a->large, b, size >> pool->gshift);
-    if (!(szw & INFINIRT__HW_STACKED))
+    if (!(flags & INFINIRT__HW_STACKED))
         infinirt__empty_push(a, (infinirt__seg *)b);
 }
 
@@ -591,10 +590,11 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
             infinirt__ht_prefetch(a, key);
             infinirt__fence *f = infinirt__take_fence(pool, stream);
             infinirt__spin_lock(&a->lock);
-            size_t req, szw;
-            infinirt__blk *b = infinirt__ht_take(a, key, &req, &szw);
-            if (b != NULL && (szw & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
-                free_whole(a, b, req, szw);
+            size_t req, size;
+            unsigned flags;
+            infinirt__blk *b = infinirt__ht_take(a, key, &req, &size, &flags);
+            if ((flags & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
+                free_whole(a, b, req, size, flags);
                 infinirt__spin_unlock(&a->lock);
                 return INFINI_STATUS_SUCCESS;
             }

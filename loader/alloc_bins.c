@@ -162,9 +162,10 @@ static int ht_alloc(infinirt__arena *a, size_t nb)
     infinirt__hbkt *t = infinirt__line_calloc(nb * sizeof *t);
     if (t == NULL)
         return -1;
-    a->ht = t;
+    /* Atomic stores: infinirt__ht_prefetch reads these without the lock. */
+    __atomic_store_n(&a->ht, t, __ATOMIC_RELAXED);
     a->ht_mask = nb - 1;
-    a->ht_shift = 64u - (unsigned)__builtin_ctzll((unsigned long long)nb);
+    __atomic_store_n(&a->ht_shift, 64u - (unsigned)__builtin_ctzll((unsigned long long)nb), __ATOMIC_RELAXED);
     a->ht_reach = 0;
     return 0;
 }
@@ -175,20 +176,20 @@ int infinirt__ht_init(infinirt__arena *a)
     return ht_alloc(a, 64);
 }
 
-int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw)
+int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, uintptr_t val, size_t req, size_t size)
 {
     if (infinirt__ht_full(a, 1) && infinirt__ht_grow(a) != 0)
         return -1;
-    if (infinirt__ht_place(a, key, b, req, szw, INFINIRT__HB_REACH_MAX))
+    if (infinirt__ht_place(a, key, val, req, size, INFINIRT__HB_REACH_MAX))
         return 0;
     /* A crowded neighbourhood: a bigger table spreads it, unless the table
      * is already sparse (keys that collide at every size would grow it
      * without end); otherwise, or without memory, the first free slot
      * further on (the load leaves some) and longer lookups. */
     if ((a->ht_count + 1) * 8 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS && infinirt__ht_grow(a) == 0 &&
-        infinirt__ht_place(a, key, b, req, szw, INFINIRT__HB_REACH_MAX))
+        infinirt__ht_place(a, key, val, req, size, INFINIRT__HB_REACH_MAX))
         return 0;
-    infinirt__ht_place(a, key, b, req, szw, a->ht_mask);
+    infinirt__ht_place(a, key, val, req, size, a->ht_mask);
     return 0;
 }
 
@@ -203,7 +204,7 @@ int infinirt__ht_grow(infinirt__arena *a)
     for (size_t i = 0; i < oldnb; i++)
         for (unsigned j = 0; j < INFINIRT__HB_SLOTS; j++)
             if (old[i].key[j] != 0) /* never fails: the new table is at most a quarter full */
-                infinirt__ht_place(a, old[i].key[j], old[i].val[j], old[i].req[j], old[i].szw[j], a->ht_mask);
+                infinirt__ht_place(a, old[i].key[j], old[i].val[j], old[i].req[j], old[i].size[j], a->ht_mask);
     free(old);
     return 0;
 }
@@ -288,7 +289,9 @@ void infinirt__empty_push(infinirt__arena *a, infinirt__seg *s)
         uint32_t cap = a->capes ? a->capes * 2 : 64;
         infinirt__seg **n = realloc(a->estack, cap * sizeof *n);
         if (n == NULL)
-            return; /* untracked: trim and pool destroy still reach it */
+            /* Untracked: no scan finds it (trim, shrink and steal walk the
+             * stack); pool destroy still gives it back. */
+            return;
         a->estack = n;
         a->capes = cap;
     }
@@ -309,7 +312,7 @@ void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s)
     unsigned i;
     infinirt__hbkt *k;
     if (infinirt__blk_state(&s->head) == INFINIRT__BLK_USED && (k = infinirt__ht_find(a, s->head.addr, &i)) != NULL)
-        k->szw[i] &= ~INFINIRT__HW_STACKED;
+        k->val[i] &= ~INFINIRT__HW_STACKED;
 }
 
 /* -------------------------------------------------------- split, merge */

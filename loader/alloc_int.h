@@ -153,25 +153,25 @@ typedef struct {
 
 /* A bucket of the block hash: four entries (key 0 = empty) on two cache
  * lines, keys and blocks on the first, what a free needs on the second.
- * `szw` is the block's size with two flags in its low bits (sizes are
- * multiples of the granularity, at least 2). */
+ * `val` is the block's descriptor with two flags in its low bits
+ * (descriptors are 64-byte aligned). */
 #define INFINIRT__HB_SLOTS 4u
 typedef struct {
     uintptr_t key[INFINIRT__HB_SLOTS];
-    infinirt__blk *val[INFINIRT__HB_SLOTS];
-    size_t req[INFINIRT__HB_SLOTS]; /* bytes requested */
-    size_t szw[INFINIRT__HB_SLOTS]; /* size | HW_* */
+    uintptr_t val[INFINIRT__HB_SLOTS];  /* descriptor | HW_* */
+    size_t req[INFINIRT__HB_SLOTS];     /* bytes requested */
+    size_t size[INFINIRT__HB_SLOTS];    /* bytes of the block */
 } infinirt__hbkt;
 _Static_assert(sizeof(infinirt__hbkt) == 128, "a hash bucket is two cache lines");
 /* The block is the head of a large segment it spans, and that segment keeps
  * no block-start bitmap: freeing it touches no neighbour, and its
  * descriptor's segst is known without reading it (see pool_free). */
-#define INFINIRT__HW_WHOLE ((size_t)1)
+#define INFINIRT__HW_WHOLE ((uintptr_t)1)
 /* ... and its segment is on the arena's empty stack (INFINIRT__BLK_STACKED);
  * every path that takes a segment with a live block off the stack clears
  * this bit (infinirt__empty_drop). */
-#define INFINIRT__HW_STACKED ((size_t)2)
-#define INFINIRT__HW_FLAGS ((size_t)3)
+#define INFINIRT__HW_STACKED ((uintptr_t)2)
+#define INFINIRT__HW_FLAGS ((uintptr_t)3)
 /* An insertion looks this many buckets past its home bucket for a free
  * slot before it grows the table (see infinirt__ht_put_slow). */
 #define INFINIRT__HB_REACH_MAX 8u
@@ -363,9 +363,9 @@ static inline bool infinirt__ht_full(const infinirt__arena *a, size_t more)
 {
     return (a->ht_count + more) * 2 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS;
 }
-/* Place the entry (key, b, req, szw) in the first bucket from its home
+/* Place the entry (key, val, req, size) in the first bucket from its home
  * with room; false if that is more than `limit` buckets away. */
-static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw,
+static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, uintptr_t val, size_t req, size_t size,
                                       size_t limit)
 {
     size_t h = infinirt__ht_slot(a, key);
@@ -375,9 +375,9 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinir
         if (__builtin_expect(m != 0, 1)) {
             unsigned i = (unsigned)__builtin_ctz(m);
             k->key[i] = key;
-            k->val[i] = b;
+            k->val[i] = val;
             k->req[i] = req;
-            k->szw[i] = szw;
+            k->size[i] = size;
             a->ht_count++;
             if (d > a->ht_reach)
                 a->ht_reach = d;
@@ -386,33 +386,36 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, infinir
     }
     return false;
 }
-/* The szw of live block b, read from its descriptor. */
-static inline size_t infinirt__ht_szw(const infinirt__blk *b)
+/* The hash value of live block b: its descriptor and flags. */
+static inline uintptr_t infinirt__ht_val(const infinirt__blk *b)
 {
-    size_t w = b->size;
+    uintptr_t v = (uintptr_t)b;
     if (b->pphys == NULL && b->nphys == NULL &&
         (b->segst & (INFINIRT__BLK_LARGE | INFINIRT__BLK_BITS)) == INFINIRT__BLK_LARGE)
-        w |= INFINIRT__HW_WHOLE | ((b->segst & INFINIRT__BLK_STACKED) ? INFINIRT__HW_STACKED : 0);
-    return w;
+        v |= INFINIRT__HW_WHOLE | ((b->segst & INFINIRT__BLK_STACKED) ? INFINIRT__HW_STACKED : 0);
+    return v;
+}
+static inline infinirt__blk *infinirt__ht_blk(uintptr_t val)
+{
+    return (infinirt__blk *)(val & ~(uintptr_t)INFINIRT__HW_FLAGS);
 }
 /* The slow part of ht_put: a full table or a full home bucket. */
-int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, infinirt__blk *b, size_t req, size_t szw);
+int infinirt__ht_put_slow(infinirt__arena *a, uintptr_t key, uintptr_t val, size_t req, size_t size);
 /* Insert live block b (its req set).  Fails (-1) only when the load calls
  * for a bigger table and there is no memory for it: with room made by the
  * caller it cannot fail. */
 static inline int infinirt__ht_put(infinirt__arena *a, infinirt__blk *b)
 {
-    uintptr_t key = b->addr;
-    size_t szw = infinirt__ht_szw(b);
+    uintptr_t key = b->addr, val = infinirt__ht_val(b);
     infinirt__hbkt *k = &a->ht[infinirt__ht_slot(a, key)];
     unsigned m = infinirt__hb_match(k, 0);
     if (__builtin_expect(m == 0 || infinirt__ht_full(a, 1), 0))
-        return infinirt__ht_put_slow(a, key, b, b->req, szw);
+        return infinirt__ht_put_slow(a, key, val, b->req, b->size);
     unsigned i = (unsigned)__builtin_ctz(m);
     k->key[i] = key;
-    k->val[i] = b;
+    k->val[i] = val;
     k->req[i] = b->req;
-    k->szw[i] = szw;
+    k->size[i] = b->size;
     a->ht_count++;
     return 0;
 }
@@ -439,35 +442,45 @@ static inline infinirt__blk *infinirt__ht_get(const infinirt__arena *a, uintptr_
 {
     unsigned i;
     infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
-    return k != NULL ? k->val[i] : NULL;
+    return k != NULL ? infinirt__ht_blk(k->val[i]) : NULL;
 }
-/* Take key's entry out: its block (NULL if absent), with its req and szw
- * when wanted. */
-static inline infinirt__blk *infinirt__ht_take(infinirt__arena *a, uintptr_t key, size_t *req, size_t *szw)
+/* Take key's entry out: its block (NULL if absent), with its req, size and
+ * HW_* flags. */
+static inline infinirt__blk *infinirt__ht_take(infinirt__arena *a, uintptr_t key, size_t *req, size_t *size,
+                                               unsigned *flags)
 {
     unsigned i;
     infinirt__hbkt *k = infinirt__ht_find(a, key, &i);
     if (k == NULL) {
-        *req = *szw = 0;
+        *req = *size = 0;
+        *flags = 0;
         return NULL;
     }
     *req = k->req[i];
-    *szw = k->szw[i];
+    *size = k->size[i];
+    *flags = (unsigned)(k->val[i] & INFINIRT__HW_FLAGS);
     k->key[i] = 0; /* the rest of the entry is never read again */
     a->ht_count--;
-    return k->val[i];
+    return infinirt__ht_blk(k->val[i]);
 }
 static inline infinirt__blk *infinirt__ht_del(infinirt__arena *a, uintptr_t key)
 {
-    size_t req, szw;
-    return infinirt__ht_take(a, key, &req, &szw);
+    size_t req, size;
+    unsigned flags;
+    return infinirt__ht_take(a, key, &req, &size, &flags);
 }
-/* Start fetching what a free of key reads in the hash. */
+/* Start fetching what a free of key reads in the hash.  Called before the
+ * arena's lock is taken, so the table and its shift are read atomically
+ * (ht_alloc stores them so) and may belong to two tables during a grow:
+ * the address is then only a useless hint - a prefetch never faults - and
+ * is computed as an integer, so no out-of-bounds pointer is formed. */
 static inline void infinirt__ht_prefetch(const infinirt__arena *a, uintptr_t key)
 {
-    const infinirt__hbkt *k = &a->ht[infinirt__ht_slot(a, key)];
-    __builtin_prefetch(k);
-    __builtin_prefetch(&k->req[0]);
+    uintptr_t t = (uintptr_t)__atomic_load_n(&a->ht, __ATOMIC_RELAXED);
+    unsigned shift = __atomic_load_n(&a->ht_shift, __ATOMIC_RELAXED);
+    uintptr_t k = t + (uintptr_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> shift) * sizeof(infinirt__hbkt);
+    __builtin_prefetch((const void *)k);
+    __builtin_prefetch((const void *)(k + 64));
 }
 
 /* Block-start bitmap of a segment, for interior-pointer lookups.  Built by
