@@ -618,7 +618,8 @@ static int test_stream_retired(void)
     X(oom_retry) X(oom_waits_for_fences) X(oom_last_resort) X(strict_near_capacity)            \
     X(bounded_cache)                                                                           \
     X(max_alloc_size) X(bad_free) X(lookup_interior) X(passthrough) X(release_on_free)         \
-    X(max_cached) X(trim_and_peak) X(stream_retired) X(threads) X(hash_collisions) X(whole_block_frees)
+    X(max_cached) X(trim_and_peak) X(stream_retired) X(threads) X(hash_collisions) X(whole_block_frees)    \
+    X(invariants_stress) X(invariants_threads) X(hash_prefetch_during_grow)
 
 int main(int argc, char **argv)
 {

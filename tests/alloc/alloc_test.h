@@ -26,5 +26,8 @@ int test_random_model_oom(void);
 int test_threads(void);
 int test_hash_collisions(void);
 int test_whole_block_frees(void);
+int test_invariants_stress(void);
+int test_invariants_threads(void);
+int test_hash_prefetch_during_grow(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
