@@ -251,6 +251,16 @@ static inline void publish(infinirt__pool *pool, infinirt__arena *a)
         ;
 }
 
+/* The counters a free changes first, before its block is handled (arena
+ * locked). */
+static inline void account_free(infinirt__arena *a, size_t req)
+{
+    a->active--;
+    a->req_bytes -= req;
+    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed))
+        publish(a->pool, a);
+}
+
 /* -------------------------------------------------------------- alloc */
 
 infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
@@ -471,10 +481,7 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
     infinirt__pool *pool = a->pool;
     const infinirt__pool_backend *be = &pool->be;
     infinirt__seg *s = infinirt__blk_seg(b);
-    a->active--;
-    a->req_bytes -= b->req;
-    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
-        publish(pool, a);
+    account_free(a, b->req);
     if (stream == a->stream && stream != INFINIRT__POOL_SYNC) {
         /* Reusable at once on this stream.  Other arenas (steal) and the
          * backend (release) need the segment's latest same-stream fence,
@@ -528,17 +535,13 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
  * (with thousands of live blocks both are out of the cache). */
 static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, size_t size, unsigned flags)
 {
-    infinirt__pool *pool = a->pool;
-    a->active--;
-    a->req_bytes -= req;
-    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
-        publish(pool, a);
+    account_free(a, req);
     a->used -= size;
     /* The head of its segment (offset 0 of the segment struct), large, no
      * bitmap: the whole of segst is known. */
     b->segst = (uintptr_t)b | INFINIRT__BLK_LARGE | INFINIRT__BLK_FREE |
                ((flags & INFINIRT__HW_STACKED) ? INFINIRT__BLK_STACKED : 0);
-    infinirt__bins_insert_n(&a->large, b, size >> pool->gshift);
+    infinirt__bins_insert_n(&a->large, b, size >> a->pool->gshift);
     if (!(flags & INFINIRT__HW_STACKED))
         infinirt__empty_push(a, (infinirt__seg *)b);
 }

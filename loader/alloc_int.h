@@ -363,6 +363,16 @@ static inline bool infinirt__ht_full(const infinirt__arena *a, size_t more)
 {
     return (a->ht_count + more) * 2 > (a->ht_mask + 1) * INFINIRT__HB_SLOTS;
 }
+/* Fill free slot i of bucket k with an entry. */
+static inline void infinirt__ht_fill(infinirt__arena *a, infinirt__hbkt *k, unsigned i, uintptr_t key, uintptr_t val,
+                                     size_t req, size_t size)
+{
+    k->key[i] = key;
+    k->val[i] = val;
+    k->req[i] = req;
+    k->size[i] = size;
+    a->ht_count++;
+}
 /* Place the entry (key, val, req, size) in the first bucket from its home
  * with room; false if that is more than `limit` buckets away. */
 static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, uintptr_t val, size_t req, size_t size,
@@ -373,12 +383,7 @@ static inline bool infinirt__ht_place(infinirt__arena *a, uintptr_t key, uintptr
         infinirt__hbkt *k = &a->ht[(h + d) & a->ht_mask];
         unsigned m = infinirt__hb_match(k, 0);
         if (__builtin_expect(m != 0, 1)) {
-            unsigned i = (unsigned)__builtin_ctz(m);
-            k->key[i] = key;
-            k->val[i] = val;
-            k->req[i] = req;
-            k->size[i] = size;
-            a->ht_count++;
+            infinirt__ht_fill(a, k, (unsigned)__builtin_ctz(m), key, val, req, size);
             if (d > a->ht_reach)
                 a->ht_reach = d;
             return true;
@@ -411,12 +416,7 @@ static inline int infinirt__ht_put(infinirt__arena *a, infinirt__blk *b)
     unsigned m = infinirt__hb_match(k, 0);
     if (__builtin_expect(m == 0 || infinirt__ht_full(a, 1), 0))
         return infinirt__ht_put_slow(a, key, val, b->req, b->size);
-    unsigned i = (unsigned)__builtin_ctz(m);
-    k->key[i] = key;
-    k->val[i] = val;
-    k->req[i] = b->req;
-    k->size[i] = b->size;
-    a->ht_count++;
+    infinirt__ht_fill(a, k, (unsigned)__builtin_ctz(m), key, val, b->req, b->size);
     return 0;
 }
 /* Bucket and slot of key, or NULL. */

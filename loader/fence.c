@@ -98,11 +98,19 @@ static void fence_release(void *ctx, infinirt__fence *f)
     free(f);
 }
 
+/* Whether nothing was submitted on dev since all its streams were last
+ * seen idle; *seen: the submission count it read. */
+static inline bool device_idle(infinirt__device *dev, uint_fast64_t *seen)
+{
+    *seen = atomic_load_explicit(&dev->submitted, memory_order_acquire);
+    return *seen == atomic_load_explicit(&dev->synced_all, memory_order_acquire);
+}
+
 /* Fence over every stream of dev that has work pending; *f grows. */
 static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, int *cap)
 {
-    uint_fast64_t seen = atomic_load_explicit(&dev->submitted, memory_order_acquire);
-    if (seen == atomic_load(&dev->synced_all))
+    uint_fast64_t seen;
+    if (device_idle(dev, &seen))
         return INFINI_STATUS_SUCCESS;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     int before = *f ? (*f)->n : 0;
@@ -141,10 +149,10 @@ static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinir
 static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence **out)
 {
     infinirt__device *dev = ctx;
-    /* A synchronous free with nothing submitted since every stream was last
-     * seen idle (the common case): no fence, two loads, no call. */
-    if (stream == INFINIRT__POOL_SYNC && atomic_load_explicit(&dev->submitted, memory_order_acquire) ==
-                                             atomic_load_explicit(&dev->synced_all, memory_order_acquire)) {
+    /* A synchronous free on an idle device (the common case): no fence,
+     * two loads, no call. */
+    uint_fast64_t seen;
+    if (stream == INFINIRT__POOL_SYNC && device_idle(dev, &seen)) {
         *out = NULL;
         return INFINI_STATUS_SUCCESS;
     }
