@@ -56,6 +56,13 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static inline uint64_t tsc(void)
 {
     _mm_lfence();
@@ -298,9 +305,9 @@ static const char *nocache_config(const char *config)
 /* Two threads through the public API, each MallocAsync/FreeAsync on a
  * stream of its own (child process, like api_pairs).  Each thread's
  * argument is on a cache line of its own and written only after the timed
- * loop: a flag stored every iteration beside the other
- * thread's argument made the two threads ping-pong one line, and the ratio
- * 1.1 in about half the runs (whichever way the stack happened to align). */
+ * loop: a flag stored every iteration beside the other thread's
+ * argument made the two threads ping-pong one line, and the ratio 1.1 in
+ * about half the runs (whichever way the stack happened to align). */
 typedef struct {
     _Alignas(64) size_t iters;
     pthread_barrier_t *bar;
@@ -320,9 +327,7 @@ static void *api_worker(void *arg)
         ok = infinirtMallocAsync(&ring[i], 256 + (size_t)(i * 997) % 65536, st) == INFINI_STATUS_SUCCESS;
     pthread_barrier_wait(a->bar);
     uint64_t s = (uint64_t)(uintptr_t)&st * 0x9E3779B97F4A7C15ull;
-    double t0 = now_s();
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    double t0 = now_s(), c0 = thread_cpu_s();
     for (size_t i = 0; i < iters && ok; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         unsigned k = (unsigned)i & 31;
@@ -330,8 +335,7 @@ static void *api_worker(void *arg)
              infinirtMallocAsync(&ring[k], 256 + (size_t)(s >> 40) % 65536, st) == INFINI_STATUS_SUCCESS;
     }
     a->secs = now_s() - t0;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    a->cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    a->cpu = thread_cpu_s() - c0;
     a->ok = ok; /* on a failure the run is void and the child exits */
     for (int i = 0; i < 32 && ok; i++)
         infinirtFreeAsync(ring[i], st);
@@ -527,7 +531,6 @@ static int replay(infinirt__pool *pool, const trace_t *t, void **live)
     }
     return 0;
 }
-
 
 static const size_t k_maxes[] = {1, 4, 64, 256};
 /* The fixed seed of a cell: timing and fragmentation replay the same trace. */
@@ -755,13 +758,6 @@ typedef struct { /* a line of its own, like api_targ */
     pthread_barrier_t *bar;
     double secs, cpu; /* wall and thread CPU seconds of the loop */
 } tparg;
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *tp_worker(void *arg)
 {

@@ -74,11 +74,10 @@ static int run(unsigned top)
     for (size_t i = 0; i < n; i++) {
         ASSERT_EQ(infinirt__ht_put(&a, &blks[i]), 0);
         in[i] = true;
-        if (i % 37 == 0 && check_all(&a, keys, in, blks, n) != TEST_OK)
-            return TEST_FAIL;
+        if (i % 37 == 0)
+            CHECK(check_all(&a, keys, in, blks, n));
     }
-    if (check_all(&a, keys, in, blks, n) != TEST_OK)
-        return TEST_FAIL;
+    CHECK(check_all(&a, keys, in, blks, n));
     ASSERT_GT(a.ht_mask, first_mask);
     if (top != 0) /* no size spreads them: found beyond the insertion reach */
         ASSERT_GT(a.ht_reach, INFINIRT__HB_REACH_MAX);
@@ -93,21 +92,18 @@ static int run(unsigned top)
         in[i] = false;
         ASSERT_PTR_EQ(infinirt__ht_del(&a, keys[i]), NULL); /* twice: absent */
     }
-    if (check_all(&a, keys, in, blks, n) != TEST_OK)
-        return TEST_FAIL;
+    CHECK(check_all(&a, keys, in, blks, n));
     for (size_t i = 0; i < n; i += 4) {
         ASSERT_EQ(infinirt__ht_put(&a, &blks[i]), 0);
         in[i] = true;
     }
-    if (check_all(&a, keys, in, blks, n) != TEST_OK)
-        return TEST_FAIL;
+    CHECK(check_all(&a, keys, in, blks, n));
     for (size_t i = 0; i < n; i++)
         if (in[i]) {
             ASSERT_PTR_EQ(infinirt__ht_del(&a, keys[i]), &blks[i]);
             in[i] = false;
         }
-    if (check_all(&a, keys, in, blks, n) != TEST_OK)
-        return TEST_FAIL;
+    CHECK(check_all(&a, keys, in, blks, n));
     free(a.ht);
     return TEST_OK;
 }
@@ -116,7 +112,6 @@ int test_hash_collisions(void)
 {
     /* Colliding in the first table only, then at every size up to 2^16
      * buckets (more than this test lets the table grow to). */
-    if (run(0) != TEST_OK)
-        return TEST_FAIL;
+    CHECK(run(0));
     return run(16);
 }
