@@ -185,20 +185,23 @@ INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_ma
                                                           const infinirtPluginOps **ops);
 
 /* Use in the plugin's source to define its entry:
- *   INFINIRT_PLUGIN_DEFINE_ENTRY(my_ops)   where my_ops is a static table. */
-#define INFINIRT_PLUGIN_DEFINE_ENTRY(table)                                                   \
-    INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_major,    \
-                                                              uint32_t loader_abi_minor,    \
-                                                              const infinirtPluginOps **ops) \
-    {                                                                                         \
-        (void)loader_abi_minor;                                                               \
-        if (ops == NULL)                                                                      \
-            return INFINI_STATUS_NULL_POINTER;                                                \
-        *ops = NULL;                                                                          \
-        if (loader_abi_major != INFINIRT_PLUGIN_ABI_MAJOR)                                    \
-            return INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED;                           \
-        *ops = &(table);                                                                      \
-        return INFINI_STATUS_SUCCESS;                                                         \
+ *   INFINIRT_PLUGIN_DEFINE_ENTRY(my_ops)   where my_ops is a static table.
+ * The table may have any name (`ops` included): the definition's own
+ * parameters carry a reserved prefix so they never shadow it.  The entry is
+ * declared above, so no prototype of your own is needed. */
+#define INFINIRT_PLUGIN_DEFINE_ENTRY(table)                                                                \
+    INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t infinirt_plugin__loader_major_,   \
+                                                              uint32_t infinirt_plugin__loader_minor_,   \
+                                                              const infinirtPluginOps **infinirt_plugin__out_) \
+    {                                                                                                      \
+        (void)infinirt_plugin__loader_minor_;                                                              \
+        if (infinirt_plugin__out_ == NULL)                                                                 \
+            return INFINI_STATUS_NULL_POINTER;                                                             \
+        *infinirt_plugin__out_ = NULL;                                                                     \
+        if (infinirt_plugin__loader_major_ != INFINIRT_PLUGIN_ABI_MAJOR)                                   \
+            return INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED;                                        \
+        *infinirt_plugin__out_ = &(table);                                                                 \
+        return INFINI_STATUS_SUCCESS;                                                                      \
     }
 
 #ifdef __cplusplus

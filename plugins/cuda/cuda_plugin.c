@@ -159,8 +159,4 @@ static const infinirtPluginOps cuda_ops = {
     .memset_async = infinirt_cuda__memset_async,
 };
 
-/* infinirt_plugin.h declares only the entry's type; this prototype keeps
- * -Wmissing-prototypes quiet about the definition the macro writes. */
-INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_major, uint32_t loader_abi_minor,
-                                                          const infinirtPluginOps **ops);
 INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)

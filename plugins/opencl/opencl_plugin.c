@@ -152,8 +152,4 @@ static const infinirtPluginOps clp_ops = {
     .memset_async = clp__memset_async,
 };
 
-/* infinirt_plugin.h defines the entry without declaring it first; the
- * declaration keeps -Wmissing-prototypes quiet. */
-INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_major, uint32_t loader_abi_minor,
-                                                          const infinirtPluginOps **ops);
 INFINIRT_PLUGIN_DEFINE_ENTRY(clp_ops)
