@@ -213,24 +213,27 @@ bool infinirt__wait_all(infinirt__pool *pool)
     if (be->fence_take == NULL || be->fence_take(be->ctx, INFINIRT__POOL_SYNC, &f) != INFINI_STATUS_SUCCESS ||
         f == NULL)
         return false;
-    be->fence_wait(be->ctx, f);
+    infiniStatus_t st = be->fence_wait(be->ctx, f);
     be->fence_release(be->ctx, f);
+    if (st != INFINI_STATUS_SUCCESS) {
+        INFINIRT__WARN("%s: waiting for the work in flight failed (%s); freed memory stays held", be->label,
+                       infinirtGetErrorName(st));
+        return false;
+    }
     return true;
 }
 
-infinirt__fence *infinirt__take_fence(infinirt__pool *pool, void *stream)
+infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
 {
     const infinirt__pool_backend *be = &pool->be;
-    infinirt__fence *f = NULL;
+    *out = NULL;
     if (be->fence_take == NULL)
-        return NULL;
-    if (__builtin_expect(be->fence_take(be->ctx, stream, &f) == INFINI_STATUS_SUCCESS, 1))
-        return f;
-    /* No fence for this free: reuse is safe only once all work queued so
-     * far has completed, so wait for it now. */
-    INFINIRT__WARN("%s: could not take a fence for a free; waiting for the device instead", be->label);
-    infinirt__wait_all(pool);
-    return NULL;
+        return INFINI_STATUS_SUCCESS;
+    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails",
+                       be->label, infinirtGetErrorName(st));
+    return st;
 }
 
 /* Multi-arena pools keep the peak without a shared write per call: each
@@ -502,8 +505,17 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
             infinirt__pending_poll(a);
         if (__builtin_expect(infinirt__pending_add(a, b, stream, f) == 0, 1))
             return NULL;
-        be->fence_wait(be->ctx, f); /* no memory to queue it: wait instead */
+        /* No memory to queue it: wait instead.  If even that fails the
+         * block stays marked used, in no table: never handed out again
+         * rather than handed out early. */
+        infiniStatus_t st = be->fence_wait(be->ctx, f);
         be->fence_release(be->ctx, f);
+        if (st != INFINI_STATUS_SUCCESS) {
+            INFINIRT__ERROR("%s: a freed block of %zu bytes could not be queued or waited for (%s); it is "
+                            "kept out of use",
+                            be->label, b->size, infinirtGetErrorName(st));
+            return NULL;
+        }
     } else if (stream == INFINIRT__POOL_SYNC && a->nfenced != 0 && s->fence != NULL) {
         /* Nothing in flight on any stream: the segment's fence is complete. */
         be->fence_release(be->ctx, s->fence);
@@ -554,7 +566,10 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
             return INFINI_STATUS_BAD_PARAM;
         if (!pool->cfg.enabled)
             return infinirt__passthrough_free(pool, key, stream);
-        infinirt__fence *f = infinirt__take_fence(pool, stream);
+        infinirt__fence *f;
+        infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+        if (st != INFINI_STATUS_SUCCESS)
+            return st;
         infinirt__seg *s;
         infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
         infinirt__blk *b = NULL;
@@ -591,7 +606,10 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
         if (wanted(want_pool, pool) && pool->cfg.enabled) {
             /* Start fetching the hash bucket while the fence is taken. */
             infinirt__ht_prefetch(a, key);
-            infinirt__fence *f = infinirt__take_fence(pool, stream);
+            infinirt__fence *f;
+            infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+            if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+                return st;
             infinirt__spin_lock(&a->lock);
             size_t req, size;
             unsigned flags;

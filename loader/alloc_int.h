@@ -542,9 +542,12 @@ unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, 
 /* --------------------------------------------------------------- alloc.c */
 
 infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out);
-infinirt__fence *infinirt__take_fence(infinirt__pool *pool, void *stream);
+/* The fence a free on `stream` needs (*out NULL: nothing pending).  Fails
+ * only when no fence could be had and the device could not be
+ * synchronised instead: the free must then fail and change nothing. */
+infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out);
 /* Wait until every fence taken so far has completed; false if none was
- * pending. */
+ * pending or the wait failed (then nothing may be assumed complete). */
 bool infinirt__wait_all(infinirt__pool *pool);
 void infinirt__log_oom(infinirt__pool *pool, size_t size);
 

@@ -55,13 +55,19 @@ infiniStatus_t infinirt__passthrough_alloc(infinirt__pool *pool, size_t size, vo
 
 infiniStatus_t infinirt__passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream)
 {
+    /* The fence first: when none can be had the free fails unchanged. */
+    infinirt__fence *f;
+    infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
     infinirt__seg *s;
     infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
-    if (a == NULL)
-        return INFINI_STATUS_BAD_PARAM;
-    infinirt__blk *b = infinirt__ht_del(a, key);
+    infinirt__blk *b = a != NULL ? infinirt__ht_del(a, key) : NULL;
     if (b == NULL) {
-        infinirt__spin_unlock(&a->lock);
+        if (a != NULL)
+            infinirt__spin_unlock(&a->lock);
+        if (f != NULL)
+            pool->be.fence_release(pool->be.ctx, f);
         return INFINI_STATUS_BAD_PARAM;
     }
     a->active--;
@@ -70,11 +76,18 @@ infiniStatus_t infinirt__passthrough_free(infinirt__pool *pool, uintptr_t key, v
     infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
     infinirt__seg_detach(a, s);
     infinirt__spin_unlock(&a->lock);
-    /* No cache to protect: wait for the work that may still use the memory. */
-    infinirt__fence *f = infinirt__take_fence(pool, stream);
+    /* No cache to protect: wait for the work that may still use the memory.
+     * If the wait fails the memory is never given back to the plugin (it
+     * could be handed out again while that work runs). */
     if (f != NULL) {
-        pool->be.fence_wait(pool->be.ctx, f);
+        st = pool->be.fence_wait(pool->be.ctx, f);
         pool->be.fence_release(pool->be.ctx, f);
+        if (st != INFINI_STATUS_SUCCESS) {
+            INFINIRT__ERROR("%s: waiting for the work using a freed block failed (%s); its %zu bytes are kept "
+                            "out of use",
+                            pool->be.label, infinirtGetErrorName(st), s->size);
+            return INFINI_STATUS_SUCCESS;
+        }
     }
     infinirt__seg_destroy(pool, s);
     return INFINI_STATUS_SUCCESS;

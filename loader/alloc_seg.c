@@ -363,30 +363,30 @@ static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__s
 
 int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from)
 {
-    const infinirt__pool_backend *be = &to->pool->be;
     int rc = -1;
     infinirt__spin_lock(&to->lock);
     infinirt__spin_lock(&from->lock);
     infinirt__quick_flush(from);
-    /* Room for every live block first, so nothing below can fail. */
+    /* Room for every live block and every pending queue first, so nothing
+     * below can fail (and nothing waits under these locks). */
     while (infinirt__ht_full(to, from->ht_count + 1))
         if (infinirt__ht_grow(to) != 0)
             goto out;
+    if (to->npq + from->npq > to->cappq) {
+        unsigned cap = to->npq + from->npq;
+        infinirt__pq *n = realloc(to->pq, cap * sizeof *n);
+        if (n == NULL)
+            goto out;
+        to->pq = n;
+        to->cappq = cap;
+    }
     /* Pending frees keep their fences and queue keys. */
     while (from->npq > 0) {
         infinirt__pq *q = &from->pq[from->npq - 1];
         infinirt__blk *b;
         while ((b = q->head) != NULL) {
             q->head = b->next;
-            if (infinirt__pending_add(to, b, q->key, b->fence) != 0) {
-                /* No memory for a queue: wait for this one instead. */
-                be->fence_wait(be->ctx, b->fence);
-                be->fence_release(be->ctx, b->fence);
-                b->fence = NULL;
-                from->used -= b->size;
-                infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
-                b->prev = b->next = NULL;
-            }
+            (void)infinirt__pending_add(to, b, q->key, b->fence); /* room made above */
         }
         from->npq--;
     }

@@ -14,11 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/*
+ * A fence is a list of items, one per stream it covers.  Each item holds
+ * `seen`, the device's submission count when it was taken: once the device
+ * has been seen idle past that count (synced_all >= seen) the item is
+ * complete whatever its event says.  An item without an event (ev == NULL)
+ * stands for a fence the plugin could not give - it has no events, or
+ * creating or recording one failed - and completes only that way: it is
+ * queried by checking whether every stream of the device is idle, and
+ * waited for by synchronising the device.  So a plugin whose events fail
+ * degrades to synchronising, and memory stays held until then, never
+ * reused early.
+ */
 struct infinirt__fence {
     int n;
     struct {
         infinirt__device *dev;
         void *ev;
+        uint_fast64_t seen;
     } item[];
 };
 
@@ -31,9 +44,18 @@ static infiniStatus_t pooled_event(infinirt__device *dev, void **ev)
         *ev = dev->event_pool[--dev->event_pool_n];
         return INFINI_STATUS_SUCCESS;
     }
-    if (dev->plugin->ops->event_create == NULL || dev->plugin->ops->event_record == NULL)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
     return dev->plugin->ops->event_create(dev->index, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, ev);
+}
+
+/* One warning per device and cause, so a failing plugin does not flood the
+ * log at every free. */
+static void warn_once(infinirt__device *dev, atomic_bool *flag, const char *what, infiniStatus_t st)
+{
+    if (!atomic_exchange(flag, true))
+        INFINIRT__WARN("%s:%d (plugin %s): %s failed (%s); memory freed behind queued work is held until the "
+                       "device is next synchronized",
+                       infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, what,
+                       infinirtGetErrorName(st));
 }
 
 static void return_event(infinirt__device *dev, void *ev)
@@ -59,7 +81,9 @@ static bool pending(infinirt__stream *s)
     return atomic_load_explicit(&s->submitted, memory_order_acquire) != atomic_load(&s->synced);
 }
 
-/* Append a record on s to the fence being built; caller holds s->dev->lock. */
+/* Append a record on s to the fence being built; caller holds s->dev->lock.
+ * Fails only for lack of memory: a plugin that cannot give an event gets an
+ * item without one (see struct infinirt__fence). */
 static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream *s)
 {
     if (*f == NULL || (*f)->n == *cap) {
@@ -73,17 +97,23 @@ static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream
         *cap = nc;
     }
     infinirt__device *dev = s->dev;
-    void *ev;
-    infiniStatus_t st = pooled_event(dev, &ev);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    st = dev->plugin->ops->event_record(dev->index, ev, s->ps);
-    if (st != INFINI_STATUS_SUCCESS) {
-        dev->plugin->ops->event_destroy(dev->index, ev);
-        return st;
+    /* Read before the record: work counted by then is behind the event. */
+    uint_fast64_t seen = atomic_load_explicit(&dev->submitted, memory_order_acquire);
+    void *ev = NULL;
+    if (INFINIRT__HAS(dev->plugin, event_record)) {
+        infiniStatus_t st = pooled_event(dev, &ev);
+        if (st != INFINI_STATUS_SUCCESS) {
+            warn_once(dev, &dev->fence_warned, "event_create for a fence", st);
+            ev = NULL;
+        } else if ((st = dev->plugin->ops->event_record(dev->index, ev, s->ps)) != INFINI_STATUS_SUCCESS) {
+            warn_once(dev, &dev->fence_warned, "event_record for a fence", st);
+            dev->plugin->ops->event_destroy(dev->index, ev);
+            ev = NULL;
+        }
     }
     (*f)->item[(*f)->n].dev = dev;
     (*f)->item[(*f)->n].ev = ev;
+    (*f)->item[(*f)->n].seen = seen;
     (*f)->n++;
     return INFINI_STATUS_SUCCESS;
 }
@@ -94,7 +124,8 @@ static void fence_release(void *ctx, infinirt__fence *f)
     if (f == NULL)
         return;
     for (int i = 0; i < f->n; i++)
-        return_event(f->item[i].dev, f->item[i].ev);
+        if (f->item[i].ev != NULL)
+            return_event(f->item[i].dev, f->item[i].ev);
     free(f);
 }
 
@@ -104,6 +135,33 @@ static inline bool device_idle(infinirt__device *dev, uint_fast64_t *seen)
 {
     *seen = atomic_load_explicit(&dev->submitted, memory_order_acquire);
     return *seen == atomic_load_explicit(&dev->synced_all, memory_order_acquire);
+}
+
+/* Raise dev->synced_all to seen: everything submitted before it is done. */
+static void note_idle(infinirt__device *dev, uint_fast64_t seen)
+{
+    uint_fast64_t cur = atomic_load(&dev->synced_all);
+    while (cur < seen && !atomic_compare_exchange_weak(&dev->synced_all, &cur, seen))
+        ;
+}
+
+/* Whether the work counted as of `seen` has completed, as far as the
+ * loader's own counters tell: the device was idle past it, or every stream
+ * has been synchronised past what it had queued.  Never blocks. */
+static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
+{
+    uint_fast64_t now;
+    if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= seen || device_idle(dev, &now))
+        return true;
+    bool idle = true;
+    pthread_mutex_lock(&dev->lock);
+    idle = !pending(dev->default_stream);
+    for (infinirt__stream *s = dev->streams; s != NULL && idle; s = s->next)
+        idle = !pending(s);
+    pthread_mutex_unlock(&dev->lock);
+    if (idle)
+        note_idle(dev, now);
+    return idle;
 }
 
 /* Fence over every stream of dev that has work pending; *f grows. */
@@ -121,22 +179,33 @@ static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, i
         if (pending(s))
             st = add_record(f, cap, s);
     pthread_mutex_unlock(&dev->lock);
-    if (st == INFINI_STATUS_SUCCESS && (*f ? (*f)->n : 0) == before) {
-        /* Every stream was idle as of `seen`: remember it, so the next
-         * free takes the fast path. */
-        uint_fast64_t cur = atomic_load(&dev->synced_all);
-        while (cur < seen && !atomic_compare_exchange_weak(&dev->synced_all, &cur, seen))
-            ;
-    }
+    if (st == INFINI_STATUS_SUCCESS && (*f ? (*f)->n : 0) == before)
+        note_idle(dev, seen); /* every stream idle as of `seen`: the next free takes the fast path */
     return st;
 }
 
-static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinirt__fence **out)
+/* wait_idle for one device: everything queued on it has completed. */
+static infiniStatus_t device_wait_idle(infinirt__device *dev)
+{
+    return infinirt__device_sync(dev);
+}
+
+/* A fence could not be built (no memory for it): the caller's free is safe
+ * only once the work queued so far has completed, so wait for it now; if
+ * even that fails, the free fails and nothing changes. */
+static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinirt__fence **out,
+                                  infinirt__device *devs, int ndevs)
 {
     if (st != INFINI_STATUS_SUCCESS) {
         fence_release(NULL, f);
         *out = NULL;
-        return st;
+        INFINIRT__WARN("no memory for a fence; synchronizing the device instead");
+        for (int i = 0; i < ndevs; i++) {
+            infiniStatus_t w = device_wait_idle(&devs[i]);
+            if (w != INFINI_STATUS_SUCCESS)
+                return w;
+        }
+        return INFINI_STATUS_SUCCESS;
     }
     if (f != NULL && f->n == 0) {
         free(f);
@@ -169,7 +238,7 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
             pthread_mutex_unlock(&dev->lock);
         }
     }
-    return finish_take(st, f, out);
+    return finish_take(st, f, out, dev, 1);
 }
 
 static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence **out)
@@ -182,7 +251,7 @@ static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence *
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     for (int i = 0; i < p->device_count && st == INFINI_STATUS_SUCCESS; i++)
         st = fence_device(&p->devices[i], &f, &cap);
-    return finish_take(st, f, out);
+    return finish_take(st, f, out, p->devices, p->device_count);
 }
 
 static infiniStatus_t fence_query(void *ctx, infinirt__fence *f, int *done)
@@ -190,12 +259,20 @@ static infiniStatus_t fence_query(void *ctx, infinirt__fence *f, int *done)
     (void)ctx;
     *done = 1;
     for (int i = 0; i < f->n; i++) {
-        int d = 0;
         infinirt__device *dev = f->item[i].dev;
-        infiniStatus_t st = dev->plugin->ops->event_query(dev->index, f->item[i].ev, &d);
-        if (st != INFINI_STATUS_SUCCESS)
-            return st;
-        if (!d) {
+        if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= f->item[i].seen)
+            continue;
+        int d = 0;
+        if (f->item[i].ev != NULL) {
+            infiniStatus_t st = dev->plugin->ops->event_query(dev->index, f->item[i].ev, &d);
+            if (st != INFINI_STATUS_SUCCESS) {
+                /* An error is no answer: the block stays pending unless the
+                 * counters prove the work done. */
+                warn_once(dev, &dev->query_warned, "event_query on a fence", st);
+                d = 0;
+            }
+        }
+        if (!d && !done_by_counters(dev, f->item[i].seen)) {
             *done = 0;
             return INFINI_STATUS_SUCCESS;
         }
@@ -208,7 +285,16 @@ static infiniStatus_t fence_wait(void *ctx, infinirt__fence *f)
     (void)ctx;
     for (int i = 0; i < f->n; i++) {
         infinirt__device *dev = f->item[i].dev;
-        infiniStatus_t st = dev->plugin->ops->event_synchronize(dev->index, f->item[i].ev);
+        if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= f->item[i].seen)
+            continue;
+        if (f->item[i].ev != NULL) {
+            infiniStatus_t st = dev->plugin->ops->event_synchronize(dev->index, f->item[i].ev);
+            if (st == INFINI_STATUS_SUCCESS)
+                continue;
+            warn_once(dev, &dev->wait_warned, "event_synchronize on a fence", st);
+        }
+        /* No event, or it failed: synchronise the whole device. */
+        infiniStatus_t st = device_wait_idle(dev);
         if (st != INFINI_STATUS_SUCCESS)
             return st;
     }
@@ -232,16 +318,12 @@ static infiniStatus_t device_raw_free(void *ctx, void *ptr)
 static infiniStatus_t host_raw_alloc(void *ctx, size_t size, void **ptr)
 {
     infinirt__plugin *p = ctx;
-    if (p->ops->malloc_host == NULL)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
     return p->ops->malloc_host(0, ptr, size);
 }
 
 static infiniStatus_t host_raw_free(void *ctx, void *ptr)
 {
     infinirt__plugin *p = ctx;
-    if (p->ops->free_host == NULL)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
     return p->ops->free_host(0, ptr);
 }
 

@@ -68,8 +68,11 @@ static uintptr_t encode(uint32_t kind, uint32_t idx, uint32_t gen)
     return ((uintptr_t)gen << 32) | ((uintptr_t)idx << 3) | ((uintptr_t)kind << 1) | 1u;
 }
 
-/* Allocate a slot for obj (refs = 1, live).  Returns the handle, or 0. */
-static uintptr_t handle_new(uint32_t kind, void *obj)
+/* Allocate a slot for obj (refs = 1, live).  Returns the handle, or 0.
+ * *slot_out (the object's own slot field) is written before the handle
+ * becomes live: a thread that guesses the handle and destroys it at once
+ * must find a complete object, or it would drop another slot's reference. */
+static uintptr_t handle_new(uint32_t kind, void *obj, uint32_t *slot_out)
 {
     table *t = &g_tables[kind];
     pthread_mutex_lock(&t->lock);
@@ -110,6 +113,7 @@ static uintptr_t handle_new(uint32_t kind, void *obj)
     }
     slot *sl = slot_at(t, idx);
     sl->obj = obj;
+    *slot_out = idx;
     uint64_t w = atomic_load(&sl->word);
     uint32_t gen = (W_GEN(w) + 1) & 0x7fffffffu;
     atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
@@ -190,7 +194,7 @@ infinirt__event *infinirt__event_get(infinirtEvent_t h)
     return handle_get(h, KIND_EVENT);
 }
 
-static void stream_free(infinirt__stream *s)
+static void stream_unlink(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
     pthread_mutex_lock(&dev->lock);
@@ -200,14 +204,45 @@ static void stream_free(infinirt__stream *s)
         dev->streams = s->next;
     if (s->next)
         s->next->prev = s->prev;
+    s->prev = s->next = NULL;
     pthread_mutex_unlock(&dev->lock);
+}
+
+/* Wait until everything queued on s has completed.  Falls back to the whole
+ * device when the stream cannot be synchronised. */
+static infiniStatus_t stream_drain(infinirt__stream *s)
+{
+    infinirt__device *dev = s->dev;
+    uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
+    infiniStatus_t st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
+    if (st == INFINI_STATUS_SUCCESS) {
+        infinirt__stream_note_synced(s, seen);
+        return st;
+    }
+    infinirt__plugin_failed(st, dev, "stream_synchronize");
+    return infinirt__device_sync(dev);
+}
+
+/* The last reference is gone.  The stream's cached blocks may move to the
+ * device's other streams only once its queued work has completed, so the
+ * stream is drained first; if it cannot be (the device is failing), its
+ * object is kept - never freed, so its address is never another stream's
+ * allocator key - and its cached blocks stay where they are. */
+static void stream_free(infinirt__stream *s)
+{
+    infinirt__device *dev = s->dev;
+    if (stream_drain(s) != INFINI_STATUS_SUCCESS) {
+        INFINIRT__ERROR("%s:%d (plugin %s): a destroyed stream could not be drained; its cached memory is "
+                        "kept out of use",
+                        infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name);
+        return;
+    }
     infinirt__pool_stream_retired(dev->pool, s);
     infinirt__pool_stream_retired(dev->plugin->host_pool, s);
-    if (dev->plugin->ops->stream_destroy != NULL) {
-        infiniStatus_t st = dev->plugin->ops->stream_destroy(dev->index, s->ps);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, "stream_destroy");
-    }
+    stream_unlink(s);
+    infiniStatus_t st = dev->plugin->ops->stream_destroy(dev->index, s->ps);
+    if (st != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(st, dev, "stream_destroy");
     free(s);
 }
 
@@ -221,11 +256,9 @@ void infinirt__event_put(infinirt__event *e)
 {
     if (e != NULL && handle_drop(KIND_EVENT, e->slot) != NULL) {
         infinirt__device *dev = e->dev;
-        if (dev->plugin->ops->event_destroy != NULL) {
-            infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
-            if (st != INFINI_STATUS_SUCCESS)
-                infinirt__plugin_failed(st, dev, "event_destroy");
-        }
+        infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
+        if (st != INFINI_STATUS_SUCCESS)
+            infinirt__plugin_failed(st, dev, "event_destroy");
         free(e);
     }
 }
@@ -259,14 +292,25 @@ void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen)
 infiniStatus_t infinirt__device_sync(infinirt__device *dev)
 {
     uint_fast64_t seen = atomic_load(&dev->submitted);
-    if (!INFINIRT__HAS_OP(dev->plugin, device_synchronize))
-        return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, "infinirtDeviceSynchronize",
-                              "plugin %s has no device_synchronize", dev->plugin->name);
-    infiniStatus_t st = dev->plugin->ops->device_synchronize(dev->index);
-    if (st != INFINI_STATUS_SUCCESS)
-        return infinirt__plugin_failed(st, dev, "device_synchronize");
+    infiniStatus_t st;
+    if (INFINIRT__HAS(dev->plugin, device_synchronize)) {
+        st = dev->plugin->ops->device_synchronize(dev->index);
+        if (st != INFINI_STATUS_SUCCESS)
+            return infinirt__plugin_failed(st, dev, "device_synchronize");
+        pthread_mutex_lock(&dev->lock);
+    } else {
+        /* Each stream in turn; the lock keeps them from being destroyed
+         * meanwhile (stream_free unlinks under it). */
+        pthread_mutex_lock(&dev->lock);
+        st = dev->plugin->ops->stream_synchronize(dev->index, NULL);
+        for (infinirt__stream *s = dev->streams; s != NULL && st == INFINI_STATUS_SUCCESS; s = s->next)
+            st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
+        if (st != INFINI_STATUS_SUCCESS) {
+            pthread_mutex_unlock(&dev->lock);
+            return infinirt__plugin_failed(st, dev, "stream_synchronize (for a device synchronize)");
+        }
+    }
     /* Everything queued on the device before `seen` was read has completed. */
-    pthread_mutex_lock(&dev->lock);
     infinirt__stream_note_synced(dev->default_stream, atomic_load(&dev->default_stream->submitted));
     for (infinirt__stream *s = dev->streams; s != NULL; s = s->next)
         infinirt__stream_note_synced(s, atomic_load(&s->submitted));
@@ -279,13 +323,6 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev)
 
 /* ------------------------------------------------------------ stream API */
 
-#define REQUIRE_OP(dev, op, fn)                                                                      \
-    do {                                                                                             \
-        if (!INFINIRT__HAS_OP((dev)->plugin, op))                                                    \
-            return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, fn, "plugin %s does not support %s", \
-                                  (dev)->plugin->name, #op);                                         \
-    } while (0)
-
 INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
 {
     infiniStatus_t st = infinirt__ensure_init();
@@ -296,7 +333,6 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
     infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    REQUIRE_OP(dev, stream_create, __func__);
     infinirt__stream *s = calloc(1, sizeof *s);
     if (s == NULL)
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for a stream handle");
@@ -306,19 +342,21 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
         return infinirt__plugin_failed(st, dev, "stream_create");
     }
     s->dev = dev;
-    uintptr_t h = handle_new(KIND_STREAM, s);
-    if (h == 0) {
-        dev->plugin->ops->stream_destroy(dev->index, s->ps);
-        free(s);
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the stream");
-    }
-    s->slot = (uint32_t)(h & 0xffffffffu) >> 3;
+    /* On the device's list before the handle is live: a guessed handle
+     * destroyed at once unlinks a linked stream. */
     pthread_mutex_lock(&dev->lock);
     s->next = dev->streams;
     if (dev->streams)
         dev->streams->prev = s;
     dev->streams = s;
     pthread_mutex_unlock(&dev->lock);
+    uintptr_t h = handle_new(KIND_STREAM, s, &s->slot);
+    if (h == 0) {
+        stream_unlink(s);
+        dev->plugin->ops->stream_destroy(dev->index, s->ps);
+        free(s);
+        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the stream");
+    }
     *stream_ptr = (infinirtStream_t)h;
     return INFINI_STATUS_SUCCESS;
 }
@@ -335,11 +373,14 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
     }
-    /* Drop our reference and the handle's own; the plugin stream is
-     * destroyed (after its work completes) when the last user lets go. */
+    /* The call waits for the stream's work (as documented) even when
+     * another thread is still inside a call on it and so holds the last
+     * reference; the plugin stream is destroyed when that user lets go. */
+    st = stream_drain(s);
+    /* Drop our reference and the handle's own. */
     infinirt__stream_put(s);
     infinirt__stream_put(s);
-    return INFINI_STATUS_SUCCESS;
+    return st;
 }
 
 INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
@@ -354,17 +395,12 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
-    if (INFINIRT__HAS_OP(dev->plugin, stream_synchronize)) {
-        uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
-        st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
-        if (st == INFINI_STATUS_SUCCESS)
-            infinirt__stream_note_synced(s, seen);
-        else
-            infinirt__plugin_failed(st, dev, "stream_synchronize");
-    } else {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support stream_synchronize",
-                            dev->plugin->name);
-    }
+    uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
+    st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
+    if (st == INFINI_STATUS_SUCCESS)
+        infinirt__stream_note_synced(s, seen);
+    else
+        infinirt__plugin_failed(st, dev, "stream_synchronize");
     infinirt__stream_release(s);
     return st;
 }
@@ -390,12 +426,9 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
                                 "stream on %s:%d and event on %s:%d belong to different backends",
                                 infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index);
-        else if (!INFINIRT__HAS_OP(dev->plugin, stream_wait_event))
-            st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support it",
-                                dev->plugin->name);
         else {
-            infinirt__stream_note_submit(s);
             st = dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe);
+            infinirt__stream_note_submit(s);
             if (st != INFINI_STATUS_SUCCESS)
                 infinirt__plugin_failed(st, dev, "stream_wait_event");
         }
@@ -419,15 +452,10 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
     if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
-    if (!INFINIRT__HAS_OP(dev->plugin, launch_host_func)) {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support host functions",
-                            dev->plugin->name);
-    } else {
-        infinirt__stream_note_submit(s);
-        st = dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, "launch_host_func");
-    }
+    st = dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data);
+    infinirt__stream_note_submit(s);
+    if (st != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(st, dev, "launch_host_func");
     infinirt__stream_release(s);
     return st;
 }
@@ -446,7 +474,6 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    REQUIRE_OP(dev, event_create, __func__);
     infinirt__event *e = calloc(1, sizeof *e);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an event handle");
@@ -457,13 +484,12 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     }
     e->dev = dev;
     e->flags = flags;
-    uintptr_t h = handle_new(KIND_EVENT, e);
+    uintptr_t h = handle_new(KIND_EVENT, e, &e->slot);
     if (h == 0) {
         dev->plugin->ops->event_destroy(dev->index, e->pe);
         free(e);
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the event");
     }
-    e->slot = (uint32_t)(h & 0xffffffffu) >> 3;
     *event_ptr = (infinirtEvent_t)h;
     return INFINI_STATUS_SUCCESS;
 }
@@ -502,9 +528,6 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
             st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event of %s:%d recorded on a stream of %s:%d",
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index,
                                 infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
-        } else if (!INFINIRT__HAS_OP(e->dev->plugin, event_record)) {
-            st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support events",
-                                e->dev->plugin->name);
         } else {
             st = e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps);
             if (st != INFINI_STATUS_SUCCESS)
@@ -527,10 +550,7 @@ INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEv
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     int done = 0;
-    if (!INFINIRT__HAS_OP(e->dev->plugin, event_query))
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support events",
-                            e->dev->plugin->name);
-    else if ((st = e->dev->plugin->ops->event_query(e->dev->index, e->pe, &done)) != INFINI_STATUS_SUCCESS)
+    if ((st = e->dev->plugin->ops->event_query(e->dev->index, e->pe, &done)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_query");
     else
         *status_ptr = done ? INFINIRT_EVENT_COMPLETE : INFINIRT_EVENT_NOT_READY;
@@ -546,10 +566,7 @@ INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
     infinirt__event *e = infinirt__event_get(event);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
-    if (!INFINIRT__HAS_OP(e->dev->plugin, event_synchronize))
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support events",
-                            e->dev->plugin->name);
-    else if ((st = e->dev->plugin->ops->event_synchronize(e->dev->index, e->pe)) != INFINI_STATUS_SUCCESS)
+    if ((st = e->dev->plugin->ops->event_synchronize(e->dev->index, e->pe)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_synchronize");
     infinirt__event_put(e);
     return st;
@@ -570,9 +587,6 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
         st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "start and end events belong to different devices");
     } else if ((a->flags | b->flags) & INFINIRT_EVENT_DISABLE_TIMING) {
         st = infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "an event was created with DISABLE_TIMING");
-    } else if (!INFINIRT__HAS_OP(a->dev->plugin, event_elapsed_time)) {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s does not support event timing",
-                            a->dev->plugin->name);
     } else {
         float ms = 0;
         st = a->dev->plugin->ops->event_elapsed_time(a->dev->index, &ms, a->pe, b->pe);

@@ -69,19 +69,63 @@ const char *infinirt__loader_dir(void);
 
 /* ------------------------------------------------------------- plugins */
 
+/* The entries of infinirtPluginOps, in table order (dispatch.c). */
+typedef enum {
+    INFINIRT__OP_init,
+    INFINIRT__OP_shutdown,
+    INFINIRT__OP_get_device_info,
+    INFINIRT__OP_get_mem_info,
+    INFINIRT__OP_device_synchronize,
+    INFINIRT__OP_stream_create,
+    INFINIRT__OP_stream_destroy,
+    INFINIRT__OP_stream_synchronize,
+    INFINIRT__OP_stream_wait_event,
+    INFINIRT__OP_launch_host_func,
+    INFINIRT__OP_event_create,
+    INFINIRT__OP_event_destroy,
+    INFINIRT__OP_event_record,
+    INFINIRT__OP_event_query,
+    INFINIRT__OP_event_synchronize,
+    INFINIRT__OP_event_elapsed_time,
+    INFINIRT__OP_malloc_device,
+    INFINIRT__OP_free_device,
+    INFINIRT__OP_malloc_host,
+    INFINIRT__OP_free_host,
+    INFINIRT__OP_memcpy,
+    INFINIRT__OP_memcpy_async,
+    INFINIRT__OP_memset,
+    INFINIRT__OP_memset_async,
+    INFINIRT__OP_COUNT
+} infinirt__op;
+
 struct infinirt__plugin {
     char name[64];
     char path[1024];
     infinirtPluginStatus_t status;
     char message[512];
     void *dl;
+    /* &table once the handshake passed: the loader's own complete copy of
+     * the plugin's entries, NULL ones replaced by NOT_IMPLEMENTED stubs, so
+     * every entry may be called without a check.  caps has bit
+     * INFINIRT__OP_x set when the plugin brought entry x itself. */
     const infinirtPluginOps *ops;
+    infinirtPluginOps table;
+    uint32_t caps;
     infiniDevice_t type;
     uint32_t abi_major, abi_minor;
     int device_count;
     infinirt__device *devices; /* device_count entries */
     infinirt__pool *host_pool; /* MallocHost memory of this plugin */
 };
+
+/* Build p->table from the plugin's table `theirs` (dispatch.c) and point
+ * p->ops at it.  Returns 0, or -1 with the reason in why when the table
+ * lacks a required entry or has entries that do not make sense together. */
+int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size);
+/* "stream_create", ...: the entry's name, for log lines. */
+const char *infinirt__op_name(infinirt__op op);
+/* Whether the plugin brought entry `op` (a bare name: event_query). */
+#define INFINIRT__HAS(plugin, op) (((plugin)->caps >> INFINIRT__OP_##op) & 1u)
 
 /* Load every configured plugin into the runtime's table, recording each
  * one's status.  Never fails as a whole. */
@@ -104,6 +148,8 @@ struct infinirt__device {
      * value of `submitted` at the last moment every stream was known idle. */
     atomic_uint_fast64_t submitted;
     atomic_uint_fast64_t synced_all;
+    /* One warning each when the plugin fails the allocator's fences. */
+    atomic_bool fence_warned, query_warned, wait_warned;
 };
 
 /* ------------------------------------------------------------- handles */
@@ -148,7 +194,9 @@ static inline void infinirt__stream_note_submit(infinirt__stream *s)
 }
 /* Record that everything s had queued as of `seen` has completed. */
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
-/* Synchronize every stream of dev and note it idle. */
+/* Synchronize every stream of dev and note it idle: the plugin's
+ * device_synchronize, or each stream in turn where it has none.  Logs and
+ * returns the plugin's status on failure. */
 infiniStatus_t infinirt__device_sync(infinirt__device *dev);
 
 /* Fence callbacks for the allocator (fence.c). */
@@ -192,7 +240,7 @@ infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt
 infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev,
                                        const char *entry);
 
-/* Guard for a plugin entry that may be NULL (not supported). */
-#define INFINIRT__HAS_OP(plugin, op) ((plugin)->ops->op != NULL)
+/* Transitional: whether entry `op` is the plugin's own. */
+#define INFINIRT__HAS_OP(plugin, op) INFINIRT__HAS(plugin, op)
 
 #endif /* INFINIRT_LOADER_INTERNAL_H_ */

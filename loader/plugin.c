@@ -115,14 +115,12 @@ static int open_and_handshake(infinirt__plugin *p)
         unload(p);
         return -1;
     }
-    if (ops->init == NULL || ops->get_device_info == NULL || ops->malloc_device == NULL ||
-        ops->free_device == NULL || ops->memcpy == NULL) {
-        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH,
-                   "required entry missing (init, get_device_info, malloc_device, free_device, memcpy)");
+    char why[256];
+    if (infinirt__dispatch_build(p, ops, why, sizeof why) != 0) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "%s", why);
         unload(p);
         return -1;
     }
-    p->ops = ops;
     p->type = ops->device_type;
     return 0;
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -524,5 +525,76 @@ int test_conformance_error_strings(void)
     ASSERT_EQ(INFINI_DEVICE_ALI, 10);
     ASSERT_EQ(INFINI_DEVICE_OPENCL, 11);
     ASSERT_EQ(INFINI_DEVICE_TYPE_COUNT, 12);
+    return TEST_OK;
+}
+
+/* StreamDestroy of a stream whose FreeAsync'd block is still to be used by
+ * its queued work: while the destroy waits for that work, the block must
+ * not be handed to anyone else (the stream's cache moves to the device
+ * only after its work has completed). */
+typedef struct {
+    infinirtStream_t s;
+    void *ptr;
+    infiniDevice_t type;
+    infiniStatus_t st;
+    volatile int done;
+} destroyer_arg;
+
+static void *destroyer(void *p)
+{
+    destroyer_arg *a = p;
+    infinirtSetDevice(a->type, 0);
+    /* Here, not in the test's thread: without the allocator's cache a
+     * FreeAsync behind gated work waits for it. */
+    a->st = infinirtFreeAsync(a->ptr, a->s);
+    if (a->st == INFINI_STATUS_SUCCESS)
+        a->st = infinirtStreamDestroy(a->s);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+int test_conformance_destroy_pending_free(void)
+{
+    CHECK(tc_use_device(0));
+    enum { N = 64 * 1024 };
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *p;
+    ASSERT_OK(infinirtMallocAsync(&p, N, s));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0xab, N, s));
+    destroyer_arg arg = {.s = s, .ptr = p, .type = tc_device_type()};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, destroyer, &arg), 0);
+    tc_sleep_ms(100); /* the destroy is now waiting for the gated work */
+    ASSERT_EQ(__atomic_load_n(&arg.done, __ATOMIC_SEQ_CST), 0);
+    /* Allocations of the same size, on the default stream and a new one,
+     * filled with a pattern that the gated memset must not overwrite. */
+    infinirtStream_t s2;
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    void *q1, *q2;
+    ASSERT_OK(infinirtMalloc(&q1, N));
+    ASSERT_OK(infinirtMallocAsync(&q2, N, s2));
+    ASSERT_PTR_NE(q1, p);
+    ASSERT_PTR_NE(q2, p);
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 11);
+    ASSERT_OK(infinirtMemcpy(q1, want, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpyAsync(q2, want, N, INFINIRT_MEMCPY_H2D, s2));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtMemcpy(got, q1, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtMemcpy(got, q2, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFree(q1));
+    ASSERT_OK(infinirtFreeAsync(q2, s2));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    free(want);
+    free(got);
     return TEST_OK;
 }

@@ -22,7 +22,8 @@
     X(conformance, malloc_async)          \
     X(conformance, malloc_host)           \
     X(conformance, bad_handles)           \
-    X(conformance, error_strings)
+    X(conformance, error_strings)         \
+    X(conformance, destroy_pending_free)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \

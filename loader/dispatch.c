@@ -1,0 +1,235 @@
+/*
+ * dispatch.c - the loader's own copy of each plugin's ops table.
+ *
+ * The loader never calls through a plugin's table directly.  At load it
+ * copies the part of the table that both sides know (the plugin's
+ * struct_size, at most the loader's sizeof), replaces every NULL entry by a
+ * stub that answers NOT_IMPLEMENTED, and refuses tables whose entries do not
+ * make sense together.  Every call site can then call any entry without a
+ * NULL check, a plugin built against an older minor never has its table
+ * read past its end, and "which entries did the plugin bring" is answered
+ * once, here, in infinirt__plugin.caps.
+ */
+#include "internal.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- stubs */
+
+static infiniStatus_t no_init(const infinirtPluginInitArgs *a, int *n)
+{
+    (void)a;
+    (void)n;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static void no_shutdown(void) {}
+static infiniStatus_t no_dev_info(int d, infinirtPluginDeviceInfo *i)
+{
+    (void)d;
+    (void)i;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_mem_info(int d, size_t *f, size_t *t)
+{
+    (void)d;
+    (void)f;
+    (void)t;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_dev(int d)
+{
+    (void)d;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_obj_out(int d, void **o)
+{
+    (void)d;
+    (void)o;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_obj(int d, void *o)
+{
+    (void)d;
+    (void)o;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_two_obj(int d, void *a, void *b)
+{
+    (void)d;
+    (void)a;
+    (void)b;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_host_func(int d, void *s, infinirtPluginHostFn fn, void *u)
+{
+    (void)d;
+    (void)s;
+    (void)fn;
+    (void)u;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_event_create(int d, uint32_t fl, void **e)
+{
+    (void)d;
+    (void)fl;
+    (void)e;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_event_query(int d, void *e, int *c)
+{
+    (void)d;
+    (void)e;
+    (void)c;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_elapsed(int d, float *ms, void *a, void *b)
+{
+    (void)d;
+    (void)ms;
+    (void)a;
+    (void)b;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_malloc(int d, void **p, size_t n)
+{
+    (void)d;
+    (void)p;
+    (void)n;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_memcpy(int d, void *dst, const void *src, size_t n, int k)
+{
+    (void)d;
+    (void)dst;
+    (void)src;
+    (void)n;
+    (void)k;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_memcpy_async(int d, void *dst, const void *src, size_t n, int k, void *s)
+{
+    (void)d;
+    (void)dst;
+    (void)src;
+    (void)n;
+    (void)k;
+    (void)s;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_memset(int d, void *p, int v, size_t n)
+{
+    (void)d;
+    (void)p;
+    (void)v;
+    (void)n;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_memset_async(int d, void *p, int v, size_t n, void *s)
+{
+    (void)d;
+    (void)p;
+    (void)v;
+    (void)n;
+    (void)s;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+
+/* Every entry: its name, where it sits, its stub, the capability bit. */
+typedef void (*any_fn)(void);
+#define ENTRY(field, stub) {#field, offsetof(infinirtPluginOps, field), (any_fn)(stub)}
+static const struct {
+    const char *name;
+    size_t off;
+    any_fn stub;
+} k_entries[INFINIRT__OP_COUNT] = {
+    ENTRY(init, no_init),
+    ENTRY(shutdown, no_shutdown),
+    ENTRY(get_device_info, no_dev_info),
+    ENTRY(get_mem_info, no_mem_info),
+    ENTRY(device_synchronize, no_dev),
+    ENTRY(stream_create, no_obj_out),
+    ENTRY(stream_destroy, no_obj),
+    ENTRY(stream_synchronize, no_obj),
+    ENTRY(stream_wait_event, no_two_obj),
+    ENTRY(launch_host_func, no_host_func),
+    ENTRY(event_create, no_event_create),
+    ENTRY(event_destroy, no_obj),
+    ENTRY(event_record, no_two_obj),
+    ENTRY(event_query, no_event_query),
+    ENTRY(event_synchronize, no_obj),
+    ENTRY(event_elapsed_time, no_elapsed),
+    ENTRY(malloc_device, no_malloc),
+    ENTRY(free_device, no_obj),
+    ENTRY(malloc_host, no_malloc),
+    ENTRY(free_host, no_obj),
+    ENTRY(memcpy, no_memcpy),
+    ENTRY(memcpy_async, no_memcpy_async),
+    ENTRY(memset, no_memset),
+    ENTRY(memset_async, no_memset_async),
+};
+#undef ENTRY
+
+/* The k_entries order is the enum's; a mismatch would give one entry
+ * another's stub. */
+_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_memset_async == INFINIRT__OP_COUNT - 1,
+               "infinirt__op enum and k_entries disagree");
+
+const char *infinirt__op_name(infinirt__op op)
+{
+    return (unsigned)op < INFINIRT__OP_COUNT ? k_entries[op].name : "?";
+}
+
+#define BIT(op) ((uint32_t)1 << INFINIRT__OP_##op)
+
+/* Entries that only make sense together: when `have` is present, every
+ * entry of `need` must be too. */
+static const struct {
+    uint32_t have, need;
+    const char *why;
+} k_rules[] = {
+    {0, BIT(init) | BIT(get_device_info) | BIT(malloc_device) | BIT(free_device) | BIT(memcpy),
+     "required by every plugin"},
+    {BIT(stream_create), BIT(stream_destroy) | BIT(stream_synchronize), "a stream must be destroyable and waitable"},
+    {BIT(event_create), BIT(event_destroy) | BIT(event_record),
+     "an event must be destroyable and recordable"},
+    {BIT(event_record), BIT(event_create) | BIT(event_query) | BIT(event_synchronize),
+     "a recorded event must be queryable without blocking and waitable"},
+    {BIT(malloc_host), BIT(free_host), "pinned host memory must be freeable"},
+    {BIT(free_host), BIT(malloc_host), "free_host without malloc_host"},
+};
+
+int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size)
+{
+    size_t n = theirs->struct_size < sizeof p->table ? theirs->struct_size : sizeof p->table;
+    memset(&p->table, 0, sizeof p->table);
+    memcpy(&p->table, theirs, n);
+    p->table.struct_size = (uint32_t)n;
+    uint32_t caps = 0;
+    for (unsigned i = 0; i < INFINIRT__OP_COUNT; i++) {
+        any_fn *slot = (any_fn *)(void *)((char *)&p->table + k_entries[i].off);
+        /* An entry the plugin's table is too short to hold counts as NULL. */
+        if (k_entries[i].off + sizeof(any_fn) <= n && *slot != NULL)
+            caps |= (uint32_t)1 << i;
+        else
+            *slot = k_entries[i].stub;
+    }
+    for (size_t r = 0; r < sizeof k_rules / sizeof k_rules[0]; r++) {
+        if ((caps & k_rules[r].have) != k_rules[r].have)
+            continue;
+        uint32_t missing = k_rules[r].need & ~caps;
+        if (missing == 0)
+            continue;
+        unsigned first = (unsigned)__builtin_ctz(missing);
+        if (k_rules[r].have != 0)
+            snprintf(why, why_size, "incoherent ops table: %s without %s (%s)",
+                     k_entries[__builtin_ctz(k_rules[r].have)].name, k_entries[first].name, k_rules[r].why);
+        else
+            snprintf(why, why_size, "required entry %s is missing", k_entries[first].name);
+        return -1;
+    }
+    p->caps = caps;
+    p->ops = &p->table;
+    return 0;
+}
