@@ -9,15 +9,39 @@
  *   FAKE_INIT_FAIL   init fails with a message
  *   FAKE_ZERO        init finds no device
  *   FAKE_DUP_CPU     serves CPU, which the cpu plugin already serves
+ *   FAKE_STREAMS     FAKE_GOOD with streams and events, which complete at
+ *                    once (every operation runs synchronously)
+ *   FAKE_BAD_TYPE    declares device type 99, outside infiniDevice_t
+ *
+ * With the key `ledger = PATH`, the memory, stream and event operations
+ * append one line each to PATH ("memset dev=1"), so a test can see which
+ * plugin and device a call reached without the plugin exporting anything.
  */
 #define _GNU_SOURCE
 #include "infinirt_plugin.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int g_devices = 2;
+static char g_ledger[512];
+
+static void note(const char *fmt, ...)
+{
+    if (g_ledger[0] == '\0')
+        return;
+    FILE *f = fopen(g_ledger, "a");
+    if (f == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+}
 
 static infiniStatus_t fake_init(const infinirtPluginInitArgs *args, int *count)
 {
@@ -35,8 +59,10 @@ static infiniStatus_t fake_init(const infinirtPluginInitArgs *args, int *count)
             answer = atoi(args->config[i].value);
         else if (strcmp(args->config[i].key, "devices") == 0)
             g_devices = atoi(args->config[i].value);
+        else if (strcmp(args->config[i].key, "ledger") == 0)
+            snprintf(g_ledger, sizeof g_ledger, "%s", args->config[i].value);
     }
-#if defined(FAKE_GOOD)
+#if defined(FAKE_GOOD) || defined(FAKE_STREAMS)
     if (answer != 42) {
         snprintf(args->message, args->message_size, "expected key answer = 42 from the config");
         return INFINI_STATUS_BAD_PARAM;
@@ -65,21 +91,117 @@ static infiniStatus_t fake_malloc(int dev, void **p, size_t n)
 
 static infiniStatus_t fake_free(int dev, void *p)
 {
+    note("free_device dev=%d", dev);
     free(p);
     return INFINI_STATUS_SUCCESS;
 }
 
 static infiniStatus_t fake_memcpy(int dev, void *d, const void *s, size_t n, int kind)
 {
+    note("memcpy dev=%d", dev);
     memmove(d, s, n);
     return INFINI_STATUS_SUCCESS;
 }
 
 static infiniStatus_t fake_memset(int dev, void *p, int v, size_t n)
 {
+    note("memset dev=%d", dev);
     memset(p, v, n);
     return INFINI_STATUS_SUCCESS;
 }
+
+#if defined(FAKE_STREAMS)
+/* Streams and events that know their device, so a call that reaches the
+ * wrong device (or another plugin's object) shows in the ledger. */
+typedef struct {
+    int dev;
+} fake_obj;
+
+static infiniStatus_t fake_obj_new(int dev, void **out)
+{
+    fake_obj *o = malloc(sizeof *o);
+    if (o == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    o->dev = dev;
+    *out = o;
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* The owner device an object names, or -1 for the default (NULL) stream. */
+static int owner(void *obj)
+{
+    return obj ? ((fake_obj *)obj)->dev : -1;
+}
+
+static infiniStatus_t fake_stream_create(int dev, void **s)
+{
+    return fake_obj_new(dev, s);
+}
+
+static infiniStatus_t fake_stream_destroy(int dev, void *s)
+{
+    note("stream_destroy dev=%d owner=%d", dev, owner(s));
+    free(s);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_stream_synchronize(int dev, void *s)
+{
+    note("stream_synchronize dev=%d owner=%d", dev, owner(s));
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_device_synchronize(int dev)
+{
+    note("device_synchronize dev=%d", dev);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_memset_async(int dev, void *p, int v, size_t n, void *s)
+{
+    note("memset_async dev=%d owner=%d", dev, owner(s));
+    memset(p, v, n);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_memcpy_async(int dev, void *d, const void *src, size_t n, int kind, void *s)
+{
+    note("memcpy_async dev=%d owner=%d", dev, owner(s));
+    memmove(d, src, n);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_event_create(int dev, uint32_t flags, void **e)
+{
+    (void)flags;
+    return fake_obj_new(dev, e);
+}
+
+static infiniStatus_t fake_event_destroy(int dev, void *e)
+{
+    free(e);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_event_record(int dev, void *e, void *s)
+{
+    note("event_record dev=%d owner=%d", dev, owner(e));
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_event_query(int dev, void *e, int *complete)
+{
+    note("event_query dev=%d owner=%d", dev, owner(e));
+    *complete = 1; /* every operation ran when it was queued */
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_event_synchronize(int dev, void *e)
+{
+    note("event_synchronize dev=%d owner=%d", dev, owner(e));
+    return INFINI_STATUS_SUCCESS;
+}
+#endif
 
 static const infinirtPluginOps fake_ops = {
 #if defined(FAKE_ABI2)
@@ -96,6 +218,8 @@ static const infinirtPluginOps fake_ops = {
     .name = "fake",
 #if defined(FAKE_DUP_CPU)
     .device_type = INFINI_DEVICE_CPU,
+#elif defined(FAKE_BAD_TYPE)
+    .device_type = (infiniDevice_t)99,
 #else
     .device_type = INFINI_DEVICE_ASCEND,
 #endif
@@ -105,7 +229,21 @@ static const infinirtPluginOps fake_ops = {
     .free_device = fake_free,
     .memcpy = fake_memcpy,
     .memset = fake_memset,
-    /* no streams, events or host memory: the loader answers NOT_IMPLEMENTED */
+#if defined(FAKE_STREAMS)
+    .device_synchronize = fake_device_synchronize,
+    .stream_create = fake_stream_create,
+    .stream_destroy = fake_stream_destroy,
+    .stream_synchronize = fake_stream_synchronize,
+    .event_create = fake_event_create,
+    .event_destroy = fake_event_destroy,
+    .event_record = fake_event_record,
+    .event_query = fake_event_query,
+    .event_synchronize = fake_event_synchronize,
+    .memcpy_async = fake_memcpy_async,
+    .memset_async = fake_memset_async,
+#endif
+    /* otherwise no streams, events or host memory: the loader answers
+     * NOT_IMPLEMENTED */
 };
 
 #if defined(FAKE_NO_ENTRY)

@@ -385,6 +385,125 @@ int test_routing_two_devices(void)
     return TEST_OK;
 }
 
+/* Lines of the fake plugin's ledger file; "" when it has none yet. */
+static const char *ledger_text(const char *path)
+{
+    const char *t = tc_read_file(path);
+    return t ? t : "";
+}
+
+/* Handles and pointers of one backend are used while a device of another
+ * backend is current: every call goes to the owner's plugin and device.
+ * The fake plugin (ascend, with a ledger of the calls it received) and the
+ * cpu plugin are the two backends; each direction is checked by what only
+ * the right plugin could have done. */
+int test_routing_other_backend(void)
+{
+    char ledger[600], cfg[2048];
+    snprintf(ledger, sizeof ledger, "%s/fake.ledger", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = 2\n\n[plugin.streams]\nlibrary = " FAKE_DIR
+             "/libfake_streams.so\nanswer = 42\ndevices = 2\nledger = %s\n",
+             CPU_PLUGIN, ledger);
+    use_config(cfg);
+    enum { N = 8192 };
+    static unsigned char a[N], b[N];
+    infinirtAllocatorStats_t st;
+
+    /* cpu:1 objects while ascend:0 is current.  The fake completes every
+     * event at once and would log any call it received, so a NOT_READY
+     * answer and an empty ledger show that the cpu plugin answered. */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 1));
+    void *pc;
+    infinirtStream_t sc;
+    infinirtEvent_t ec;
+    ASSERT_OK(infinirtMalloc(&pc, N));
+    ASSERT_OK(infinirtStreamCreate(&sc));
+    ASSERT_OK(infinirtEventCreate(&ec));
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    static tc_gate gate; /* static: the runner may open it after we return */
+    CHECK(tc_hold_stream(sc, &gate));
+    ASSERT_OK(infinirtMemsetAsync(pc, 0x5a, N, sc));
+    ASSERT_OK(infinirtEventRecord(ec, sc));
+    infinirtEventStatus_t es;
+    ASSERT_OK(infinirtEventQuery(ec, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_NOT_READY);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(sc));
+    ASSERT_OK(infinirtMemcpy(b, pc, N, INFINIRT_MEMCPY_D2H));
+    memset(a, 0x5a, N);
+    ASSERT_MEM_EQ(a, b, N); /* the fill ran before StreamSynchronize returned */
+    ASSERT_OK(infinirtEventSynchronize(ec));
+    ASSERT_OK(infinirtEventQuery(ec, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_COMPLETE);
+    ASSERT_OK(infinirtMemset(pc, 0x33, N));
+    tc_pattern(a, N, 3);
+    ASSERT_OK(infinirtMemcpy(pc, a, 100, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(b, pc, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, 100);
+    ASSERT_EQ(b[100], 0x33);
+    ASSERT_EQ(b[N - 1], 0x33);
+    ASSERT_OK(infinirtFreeAsync(pc, sc));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 1, &st));
+    ASSERT_EQ(st.active_blocks, 0);
+    ASSERT_OK(infinirtStreamSynchronize(sc));
+    ASSERT_OK(infinirtStreamDestroy(sc));
+    ASSERT_OK(infinirtEventDestroy(ec));
+    ASSERT_STR_EQ(ledger_text(ledger), ""); /* the fake saw none of it */
+
+    /* ascend:1 objects while cpu:0 is current: the fake's ledger names
+     * each call with the device that received it and the device that made
+     * the object. */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 1));
+    void *pf;
+    infinirtStream_t sf;
+    infinirtEvent_t ef;
+    ASSERT_OK(infinirtMalloc(&pf, N));
+    ASSERT_OK(infinirtStreamCreate(&sf));
+    ASSERT_OK(infinirtEventCreate(&ef));
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    ASSERT_OK(infinirtMemset(pf, 0x11, N));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "memset dev=1\n");
+    ASSERT_OK(infinirtMemcpy(b, pf, N, INFINIRT_MEMCPY_D2H));
+    memset(a, 0x11, N);
+    ASSERT_MEM_EQ(a, b, N);
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "memcpy dev=1\n");
+    ASSERT_OK(infinirtMemsetAsync(pf, 0x22, N, sf));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "memset_async dev=1 owner=1\n");
+    ASSERT_OK(infinirtMemsetAsync(pf, 0x23, 16, NULL)); /* the pointer's device's default stream */
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "memset_async dev=1 owner=-1\n");
+    ASSERT_OK(infinirtStreamSynchronize(sf));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "stream_synchronize dev=1 owner=1\n");
+    ASSERT_OK(infinirtMemcpy(b, pf, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_EQ(b[0], 0x23);
+    ASSERT_EQ(b[16], 0x22);
+    ASSERT_EQ(b[N - 1], 0x22);
+    ASSERT_OK(infinirtEventRecord(ef, sf));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "event_record dev=1 owner=1\n");
+    ASSERT_OK(infinirtEventQuery(ef, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_COMPLETE);
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "event_query dev=1 owner=1\n");
+    ASSERT_OK(infinirtEventSynchronize(ef));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "event_synchronize dev=1 owner=1\n");
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_ASCEND, 1, &st));
+    ASSERT_EQ(st.active_blocks, 1);
+    ASSERT_OK(infinirtFreeAsync(pf, sf));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_ASCEND, 1, &st));
+    ASSERT_EQ(st.active_blocks, 0);
+    ASSERT_OK(infinirtStreamDestroy(sf));
+    ASSERT_OK(infinirtEventDestroy(ef));
+    /* Nothing reached the fake's device 0, nor a fake call a cpu object. */
+    ASSERT(strstr(ledger_text(ledger), "dev=0") == NULL);
+    ASSERT(strstr(ledger_text(ledger), "owner=0") == NULL);
+    ASSERT(strstr(ledger_text(ledger), "device_synchronize") == NULL);
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(t, INFINI_DEVICE_CPU);
+    ASSERT_EQ(id, 0);
+    return TEST_OK;
+}
+
 /* memory_limit makes raw allocation fail with OUT_OF_MEMORY, and a failed
  * allocation changes nothing. */
 int test_routing_memory_limit(void)

@@ -44,6 +44,7 @@
     X(loader, xdg_config)                 \
     X(routing, two_devices)               \
     X(routing, memory_limit)              \
+    X(routing, other_backend)             \
     X(allocator, reuse_cross_stream)      \
     X(allocator, reuse_same_stream)       \
     X(allocator, cached_reuse)            \
