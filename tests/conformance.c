@@ -303,6 +303,51 @@ int test_conformance_events(void)
     return TEST_OK;
 }
 
+/* An event recorded again after it completed is NOT_READY until the new
+ * record completes, and a stream waiting on it waits for the new record.
+ * The allocator's pooled fence events are re-recorded this way. */
+int test_conformance_event_rerecord(void)
+{
+    CHECK(tc_use_device(0));
+    infinirtStream_t s, other;
+    infinirtEvent_t e, after;
+    infinirtEventStatus_t st;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&other));
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtEventCreate(&after));
+    for (int round = 0; round < 2; round++) {
+        ASSERT_OK(infinirtEventRecord(e, s));
+        ASSERT_OK(infinirtEventSynchronize(e));
+        ASSERT_OK(infinirtEventQuery(e, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+
+        static tc_gate gates[2]; /* static: the runner may open them after we return */
+        tc_gate *g = &gates[round];
+        CHECK(tc_hold_stream(s, g));
+        ASSERT_OK(infinirtEventRecord(e, s));
+        ASSERT_OK(infinirtStreamWaitEvent(other, e));
+        ASSERT_OK(infinirtEventRecord(after, other));
+        tc_sleep_ms(10); /* time for a wrong answer to show */
+        ASSERT_OK(infinirtEventQuery(e, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+        ASSERT_OK(infinirtEventQuery(after, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY); /* `other` waits for the new record */
+        tc_gate_open(g);
+        ASSERT_OK(infinirtEventSynchronize(e));
+        ASSERT_OK(infinirtEventQuery(e, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtStreamSynchronize(other));
+        ASSERT_OK(infinirtEventQuery(after, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+    }
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtEventDestroy(after));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(other));
+    return TEST_OK;
+}
+
 /* Stream B waits for an event of stream A without blocking the host; B's
  * copy sees the data A wrote. */
 int test_conformance_stream_wait_event(void)

@@ -17,6 +17,7 @@
     X(conformance, async_chain)           \
     X(conformance, default_stream)        \
     X(conformance, events)                \
+    X(conformance, event_rerecord)        \
     X(conformance, stream_wait_event)     \
     X(conformance, host_func_order)       \
     X(conformance, malloc_async)          \
