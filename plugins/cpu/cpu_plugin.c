@@ -5,7 +5,7 @@
  * [plugin.cpu] keys:
  *   devices = N          logical CPU devices to expose (default 1, max 64)
  *   memory_limit = SIZE  per device; raw allocations beyond it fail with
- *                        OUT_OF_MEMORY (suffixes K, M, G).  Lets tests drive
+ *                        OUT_OF_MEMORY (suffixes K, M, G, T).  Lets tests drive
  *                        multi-device routing and out-of-memory without
  *                        hardware.
  */
@@ -41,6 +41,8 @@ int cpu__device_count(void)
     return g_count;
 }
 
+/* A byte count with an optional binary suffix K, M, G or T (KiB/KB and
+ * so on accepted too), as the loader reads the [allocator] sizes. */
 static int parse_size(const char *text, size_t *out)
 {
     char *end;
@@ -50,10 +52,18 @@ static int parse_size(const char *text, size_t *out)
     unsigned long long v = strtoull(text, &end, 10);
     unsigned shift = 0;
     switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
     default: break;
+    }
+    if (shift != 0) {
+        end++;
+        if (toupper((unsigned char)*end) == 'I')
+            end++;
+        if (toupper((unsigned char)*end) == 'B')
+            end++;
     }
     if (errno != 0 || *end != '\0' || (shift && v > (SIZE_MAX >> shift)))
         return -1;
@@ -102,7 +112,8 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
             count = (int)n;
         } else if (strcmp(k, "memory_limit") == 0) {
             if (parse_size(v, &limit) != 0) {
-                snprintf(args->message, args->message_size, "memory_limit = '%s' is not a size (e.g. 64M, 2G)", v);
+                snprintf(args->message, args->message_size, "memory_limit = '%s' is not a size (e.g. 64M, 2G, 1T)",
+                         v);
                 return INFINI_STATUS_BAD_PARAM;
             }
         } else {
