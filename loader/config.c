@@ -167,6 +167,20 @@ static bool is_blank_or_comment(const char *s)
     return *s == '\0' || *s == ';' || *s == '#';
 }
 
+/* Cut an inline comment: ';' or '#' after a space or tab ends the value.
+ * inih cuts ';' only, and only when built with inline comments, so a
+ * "key = 4M  # note" used to reach the plugin as the value "4M  # note". */
+static void cut_inline_comment(char *line)
+{
+    for (char *p = line; *p != '\0'; p++) {
+        if ((*p == ';' || *p == '#') && p > line && (p[-1] == ' ' || p[-1] == '\t')) {
+            p[0] = '\n';
+            p[1] = '\0';
+            return;
+        }
+    }
+}
+
 /* inih does not tell its handler the line number, and reports only the first
  * malformed line.  Feeding it through this reader lets us count lines and
  * warn about every malformed one ourselves, with file and line. */
@@ -198,7 +212,9 @@ static char *counting_reader(char *str, int num, void *stream)
         st->prev_was_key = false;
     } else if (indented && st->prev_was_key) {
         ok = true; /* continuation of the previous value */
+        cut_inline_comment(line);
     } else {
+        cut_inline_comment(line);
         ok = strchr(s, '=') != NULL || strchr(s, ':') != NULL;
         if (!ok)
             INFINIRT__WARN("%s:%d: malformed line (expected key = value): ignored", st->path, st->line);
