@@ -320,6 +320,137 @@ int test_loader_xdg_config(void)
     return TEST_OK;
 }
 
+/* Size suffixes G and T, in the cpu plugin's memory_limit and in the
+ * allocator's size keys (KiB-style spellings too). */
+int test_loader_size_suffix_g(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "[allocator]\nmax_cached = 2T\nmax_split_size = 3GiB\ngranularity = 1K\n\n"
+             "[plugin.cpu]\nlibrary = %s\nmemory_limit = 1G\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    infinirtAllocatorSettings_t a;
+    ASSERT_OK(infinirtGetAllocatorSettings(&a));
+    ASSERT_EQ(a.max_cached_bytes, (size_t)2 << 40);
+    ASSERT_EQ(a.max_split_size, (size_t)3 << 30);
+    ASSERT_EQ(a.granularity, 1024);
+    size_t free_b, total;
+    ASSERT_OK(infinirtGetMemInfo(INFINI_DEVICE_CPU, 0, &free_b, &total));
+    ASSERT_EQ(total, (size_t)1 << 30); /* every test machine has more than 1 GiB */
+    ASSERT(strstr(tc_read_file(log_path()), "is not a size") == NULL);
+    return TEST_OK;
+}
+
+int test_loader_size_suffix_t(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "[allocator]\nmax_cached = 5G\nmax_split_size = 1t\n\n[plugin.cpu]\nlibrary = %s\nmemory_limit = 2T\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    if (pi.status != INFINIRT_PLUGIN_LOADED)
+        TEST_FAILED_("plugin cpu: %s (%s)", infinirtGetPluginStatusString(pi.status), pi.message);
+    infinirtAllocatorSettings_t a;
+    ASSERT_OK(infinirtGetAllocatorSettings(&a));
+    ASSERT_EQ(a.max_cached_bytes, (size_t)5 << 30);
+    ASSERT_EQ(a.max_split_size, (size_t)1 << 40);
+    /* The limit is larger than the machine, so only the description shows it. */
+    infinirtDeviceProperties_t p;
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_CPU, 0, &p));
+    ASSERT_STR_CONTAINS(p.description, "memory_limit 2199023255552 bytes");
+    return TEST_OK;
+}
+
+/* '#' and ';' comments: whole lines, indented, and after a value. */
+int test_loader_comments(void)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "# a hash comment first\n"
+             "; a semicolon comment\n"
+             "[loader]  # after a section header\n"
+             "   # an indented comment\n"
+             "default_device = cpu:2   # inline, after spaces\n"
+             "[allocator]\n"
+             "max_split_size = 2M\t; inline, after a tab\n"
+             "granularity = 4K # inline\n"
+             "[plugin.cpu]\n"
+             "# library = /nonexistent/commented-out.so\n"
+             "library = %s\n"
+             "devices = 3 # three devices\n"
+             "memory_limit = 64M ; per device\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_EQ(n, 3);
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(t, INFINI_DEVICE_CPU);
+    ASSERT_EQ(id, 2);
+    infinirtAllocatorSettings_t a;
+    ASSERT_OK(infinirtGetAllocatorSettings(&a));
+    ASSERT_EQ(a.max_split_size, (size_t)2 << 20);
+    ASSERT_EQ(a.granularity, 4096);
+    size_t free_b, total;
+    ASSERT_OK(infinirtGetMemInfo(INFINI_DEVICE_CPU, 0, &free_b, &total));
+    ASSERT_EQ(total, (size_t)64 << 20);
+    /* No line of it was taken for a malformed one or an unknown key. */
+    const char *log = tc_read_file(log_path());
+    ASSERT(strstr(log, "malformed") == NULL);
+    ASSERT(strstr(log, "unknown") == NULL);
+    ASSERT(strstr(log, "is not") == NULL);
+    return TEST_OK;
+}
+
+/* A plugin declaring a device type outside infiniDevice_t is an ABI
+ * mismatch; the others keep working. */
+int test_loader_device_type_out_of_range(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_bad_type.so\nanswer = 42", "badtype",
+                           INFINIRT_PLUGIN_ABI_MISMATCH, "device type 99 is not an infiniDevice_t");
+}
+
+static void *default_of_new_thread(void *arg)
+{
+    int *out = arg;
+    infiniDevice_t t;
+    if (infinirtGetDevice(&t, &out[1]) == INFINI_STATUS_SUCCESS)
+        out[0] = (int)t;
+    return NULL;
+}
+
+/* A default_device id that does not exist is warned about and falls back
+ * to cpu:0, on every thread. */
+int test_loader_default_device_missing(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[loader]\ndefault_device = cpu:7\n[plugin.cpu]\nlibrary = %s\ndevices = 2\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    infiniDevice_t t = INFINI_DEVICE_TYPE_COUNT;
+    int id = -1;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(t, INFINI_DEVICE_CPU);
+    ASSERT_EQ(id, 0);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), "default_device cpu:7 does not exist");
+    int other[2] = {-1, -1};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, default_of_new_thread, other), 0);
+    pthread_join(th, NULL);
+    ASSERT_EQ(other[0], INFINI_DEVICE_CPU);
+    ASSERT_EQ(other[1], 0);
+    /* The fallback device works. */
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
 /* -------------------------------------------------------------- routing */
 
 /* Pointers, streams and events made on device 1 are used and released
@@ -527,6 +658,41 @@ int test_routing_memory_limit(void)
     ASSERT_OK(infinirtMalloc(&q, 2u << 20));
     ASSERT_OK(infinirtFree(q));
     return TEST_OK;
+}
+
+/* An allocation of exactly memory_limit succeeds; one byte more fails
+ * with OUT_OF_MEMORY and changes nothing. */
+static int exact_limit_case(const char *allocator)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "%s[plugin.cpu]\nlibrary = %s\nmemory_limit = 4M\n", allocator, CPU_PLUGIN);
+    use_config(cfg);
+    const size_t limit = (size_t)4 << 20;
+    void *p = NULL, *q = (void *)1;
+    ASSERT_OK(infinirtMalloc(&p, limit));
+    ASSERT_OK(infinirtMemset(p, 0x7e, limit)); /* all of it is usable */
+    ASSERT_STATUS(infinirtMalloc(&q, 1), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_PTR_EQ(q, (void *)1);
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_STATUS(infinirtMalloc(&q, limit + 1), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_PTR_EQ(q, (void *)1);
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    /* The failure released nothing it should not have: the limit is whole. */
+    ASSERT_OK(infinirtMalloc(&p, limit));
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
+int test_routing_memory_limit_exact(void)
+{
+    return exact_limit_case("");
+}
+
+int test_routing_memory_limit_exact_noalloc(void)
+{
+    return exact_limit_case("[allocator]\nenabled = false\n\n");
 }
 
 /* -------------------------------------------------------------- threads */

@@ -43,9 +43,16 @@
     X(loader, relative_library)           \
     X(loader, config_env_missing)         \
     X(loader, xdg_config)                 \
+    X(loader, size_suffix_g)              \
+    X(loader, size_suffix_t)              \
+    X(loader, comments)                   \
+    X(loader, device_type_out_of_range)   \
+    X(loader, default_device_missing)     \
     X(routing, two_devices)               \
     X(routing, memory_limit)              \
     X(routing, other_backend)             \
+    X(routing, memory_limit_exact)        \
+    X(routing, memory_limit_exact_noalloc) \
     X(allocator, reuse_cross_stream)      \
     X(allocator, reuse_same_stream)       \
     X(allocator, cached_reuse)            \
