@@ -762,3 +762,76 @@ int test_threads_current_device(void)
     ASSERT_EQ(id, 0);
     return TEST_OK;
 }
+
+/* Events are destroyed while stream workers still complete or wait on
+ * them: right after the record, from a host function on the recording
+ * stream, while another stream waits on them, and after a re-record.  The
+ * last of the handle, the queued record and the queued wait frees the
+ * event; TSan (./dev test) checks that teardown for races. */
+static infinirtStream_t g_teardown_streams[2];
+
+static void destroy_event_fn(void *e)
+{
+    infinirtEventDestroy((infinirtEvent_t)e);
+}
+
+static void *event_teardown_worker(void *arg)
+{
+    int *ok = arg;
+    infinirtStream_t a = g_teardown_streams[0], b = g_teardown_streams[1];
+    for (int i = 0; i < 400; i++) {
+        infinirtEvent_t e;
+        if (infinirtEventCreateWithFlags(&e, i & 1 ? INFINIRT_EVENT_DISABLE_TIMING : 0) != INFINI_STATUS_SUCCESS ||
+            infinirtEventRecord(e, a) != INFINI_STATUS_SUCCESS)
+            return NULL;
+        infiniStatus_t st = INFINI_STATUS_SUCCESS;
+        switch (i % 4) {
+        case 0: /* destroyed while the record is queued */
+            st = infinirtEventDestroy(e);
+            break;
+        case 1: /* destroyed while stream b waits on it */
+            st = infinirtStreamWaitEvent(b, e);
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventDestroy(e);
+            break;
+        case 2: /* destroyed by a host function queued after the record */
+            st = infinirtLaunchHostFunc(a, destroy_event_fn, e);
+            break;
+        default: /* re-recorded, queried, then destroyed */
+            st = infinirtEventRecord(e, b);
+            infinirtEventStatus_t es;
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventQuery(e, &es);
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventDestroy(e);
+            break;
+        }
+        if (st != INFINI_STATUS_SUCCESS)
+            return NULL;
+    }
+    *ok = 1;
+    return NULL;
+}
+
+int test_threads_event_teardown(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n", CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[1]));
+    enum { T = 4 };
+    pthread_t th[T];
+    int ok[T] = {0};
+    for (int i = 0; i < T; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, event_teardown_worker, &ok[i]), 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++)
+        ASSERT_EQ(ok[i], 1);
+    ASSERT_OK(infinirtStreamSynchronize(g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamSynchronize(g_teardown_streams[1]));
+    ASSERT_OK(infinirtStreamDestroy(g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamDestroy(g_teardown_streams[1]));
+    return TEST_OK;
+}

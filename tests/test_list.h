@@ -60,7 +60,8 @@
     X(allocator, settings)                \
     X(allocator, threads)                 \
     X(threads, first_call)                \
-    X(threads, current_device)
+    X(threads, current_device)            \
+    X(threads, event_teardown)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
