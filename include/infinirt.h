@@ -10,7 +10,9 @@
  *  - Every function returns infiniStatus_t; INFINI_STATUS_SUCCESS is 0.
  *  - Any function may be the first infinirt call of the process: the loader
  *    initialises itself once, thread-safely.  If initialisation itself fails
- *    (out of memory) every call returns INFINI_STATUS_DEVICE_NOT_INITIALIZED.
+ *    (out of memory) every call returns INFINI_STATUS_DEVICE_NOT_INITIALIZED;
+ *    so does every call after process exit began and in a child forked after
+ *    initialisation (see "Process lifetime" below infinirtInit).
  *  - A required output pointer that is NULL gives INFINI_STATUS_NULL_POINTER;
  *    a stream or event that is not a live handle from this library gives
  *    INFINI_STATUS_BAD_PARAM.  A failed call changes no state.
@@ -59,6 +61,26 @@ typedef enum {
  * infinirtGetPluginInfo); DEVICE_NOT_INITIALIZED only if the loader itself
  * could not be set up. */
 INFINIRT_API infiniStatus_t infinirtInit(void);
+
+/* Process lifetime: fork and exit.
+ *  - fork: a child forked before the first infinirt call initialises
+ *    normally on its own first call.  A child forked after it (or while it
+ *    runs) cannot use infinirt: it has none of the parent's stream threads,
+ *    locks may be held by threads that were not copied, and GPU drivers do
+ *    not survive fork.  Every call in such a child returns
+ *    DEVICE_NOT_INITIALIZED and logs why; nothing hangs, and the child may
+ *    exit (or exec) freely whether or not it called infinirt.  Handles and
+ *    device pointers inherited from the parent are not usable through
+ *    infinirt in the child.
+ *  - exit: at process exit (atexit, registered on the first call) infinirt
+ *    only stops accepting calls; it tears nothing down and makes no driver
+ *    call (the OS reclaims memory, threads and devices), so threads still
+ *    running and handlers that run later never meet freed state.  Work still
+ *    queued on streams is not waited for: synchronize before exiting.
+ *  - after that shutdown (an atexit handler registered before infinirt's
+ *    first call, a static destructor): every call returns
+ *    DEVICE_NOT_INITIALIZED and logs why.  A call already in progress on
+ *    another thread completes normally. */
 
 /* Write the number of devices of every type into count_array[0 ..
  * INFINI_DEVICE_TYPE_COUNT-1]; 0 where no plugin serves a type.  Never fails

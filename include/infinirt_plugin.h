@@ -113,7 +113,10 @@ typedef struct infinirtPluginOps {
     /* Required.  Discover devices; *device_count = 0 with a message is a
      * successful init that serves nothing. */
     infiniStatus_t (*init)(const infinirtPluginInitArgs *args, int *device_count);
-    /* Optional.  Release everything; called once at process exit. */
+    /* Optional.  Release everything.  The loader does not call it: at
+     * process exit it tears nothing down (other threads and later atexit
+     * handlers may still be inside the plugin; the OS reclaims the rest).
+     * For harnesses that load the plugin directly. */
     void (*shutdown)(void);
     /* Required. */
     infiniStatus_t (*get_device_info)(int dev, infinirtPluginDeviceInfo *info);

@@ -216,9 +216,12 @@ typedef struct {
 } infinirt__runtime;
 
 extern infinirt__runtime infinirt__rt;
-extern atomic_int infinirt__ready; /* 1 once infinirt__rt is complete */
+/* 1 while calls may proceed: set once infinirt__rt is complete, cleared for
+ * good at process exit and in a child forked after initialisation. */
+extern atomic_int infinirt__ready;
 
-/* Initialise once; returns SUCCESS or DEVICE_NOT_INITIALIZED. */
+/* Initialise once; returns SUCCESS, or DEVICE_NOT_INITIALIZED with a log line
+ * saying why (shut down at exit, forked child). */
 infiniStatus_t infinirt__init_slow(void);
 static inline infiniStatus_t infinirt__ensure_init(void)
 {

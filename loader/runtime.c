@@ -15,20 +15,41 @@ atomic_int infinirt__ready;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static void shutdown_plugins(void)
+/* Why infinirt__ready is 0 once the runtime has been set up: the slow path
+ * reports it.  The hot path tests infinirt__ready only, so each state below
+ * costs nothing until it is entered. */
+enum { RT_STARTING, RT_READY, RT_SHUT_DOWN, RT_FORKED };
+static atomic_int g_state = RT_STARTING;
+
+/* At process exit: refuse further calls, tear nothing down.  Calling the
+ * plugins' shutdown here would join the CPU plugin's workers (which never
+ * returns in a forked child, whose threads were not copied) and free device
+ * tables that other threads, later atexit handlers and static destructors
+ * may still reach.  The OS reclaims memory, threads and driver state. */
+static void mark_shut_down(void)
 {
-    /* Plugins are not dlclosed (ARCHITECTURE §3): their code may still be
-     * referenced by threads or handlers that outlive us.  Their shutdown
-     * entry releases device resources (contexts, queues, worker threads). */
-    for (int i = infinirt__rt.nplugins - 1; i >= 0; i--) {
-        infinirt__plugin *p = &infinirt__rt.plugins[i];
-        if (p->status == INFINIRT_PLUGIN_LOADED && p->ops->shutdown != NULL)
-            p->ops->shutdown();
-    }
+    int ready = RT_READY;
+    atomic_compare_exchange_strong(&g_state, &ready, RT_SHUT_DOWN);
+    atomic_store_explicit(&infinirt__ready, 0, memory_order_release);
+}
+
+/* In the child of a fork taken after initialisation began.  Only the forking
+ * thread was copied: the streams' worker threads are gone, locks may be held
+ * by threads that no longer exist, and GPU drivers do not survive fork.  So
+ * the child refuses every call rather than hang or corrupt its copy. */
+static void mark_forked(void)
+{
+    atomic_store(&g_state, RT_FORKED);
+    atomic_store_explicit(&infinirt__ready, 0, memory_order_release);
 }
 
 static void do_init(void)
 {
+    /* First, so that a fork taken during initialisation is caught too; glibc
+     * then runs this function again in the child, which stops here. */
+    pthread_atfork(NULL, NULL, mark_forked);
+    if (atomic_load(&g_state) == RT_FORKED)
+        return;
     infinirt__log_init();
     infinirt__config_load(&infinirt__rt.cfg);
     infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
@@ -47,14 +68,32 @@ static void do_init(void)
         INFINIRT__WARN("default_device %s:%d does not exist (%d %s device(s)); using cpu:0",
                        infinirtGetDeviceTypeName(t), id, p ? p->device_count : 0, infinirtGetDeviceTypeName(t));
     }
-    atexit(shutdown_plugins);
-    atomic_store_explicit(&infinirt__ready, 1, memory_order_release);
+    atexit(mark_shut_down);
+    int starting = RT_STARTING;
+    if (atomic_compare_exchange_strong(&g_state, &starting, RT_READY))
+        atomic_store_explicit(&infinirt__ready, 1, memory_order_release);
 }
 
 infiniStatus_t infinirt__init_slow(void)
 {
     pthread_once(&g_once, do_init);
-    return atomic_load(&infinirt__ready) ? INFINI_STATUS_SUCCESS : INFINI_STATUS_DEVICE_NOT_INITIALIZED;
+    if (atomic_load_explicit(&infinirt__ready, memory_order_acquire))
+        return INFINI_STATUS_SUCCESS;
+    switch (atomic_load(&g_state)) {
+    case RT_FORKED:
+        INFINIRT__WARN("this process was forked after infinirt initialised; its infinirt state cannot be used in "
+                       "the child (the parent's stream threads were not copied, and GPU drivers do not survive "
+                       "fork): fork before the first infinirt call, or exec (DEVICE_NOT_INITIALIZED)");
+        break;
+    case RT_SHUT_DOWN:
+        INFINIRT__WARN("called after infinirt shut down at process exit (from an atexit handler or a static "
+                       "destructor that runs after infinirt's) (DEVICE_NOT_INITIALIZED)");
+        break;
+    default:
+        INFINIRT__WARN("infinirt could not be initialised (DEVICE_NOT_INITIALIZED)");
+        break;
+    }
+    return INFINI_STATUS_DEVICE_NOT_INITIALIZED;
 }
 
 infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
