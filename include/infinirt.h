@@ -214,17 +214,30 @@ INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr);
 /* Copy `size` bytes and wait for the copy to complete.  Device pointers are
  * looked up (interior pointers too) to find the owning device; the current
  * device is not used.  Host pointers may be any host memory.
+ * Every range the loader can see is checked before anything is copied, on
+ * both sides: a side inside a live allocation (device memory, or host
+ * memory from infinirtMallocHost) must fit in it; a host side must not be
+ * device memory the host cannot address (the CPU backend's device memory
+ * is host memory and may be either side of any kind; other backends' may
+ * not be a host side); size must fit a ptrdiff_t and no range may wrap
+ * around the address space.  Host memory the loader did not allocate is
+ * taken on trust.  A rejected copy writes nothing.
  * Returns SUCCESS; NULL_POINTER (dst or src NULL with size > 0); BAD_PARAM
  * (unknown kind, a device-side pointer that is no live device allocation,
- * or a range running past the end of its allocation); NOT_IMPLEMENTED for
- * a D2D copy between devices of two different backends. */
+ * a range running past the end of its allocation, a host side in device
+ * memory the host cannot address, or a size larger than PTRDIFF_MAX or
+ * wrapping around), logged naming the side, its offset, the size and the
+ * allocation's size; NOT_IMPLEMENTED for a D2D copy between devices of two
+ * different backends.  size 0 is a no-op (SUCCESS, pointers unchecked). */
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size,
                                            infinirtMemcpyKind_t kind);
 
 /* As infinirtMemcpy, queued on `stream` (NULL: the owning device's default
  * stream).  Host memory must stay valid until the copy completes.  The
- * device-side pointers must belong to the stream's backend.
- * Returns as infinirtMemcpy, plus BAD_PARAM for an unknown stream. */
+ * device-side pointers must belong to the stream's backend.  Checked as
+ * infinirtMemcpy, before anything is queued.
+ * Returns as infinirtMemcpy, plus BAD_PARAM for an unknown or destroyed
+ * stream, even with size 0. */
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size,
                                                 infinirtMemcpyKind_t kind, infinirtStream_t stream);
 
@@ -239,10 +252,15 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream);
 
 /* Set `count` bytes at device pointer ptr to (unsigned char)value and wait.
- * Routed by pointer.  Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
+ * Routed by pointer.  [ptr, ptr+count) must lie in one live device
+ * allocation (checked as in infinirtMemcpy; nothing is written otherwise).
+ * count 0 is a no-op.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM (not device memory, a range past
+ * the end of its allocation, count larger than PTRDIFF_MAX). */
 INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count);
 
-/* As infinirtMemset, queued on `stream`.  Returns as infinirtMemcpyAsync. */
+/* As infinirtMemset, queued on `stream`.  Returns as infinirtMemcpyAsync:
+ * BAD_PARAM for an unknown or destroyed stream, even with count 0. */
 INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count,
                                                 infinirtStream_t stream);
 

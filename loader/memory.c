@@ -125,43 +125,108 @@ INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream
 
 /* ------------------------------------------------------------ copies */
 
-/* A device-side range [ptr, ptr+size) inside one live device block. */
-static infiniStatus_t device_range(const void *ptr, size_t size, const char *what, const char *fn,
-                                   infinirt__device **out)
+/* Every range the loader can see is checked before anything is touched:
+ *  - a range [p, p+size) must not wrap around the address space, and size
+ *    must fit a ptrdiff_t (no object is larger; SIZE_MAX is a caller's bug);
+ *  - a side inside a live allocation (device, or MallocHost host memory)
+ *    must fit in that allocation;
+ *  - a device side must be a live device allocation;
+ *  - a host side may be any host memory, but not device memory that the
+ *    host cannot address.  Only the CPU backend's device memory is plain
+ *    host memory (InfiniCore programs on CPU copy between such pointers
+ *    with any kind); an OpenCL buffer handle or a CUDA device address
+ *    would crash the memmove or the plugin's host access.
+ * Foreign host memory (malloc, the stack) cannot be checked and is taken
+ * on trust, as every runtime does.  One lookup per side. */
+
+static infiniStatus_t check_size(size_t size, const char *fn)
 {
-    infinirt__ptr_info info;
-    if (!infinirt__pool_lookup(ptr, &info))
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
-                              "%s %p is not inside any live device allocation (use infinirtMalloc)", what, ptr);
-    if (info.device_id < 0)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s %p is host (MallocHost) memory, not device memory",
-                              what, ptr);
-    if (size > info.block_size - info.offset)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
-                              "%s range of %zu bytes at offset %zu runs past the end of its %zu-byte allocation",
-                              what, size, info.offset, info.block_size);
-    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, out);
+    if (__builtin_expect(size > (size_t)PTRDIFF_MAX, 0))
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "size %zu is larger than any object can be", size);
+    return INFINI_STATUS_SUCCESS;
 }
 
-/* Resolve the devices a copy touches.  *owner is the device whose plugin
- * performs the copy (dst's for H2D/D2D, src's for D2H), *other the second
- * device of a D2D copy. */
+static const char *place_name(const infinirt__ptr_info *info)
+{
+    return info->device_id < 0 ? "host (MallocHost)" : "device";
+}
+
+/* One side [ptr, ptr+size) of a copy or fill (size <= PTRDIFF_MAX).  A
+ * device side sets *dev to its owning device; a host side leaves it NULL. */
+static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn,
+                                 infinirt__device **dev)
+{
+    *dev = NULL;
+    if (__builtin_expect((uintptr_t)ptr > UINTPTR_MAX - size, 0))
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s range of %zu bytes at %p wraps around the address space",
+                              what, size, ptr);
+    infinirt__ptr_info info;
+    if (!infinirt__pool_lookup(ptr, &info)) {
+        if (device_side)
+            return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                                  "%s %p is not inside any live device allocation (use infinirtMalloc)", what, ptr);
+        return INFINI_STATUS_SUCCESS; /* foreign host memory */
+    }
+    if (device_side && info.device_id < 0)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s %p is host (MallocHost) memory, not device memory",
+                              what, ptr);
+    if (!device_side && info.device_id >= 0 && info.device_type != INFINI_DEVICE_CPU)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                              "%s %p is device memory of %s:%d, not host memory; use a kind that names it as "
+                              "device memory",
+                              what, ptr, infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
+                              info.device_id);
+    if (size > info.block_size - info.offset)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                              "%s range of %zu bytes at offset %zu runs past the end of its %zu-byte %s allocation",
+                              what, size, info.offset, info.block_size, place_name(&info));
+    if (!device_side)
+        return INFINI_STATUS_SUCCESS;
+    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, dev);
+}
+
+/* A call with nothing to do still rejects a dead stream handle, as every
+ * other call on one does. */
+static infiniStatus_t check_stream_alive(infinirtStream_t stream, const char *fn)
+{
+    if (stream == NULL)
+        return INFINI_STATUS_SUCCESS;
+    infinirt__stream *s = infinirt__stream_get(stream);
+    if (s == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", (void *)stream);
+    infinirt__stream_put(s);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* Check both sides of a copy (see above) and resolve the devices it
+ * touches.  *owner is the device whose plugin performs the copy (dst's for
+ * H2D/D2D, src's for D2H; NULL for H2H), *other the second device of a D2D
+ * copy. */
 static infiniStatus_t copy_route(void *dst, const void *src, size_t size, int kind, const char *fn,
                                  infinirt__device **owner, infinirt__device **other)
 {
     infiniStatus_t st;
+    infinirt__device *unused;
     *owner = *other = NULL;
+    if ((st = check_size(size, fn)) != INFINI_STATUS_SUCCESS)
+        return st;
     switch (kind) {
     case INFINIRT_MEMCPY_H2H:
-        return INFINI_STATUS_SUCCESS;
-    case INFINIRT_MEMCPY_H2D:
-        return device_range(dst, size, "dst", fn, owner);
-    case INFINIRT_MEMCPY_D2H:
-        return device_range(src, size, "src", fn, owner);
-    case INFINIRT_MEMCPY_D2D:
-        if ((st = device_range(dst, size, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
+        if ((st = check_side(dst, size, false, "dst", fn, &unused)) != INFINI_STATUS_SUCCESS)
             return st;
-        return device_range(src, size, "src", fn, other);
+        return check_side(src, size, false, "src", fn, &unused);
+    case INFINIRT_MEMCPY_H2D:
+        if ((st = check_side(dst, size, true, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
+            return st;
+        return check_side(src, size, false, "src", fn, &unused);
+    case INFINIRT_MEMCPY_D2H:
+        if ((st = check_side(src, size, true, "src", fn, owner)) != INFINI_STATUS_SUCCESS)
+            return st;
+        return check_side(dst, size, false, "dst", fn, &unused);
+    case INFINIRT_MEMCPY_D2D:
+        if ((st = check_side(dst, size, true, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
+            return st;
+        return check_side(src, size, true, "src", fn, other);
     default:
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "memcpy kind %d is not an infinirtMemcpyKind_t", kind);
     }
@@ -229,14 +294,8 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
     if ((unsigned)kind > INFINIRT_MEMCPY_D2D)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "memcpy kind %d is not an infinirtMemcpyKind_t",
                               (int)kind);
-    if (size == 0) {
-        /* Nothing to queue, but a dead stream is still an error. */
-        infinirt__stream *s0 = stream ? infinirt__stream_get(stream) : NULL;
-        if (stream != NULL && s0 == NULL)
-            return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
-        infinirt__stream_put(s0);
-        return INFINI_STATUS_SUCCESS;
-    }
+    if (size == 0)
+        return check_stream_alive(stream, __func__);
     if (dst == NULL || src == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
     infinirt__device *owner, *other;
@@ -277,7 +336,8 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
     if (ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
     infinirt__device *dev = NULL;
-    if ((st = device_range(ptr, count, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
+    if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
+        (st = check_side(ptr, count, true, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     if (!INFINIRT__HAS_OP(dev->plugin, memset))
         return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memset", dev->plugin->name);
@@ -293,11 +353,12 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (count == 0)
-        return INFINI_STATUS_SUCCESS;
+        return check_stream_alive(stream, __func__);
     if (ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
     infinirt__device *owner;
-    if ((st = device_range(ptr, count, "ptr", __func__, &owner)) != INFINI_STATUS_SUCCESS)
+    if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
+        (st = check_side(ptr, count, true, "ptr", __func__, &owner)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
     if ((st = infinirt__stream_resolve(stream, owner, __func__, &s)) != INFINI_STATUS_SUCCESS)

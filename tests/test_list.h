@@ -24,7 +24,10 @@
     X(conformance, malloc_host)           \
     X(conformance, bad_handles)           \
     X(conformance, error_strings)         \
-    X(conformance, destroy_pending_free)
+    X(conformance, destroy_pending_free)  \
+    X(conformance, host_ranges)           \
+    X(conformance, device_as_host)        \
+    X(conformance, zero_size_dead_stream)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \

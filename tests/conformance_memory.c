@@ -1,0 +1,267 @@
+/*
+ * conformance_memory.c - the range checks of copies and fills, written once
+ * against the public API like the rest of the conformance suite: every side
+ * of every Memcpy/MemcpyAsync/Memset/MemsetAsync that the loader can see is
+ * checked, a rejected call writes nothing and changes no statistics, and a
+ * call with nothing to do still rejects a dead stream.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 1000
+#define BIG 8000
+
+/* Every field, so a rejected call that touched the allocator shows which. */
+static int same_stats(const infinirtAllocatorStats_t *a, const infinirtAllocatorStats_t *b)
+{
+    ASSERT_EQ(a->allocated_bytes, b->allocated_bytes);
+    ASSERT_EQ(a->peak_allocated_bytes, b->peak_allocated_bytes);
+    ASSERT_EQ(a->reserved_bytes, b->reserved_bytes);
+    ASSERT_EQ(a->peak_reserved_bytes, b->peak_reserved_bytes);
+    ASSERT_EQ(a->active_blocks, b->active_blocks);
+    ASSERT_EQ(a->segments, b->segments);
+    ASSERT_EQ(a->raw_allocs, b->raw_allocs);
+    ASSERT_EQ(a->raw_frees, b->raw_frees);
+    ASSERT_EQ(a->alloc_requests, b->alloc_requests);
+    ASSERT_EQ(a->retries, b->retries);
+    ASSERT_EQ(a->oom_count, b->oom_count);
+    ASSERT_EQ(a->cached_free_bytes, b->cached_free_bytes);
+    return TEST_OK;
+}
+
+typedef struct {
+    infinirtAllocatorStats_t dev, host;
+} stats_pair;
+
+static int snap(stats_pair *s)
+{
+    ASSERT_OK(infinirtGetAllocatorStats(tc_device_type(), 0, &s->dev));
+    ASSERT_OK(infinirtGetHostAllocatorStats(tc_device_type(), &s->host));
+    return TEST_OK;
+}
+
+static int unchanged(const stats_pair *before)
+{
+    stats_pair now;
+    CHECK(snap(&now));
+    CHECK(same_stats(&before->dev, &now.dev));
+    CHECK(same_stats(&before->host, &now.host));
+    return TEST_OK;
+}
+
+/* Device memory's bytes, read through the API. */
+static int device_is(const void *d, const unsigned char *want, size_t n)
+{
+    unsigned char *got = malloc(n);
+    ASSERT(got != NULL);
+    ASSERT_OK(infinirtMemcpy(got, d, n, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, n);
+    free(got);
+    return TEST_OK;
+}
+
+/* Pinned (MallocHost) and device blocks on either side of every kind,
+ * synchronous and queued: a range past the end of its block, a size beyond
+ * PTRDIFF_MAX, a range wrapping around the address space - all BAD_PARAM,
+ * with not one byte written and the allocator's statistics unchanged. */
+int test_conformance_host_ranges(void)
+{
+    CHECK(tc_use_device(0));
+    unsigned char *h, *f = malloc(BIG), *g = malloc(BIG), *pf = malloc(BIG), *ph = malloc(N), *pd = malloc(N);
+    void *d;
+    infinirtStream_t s;
+    ASSERT(f && g && pf && ph && pd);
+    ASSERT_OK(infinirtMallocHost((void **)&h, N));
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    tc_pattern(pf, BIG, 1);
+    tc_pattern(ph, N, 2);
+    tc_pattern(pd, N, 3);
+    memcpy(f, pf, BIG);
+    memset(g, 0, BIG);
+    memcpy(h, ph, N);
+    ASSERT_OK(infinirtMemcpy(d, pd, N, INFINIRT_MEMCPY_H2D));
+    char *dc = d;
+    void *top = (void *)(UINTPTR_MAX - 15); /* 64 bytes from here wrap around */
+    const size_t huge = (size_t)PTRDIFF_MAX + 1;
+    stats_pair before;
+    CHECK(snap(&before));
+
+    /* (1) A side inside a known block must fit in it. */
+    ASSERT_STATUS(infinirtMemcpy(h, f, BIG, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);       /* pinned dst */
+    ASSERT_STATUS(infinirtMemcpy(g, h, BIG, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);       /* pinned src */
+    ASSERT_STATUS(infinirtMemcpy(h + N - 1, f, 2, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM); /* interior */
+    ASSERT_STATUS(infinirtMemcpy(h + 1, d, N, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);     /* D2H dst */
+    ASSERT_STATUS(infinirtMemcpy(d, h + 1, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);     /* H2D src */
+    ASSERT_STATUS(infinirtMemcpy(d, f, BIG, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);       /* device dst */
+    ASSERT_STATUS(infinirtMemcpy(g, d, BIG, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);       /* device src */
+    ASSERT_STATUS(infinirtMemcpyAsync(h + 1, d, N, INFINIRT_MEMCPY_D2H, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(h, f, BIG, INFINIRT_MEMCPY_H2H, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(h, f, BIG, INFINIRT_MEMCPY_H2H, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(d, h + 1, N, INFINIRT_MEMCPY_H2D, NULL), INFINI_STATUS_BAD_PARAM);
+
+    /* (2) Sizes no object has, on every kind and call. */
+    ASSERT_STATUS(infinirtMemcpy(g, f, SIZE_MAX, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(g, f, huge, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(g, f, SIZE_MAX, INFINIRT_MEMCPY_H2H, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, f, SIZE_MAX, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(g, d, SIZE_MAX, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, d, SIZE_MAX, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(d, f, huge, INFINIRT_MEMCPY_H2D, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemset(d, 0, SIZE_MAX), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemsetAsync(d, 0, SIZE_MAX, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemsetAsync(d, 0, huge, NULL), INFINI_STATUS_BAD_PARAM);
+    /* ... and ranges that wrap around, on either host side. */
+    ASSERT_STATUS(infinirtMemcpy(top, f, 64, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(g, top, 64, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(top, f, 64, INFINIRT_MEMCPY_H2H, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, top, 64, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(top, d, 64, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(top, d, 64, INFINIRT_MEMCPY_D2H, s), INFINI_STATUS_BAD_PARAM);
+
+    /* Nothing was written, queued or allocated. */
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_MEM_EQ(h, ph, N);
+    ASSERT_MEM_EQ(f, pf, BIG);
+    for (size_t i = 0; i < BIG; i++)
+        if (g[i] != 0)
+            TEST_FAILED_("byte %zu of the foreign destination was written", i);
+    CHECK(device_is(d, pd, N));
+    CHECK(unchanged(&before));
+
+    /* The largest ranges that fit still work, up to the last byte. */
+    ASSERT_OK(infinirtMemcpy(h + N / 2, f, N / 2, INFINIRT_MEMCPY_H2H));
+    ASSERT_MEM_EQ(h + N / 2, pf, N / 2);
+    ASSERT_OK(infinirtMemcpy(dc + N - 1, h, 1, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpyAsync(h + 1, dc + 1, N - 1, INFINIRT_MEMCPY_D2H, s));
+    ASSERT_OK(infinirtMemsetAsync(dc + N - 10, 0x7e, 10, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_MEM_EQ(h + 1, pd + 1, N - 2);
+    ASSERT_EQ(h[N - 1], ph[0]);
+    ASSERT_OK(infinirtMemcpy(g, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_EQ(g[N - 10], 0x7e);
+    ASSERT_EQ(g[N - 1], 0x7e);
+
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFreeHost(h));
+    free(f);
+    free(g);
+    free(pf);
+    free(ph);
+    free(pd);
+    return TEST_OK;
+}
+
+/* Device memory as the host side of a copy (H2H either side, H2D's src,
+ * D2H's dst).  The CPU backend's device memory is host memory: accepted
+ * there, and range-checked.  Any other backend's (an OpenCL buffer handle,
+ * a CUDA device address) is BAD_PARAM, never a crash or a silent write. */
+int test_conformance_device_as_host(void)
+{
+    CHECK(tc_use_device(0));
+    bool host_addressable = tc_device_type() == INFINI_DEVICE_CPU;
+    unsigned char *f = malloc(N), *g = malloc(N), *p1 = malloc(N), *p2 = malloc(N);
+    ASSERT(f && g && p1 && p2);
+    void *d1, *d2;
+    infinirtStream_t s;
+    ASSERT_OK(infinirtMalloc(&d1, N));
+    ASSERT_OK(infinirtMalloc(&d2, N));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    tc_pattern(p1, N, 4);
+    tc_pattern(p2, N, 5);
+    tc_pattern(f, N, 6);
+    ASSERT_OK(infinirtMemcpy(d1, p1, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(d2, p2, N, INFINIRT_MEMCPY_H2D));
+    stats_pair before;
+    CHECK(snap(&before));
+
+    if (host_addressable) {
+        ASSERT_OK(infinirtMemcpy(d1, f, N, INFINIRT_MEMCPY_H2H));
+        ASSERT_OK(infinirtMemcpy(g, d1, N, INFINIRT_MEMCPY_H2H));
+        ASSERT_MEM_EQ(g, f, N);
+        ASSERT_OK(infinirtMemcpy(d2, d1, N / 2, INFINIRT_MEMCPY_H2D));                               /* src */
+        ASSERT_OK(infinirtMemcpy((char *)d2 + N / 2, (char *)d1 + N / 2, N / 2, INFINIRT_MEMCPY_D2H)); /* dst */
+        CHECK(device_is(d2, f, N));
+        ASSERT_OK(infinirtMemset(d1, 0, N));
+        ASSERT_OK(infinirtMemcpyAsync(d1, d2, N, INFINIRT_MEMCPY_H2H, s));
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        /* Still range-checked, as every side the loader knows. */
+        ASSERT_STATUS(infinirtMemcpy((char *)d1 + 1, d2, N, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(d2, (char *)d1 + 1, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy((char *)d2 + 1, d1, N, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+        CHECK(device_is(d1, f, N));
+        CHECK(device_is(d2, f, N));
+    } else {
+        memset(g, 0, N);
+        ASSERT_STATUS(infinirtMemcpy(d1, f, N, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(g, d1, N, INFINIRT_MEMCPY_H2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(d2, d1, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(d2, d1, N, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpyAsync(d1, f, N, INFINIRT_MEMCPY_H2H, s), INFINI_STATUS_BAD_PARAM);
+        ASSERT_OK(infinirtMemcpyAsync(g, d2, N, INFINIRT_MEMCPY_D2H, s));
+        ASSERT_STATUS(infinirtMemcpyAsync(d1, d2, N, INFINIRT_MEMCPY_H2D, s), INFINI_STATUS_BAD_PARAM);
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        ASSERT_MEM_EQ(g, p2, N); /* the one legal copy */
+        CHECK(device_is(d1, p1, N));
+        CHECK(device_is(d2, p2, N));
+    }
+    CHECK(unchanged(&before));
+
+    /* The CPU backend's device memory is host memory for every backend:
+     * here the host side of a copy to and from the device under test. */
+    int ncpu = 0;
+    if (infinirtGetDeviceCount(INFINI_DEVICE_CPU, &ncpu) == INFINI_STATUS_SUCCESS && ncpu > 0) {
+        void *c;
+        ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+        ASSERT_OK(infinirtMalloc(&c, N));
+        CHECK(tc_use_device(0));
+        ASSERT_OK(infinirtMemcpy(c, f, N, INFINIRT_MEMCPY_H2H));
+        ASSERT_OK(infinirtMemcpy(d1, c, N, INFINIRT_MEMCPY_H2D));
+        ASSERT_OK(infinirtMemcpy(c, d2, N, INFINIRT_MEMCPY_D2H));
+        ASSERT_STATUS(infinirtMemcpy(d1, (char *)c + 1, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy((char *)c + 1, d2, N, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+        CHECK(device_is(d1, f, N));
+        ASSERT_OK(infinirtMemcpy(g, c, N, INFINIRT_MEMCPY_H2H));
+        CHECK(device_is(d2, g, N));
+        ASSERT_OK(infinirtFree(c));
+    }
+
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtFree(d1));
+    ASSERT_OK(infinirtFree(d2));
+    free(f);
+    free(g);
+    free(p1);
+    free(p2);
+    return TEST_OK;
+}
+
+/* A queued call with nothing to do (size 0) on a destroyed or made-up
+ * stream is BAD_PARAM like every other call on a dead handle; on a live or
+ * the NULL stream it is a no-op. */
+int test_conformance_zero_size_dead_stream(void)
+{
+    CHECK(tc_use_device(0));
+    void *d;
+    char h[16];
+    int junk[16] = {0};
+    infinirtStream_t s, made_up = (infinirtStream_t)junk;
+    ASSERT_OK(infinirtMalloc(&d, 16));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtMemsetAsync(d, 0, 0, s));
+    ASSERT_OK(infinirtMemcpyAsync(d, h, 0, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemsetAsync(d, 0, 0, NULL));
+    ASSERT_OK(infinirtMemcpyAsync(d, h, 0, INFINIRT_MEMCPY_H2D, NULL));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_STATUS(infinirtMemsetAsync(d, 0, 0, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(d, h, 0, INFINIRT_MEMCPY_H2D, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemsetAsync(d, 0, 0, made_up), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(d, h, 0, INFINIRT_MEMCPY_H2D, made_up), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
