@@ -192,7 +192,9 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
  * owned by the caller and released with infinirtFree.  size 0 gives *p_ptr =
  * NULL and SUCCESS.  Served by the loader's caching allocator when enabled.
  * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, BAD_PARAM (larger than the
- * device's maximum single allocation). */
+ * device's maximum single allocation).  A request larger than the device's
+ * total memory fails at once with OUT_OF_MEMORY: the cache is not released
+ * for it and later allocations are served as if it had never been made. */
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size);
 
 /* Allocate `size` bytes of page-locked host memory through the current

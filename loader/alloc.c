@@ -113,6 +113,17 @@ static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
 
 /* ---------------------------------------------------------------- pool */
 
+/* The largest request the backend could take in one piece: requests round
+ * up to a multiple of g without overflow and never beyond its largest
+ * allocation. */
+static size_t max_single(const infinirt__pool *pool)
+{
+    size_t max = SIZE_MAX / 2;
+    if (pool->be.max_alloc_size != 0 && pool->be.max_alloc_size < max)
+        max = pool->be.max_alloc_size;
+    return max & ~(pool->g - 1);
+}
+
 infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, const infinirt__alloc_config *cfg,
                                      infinirt__pool **out)
 {
@@ -139,13 +150,13 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
     }
     pool->g = g;
     pool->gshift = (unsigned)__builtin_ctzll((unsigned long long)g);
-    /* Requests round up to a multiple of g without overflow and never
-     * beyond the backend's largest allocation. */
-    size_t max = SIZE_MAX / 2;
-    if (be->max_alloc_size != 0 && be->max_alloc_size < max)
-        max = be->max_alloc_size;
-    pool->max_req = max & ~(g - 1);
-    pool->small_seg = INFINIRT__SMALL_SEG < pool->max_req ? INFINIRT__SMALL_SEG : pool->max_req;
+    size_t max = max_single(pool);
+    pool->small_seg = INFINIRT__SMALL_SEG < max ? INFINIRT__SMALL_SEG : max;
+    /* A request beyond the device's memory fails at once (bad_size), with
+     * nothing released or learned. */
+    if (be->total_memory != 0 && be->total_memory < max)
+        max = be->total_memory;
+    pool->max_req = max;
     pool->small_max = INFINIRT__SMALL_MAX < pool->small_seg / 4 ? INFINIRT__SMALL_MAX : pool->small_seg / 4;
     pool->small_max &= ~(g - 1);
     atomic_init(&pool->capacity, be->total_memory);
@@ -341,6 +352,29 @@ void infinirt__log_oom(infinirt__pool *pool, size_t size)
                    pool->be.label, size, allocated, atomic_load(&pool->reserved), largest);
 }
 
+/* The backend refused `refused` more bytes while the pool held `reserved`:
+ * it has room for less than their sum, and strict mode starts below that.
+ * Only the lowest bound is kept, so a request far beyond the device (which
+ * teaches nothing about it) never lowers the capacity that sizes the
+ * segments of every later allocation. */
+static void learn_capacity(infinirt__pool *pool, size_t refused)
+{
+    size_t r = atomic_load(&pool->reserved);
+    size_t bound = refused > SIZE_MAX - r ? SIZE_MAX : r + refused;
+    size_t cap = atomic_load(&pool->capacity);
+    while ((cap == 0 || bound < cap) && !atomic_compare_exchange_weak(&pool->capacity, &cap, bound))
+        ;
+}
+
+/* A segment granted beyond the learned capacity proves it stale (the memory
+ * other users held came back): return to what the device reports. */
+static void forget_stale_capacity(infinirt__pool *pool)
+{
+    size_t cap = atomic_load_explicit(&pool->capacity, memory_order_relaxed);
+    if (cap != pool->be.total_memory && atomic_load(&pool->reserved) > cap)
+        atomic_store(&pool->capacity, pool->be.total_memory);
+}
+
 /* A miss in the bins (arena locked; returns locked): completed and deferred
  * frees first, then an empty segment of another arena, then a new segment,
  * then the out-of-memory path. */
@@ -369,7 +403,7 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
             /* Give back what the cache holds and ask for exactly what is
              * needed; then wait for the work in flight and try once more. */
             atomic_fetch_add(&pool->retries, 1);
-            atomic_store(&pool->capacity, atomic_load(&pool->reserved));
+            learn_capacity(pool, grow);
             infinirt__release_cached(pool);
             st = infinirt__raw_segment(pool, exact, !small, &s);
             if (st == INFINI_STATUS_OUT_OF_MEMORY && infinirt__wait_all(pool)) {
@@ -378,6 +412,8 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
             }
         }
     }
+    if (s != NULL)
+        forget_stale_capacity(pool);
     infinirt__spin_lock(&a->lock);
     if (s != NULL) {
         infinirt__blk *b = infinirt__seg_attach(a, s);
@@ -404,13 +440,25 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
     return INFINI_STATUS_OUT_OF_MEMORY;
 }
 
+/* A request of 0 or more than max_req bytes, refused before anything is
+ * released or counted as a retry: BAD_PARAM beyond the largest single
+ * allocation, OUT_OF_MEMORY beyond the device's memory (what cudaMalloc
+ * answers for a request no device could hold). */
 static infiniStatus_t bad_size(infinirt__pool *pool, size_t size)
 {
-    if (size != 0)
+    if (size == 0)
+        return INFINI_STATUS_BAD_PARAM;
+    size_t max = max_single(pool);
+    if (size > max) {
         INFINIRT__WARN("%s: cannot allocate %zu bytes: larger than the device's maximum single allocation "
                        "(%zu bytes)",
-                       pool->be.label, size, pool->max_req);
-    return INFINI_STATUS_BAD_PARAM;
+                       pool->be.label, size, max);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    atomic_fetch_add(&pool->oom, 1);
+    INFINIRT__WARN("%s: out of memory: requested %zu bytes, more than the device's %zu bytes of memory",
+                   pool->be.label, size, pool->be.total_memory);
+    return INFINI_STATUS_OUT_OF_MEMORY;
 }
 
 infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)

@@ -79,6 +79,7 @@ void infinirt__pool_destroy(infinirt__pool *pool);
 /* Allocate `size` (> 0) bytes for use on `stream` (NULL = default stream).
  * Returns SUCCESS; OUT_OF_MEMORY after releasing cache and retrying, with one
  * log line giving requested, allocated, reserved and largest free bytes;
+ * OUT_OF_MEMORY at once, releasing nothing, when size exceeds total_memory;
  * BAD_PARAM when size exceeds max_alloc_size. */
 infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out);
 

@@ -64,7 +64,9 @@
     X(allocator, threads)                 \
     X(threads, first_call)                \
     X(threads, current_device)            \
-    X(threads, event_teardown)
+    X(threads, event_teardown)            \
+    X(memory_checks, huge_request)        \
+    X(memory_checks, huge_request_limited)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -29,5 +29,7 @@ int test_whole_block_frees(void);
 int test_invariants_stress(void);
 int test_invariants_threads(void);
 int test_hash_prefetch_during_grow(void);
+int test_huge_request_fails_fast(void);
+int test_oom_keeps_capacity(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
