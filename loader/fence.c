@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /*
  * A fence is a list of items, one per stream it covers.  Each item holds
@@ -349,6 +350,10 @@ void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev, 
         be->raw_alloc = host_raw_alloc;
         be->raw_free = host_raw_free;
         be->fence_take = host_fence_take;
+        /* Pinned memory is host memory: a request beyond the machine's
+         * physical memory fails at once instead of emptying the cache. */
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        be->total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
         be->device_type = (int)host_plugin->type;
         be->device_id = -1;
         snprintf(be->label, sizeof be->label, "%s host", infinirtGetDeviceTypeName(host_plugin->type));

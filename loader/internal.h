@@ -243,7 +243,5 @@ infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt
 infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev,
                                        const char *entry);
 
-/* Transitional: whether entry `op` is the plugin's own. */
-#define INFINIRT__HAS_OP(plugin, op) INFINIRT__HAS(plugin, op)
 
 #endif /* INFINIRT_LOADER_INTERNAL_H_ */

@@ -76,11 +76,13 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         return st;
-    if (ptr == NULL)
-        return INFINI_STATUS_SUCCESS;
     infinirt__stream *s = NULL;
     if (stream != NULL && (st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
-        return st;
+        return st; /* a dead stream is an error even with nothing to free */
+    if (ptr == NULL) {
+        infinirt__stream_put(s);
+        return INFINI_STATUS_SUCCESS;
+    }
     void *key = s != NULL ? (void *)s : sync ? INFINIRT__POOL_SYNC : NULL;
     /* The pool rejects what it does not own; the lookup below only runs to
      * explain a failure, so the fast path pays for one lookup only. */
@@ -313,12 +315,9 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
                             "the copy's device memory belongs to a different backend than stream %s:%d; "
                             "asynchronous copies between backends are not supported",
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
-    } else if (!INFINIRT__HAS_OP(dev->plugin, memcpy_async)) {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memcpy_async",
-                            dev->plugin->name);
     } else {
-        infinirt__stream_note_submit(s);
         st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, s->ps);
+        infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memcpy_async");
     }
@@ -339,8 +338,6 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
     if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
         (st = check_side(ptr, count, true, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    if (!INFINIRT__HAS_OP(dev->plugin, memset))
-        return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memset", dev->plugin->name);
     st = dev->plugin->ops->memset(dev->index, ptr, value, count);
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
@@ -368,12 +365,9 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
         st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
                             infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
-    } else if (!INFINIRT__HAS_OP(dev->plugin, memset_async)) {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no memset_async",
-                            dev->plugin->name);
     } else {
-        infinirt__stream_note_submit(s);
         st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
+        infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memset_async");
     }

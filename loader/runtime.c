@@ -111,6 +111,12 @@ infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt
 
 infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev, const char *entry)
 {
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED) {
+        /* The loader's stub for an entry the plugin does not have. */
+        INFINIRT__WARN("%s:%d (plugin %s): %s is not supported by this plugin",
+                       infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, entry);
+        return st;
+    }
     INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
                    dev->plugin->name, entry, infinirtGetErrorName(st));
     return st;
@@ -242,9 +248,6 @@ INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device
     infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    if (!INFINIRT__HAS_OP(dev->plugin, get_mem_info))
-        return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__, "plugin %s has no get_mem_info",
-                              dev->plugin->name);
     size_t f = 0, t = 0;
     st = dev->plugin->ops->get_mem_info(dev->index, &f, &t);
     if (st != INFINI_STATUS_SUCCESS)
