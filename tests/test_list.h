@@ -65,6 +65,8 @@
     X(threads, first_call)                \
     X(threads, current_device)            \
     X(threads, event_teardown)            \
+    X(threads, stream_destroy_waits)      \
+    X(threads, guessed_handle_destroy)    \
     X(memory_checks, huge_request)        \
     X(memory_checks, huge_request_limited)
 
