@@ -16,6 +16,19 @@
  * both sides know.  A NULL entry means "not supported": the loader answers
  * INFINI_STATUS_NOT_IMPLEMENTED to the application.
  *
+ * The loader copies the table once, at load: min(struct_size, its own
+ * sizeof) bytes into storage of its own, with every NULL entry (and every
+ * entry past a shorter table's end) replaced by a stub that returns
+ * NOT_IMPLEMENTED.  Later changes to the plugin's table are not seen.  It
+ * refuses (status ABI mismatch, the reason in the plugin report) a table
+ * without init, get_device_info, malloc_device, free_device or memcpy, and
+ * one whose entries do not make sense together: stream_create without
+ * stream_destroy and stream_synchronize; event_create without event_destroy
+ * and event_record; event_record without event_create, event_query and
+ * event_synchronize; malloc_host without free_host or the reverse.  A
+ * plugin with no events at all is fine: the allocator then keeps memory
+ * freed behind queued work until the device is next synchronised.
+ *
  * What the loader does for you, so plugins must not:
  *  - handles: the application sees loader handles; plugins see only their
  *    own stream/event objects and a plugin-local device index [0, count);
@@ -28,7 +41,8 @@
  *    stream, which the plugin owns.
  *
  * Threading: every entry may be called from any thread, concurrently, except
- * init (called once, before any other) and shutdown (called once, last).
+ * init (called once, before any other) and shutdown (never called by the
+ * loader; see below).
  */
 #ifndef INFINIRT_PLUGIN_H_
 #define INFINIRT_PLUGIN_H_
@@ -120,8 +134,10 @@ typedef struct infinirtPluginOps {
     void (*shutdown)(void);
     /* Required. */
     infiniStatus_t (*get_device_info)(int dev, infinirtPluginDeviceInfo *info);
+    /* Optional from here on, except malloc_device, free_device and memcpy. */
     infiniStatus_t (*get_mem_info)(int dev, size_t *free_bytes, size_t *total_bytes);
-    /* Wait for every stream of the device, the default one included. */
+    /* Wait for every stream of the device, the default one included.
+     * Without it the loader synchronises each stream in turn. */
     infiniStatus_t (*device_synchronize)(int dev);
 
     infiniStatus_t (*stream_create)(int dev, void **stream);
