@@ -643,3 +643,57 @@ int test_conformance_destroy_pending_free(void)
     free(got);
     return TEST_OK;
 }
+
+/* Every asynchronous operation counts as work in flight for the allocator:
+ * a block freed while a long MemsetAsync or MemcpyAsync still writes it -
+ * the only work on its stream - is not handed out until that work is done.
+ * (A same-size allocation right after the free gets the block back only
+ * once the write finished, so the pattern written into it survives.) */
+static int check_write_then_free(bool copy)
+{
+    enum { MB = 1 << 20 };
+    size_t n = 128 * (size_t)MB, free_b = 0, total_b = 0;
+    infiniDevice_t type;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&type, &id));
+    if (infinirtGetMemInfo(type, id, &free_b, &total_b) == INFINI_STATUS_SUCCESS && total_b / 4 < n)
+        n = total_b / 4 / MB * MB; /* small devices (the fake CUDA driver's) */
+    ASSERT_GE(n, (size_t)MB);
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *p, *src = NULL;
+    ASSERT_OK(infinirtMalloc(&p, n));
+    if (copy) {
+        ASSERT_OK(infinirtMalloc(&src, n));
+        ASSERT_OK(infinirtMemset(src, 0x5a, n));
+        ASSERT_OK(infinirtMemcpyAsync(p, src, n, INFINIRT_MEMCPY_D2D, s));
+    } else {
+        ASSERT_OK(infinirtMemsetAsync(p, 0xab, n, s));
+    }
+    ASSERT_OK(infinirtFree(p));
+    void *q;
+    ASSERT_OK(infinirtMalloc(&q, n));
+    unsigned char *want = malloc(MB), *got = malloc(MB);
+    ASSERT(want && got);
+    tc_pattern(want, MB, 3);
+    /* The pattern at the end of the block, which the write reaches last. */
+    ASSERT_OK(infinirtMemcpy((char *)q + n - MB, want, MB, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(got, (char *)q + n - MB, MB, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, MB);
+    ASSERT_OK(infinirtFree(q));
+    if (src != NULL)
+        ASSERT_OK(infinirtFree(src));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+int test_conformance_async_ops_fence(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(check_write_then_free(false));
+    CHECK(check_write_then_free(true));
+    return TEST_OK;
+}

@@ -27,7 +27,8 @@
     X(conformance, destroy_pending_free)  \
     X(conformance, host_ranges)           \
     X(conformance, device_as_host)        \
-    X(conformance, zero_size_dead_stream)
+    X(conformance, zero_size_dead_stream) \
+    X(conformance, async_ops_fence)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
