@@ -697,3 +697,64 @@ int test_conformance_async_ops_fence(void)
     CHECK(check_write_then_free(true));
     return TEST_OK;
 }
+
+/* Pinned host memory read by a queued copy on another device's stream:
+ * FreeHost from device 0 must not hand it out again before that copy ran.
+ * The free runs in a thread of its own: without the cache it waits for the
+ * copy. */
+typedef struct {
+    void *h;
+    size_t n;
+    infiniDevice_t type;
+    infiniStatus_t st;
+} refree_arg;
+
+static void *free_and_reuse_pinned(void *p)
+{
+    refree_arg *a = p;
+    void *h2 = NULL;
+    infinirtSetDevice(a->type, 0);
+    a->st = infinirtFreeHost(a->h);
+    if (a->st == INFINI_STATUS_SUCCESS)
+        a->st = infinirtMallocHost(&h2, a->n);
+    if (a->st == INFINI_STATUS_SUCCESS) {
+        memset(h2, 0xee, a->n); /* must not reach the gated copy's source */
+        a->h = h2;
+    }
+    return NULL;
+}
+
+int test_conformance_pinned_other_device(void)
+{
+    CHECK(tc_use_device(1));
+    enum { N = 256 * 1024 };
+    infinirtStream_t s1;
+    ASSERT_OK(infinirtStreamCreate(&s1));
+    void *d1, *h;
+    ASSERT_OK(infinirtMalloc(&d1, N));
+    ASSERT_OK(infinirtMallocHost(&h, N));
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 21);
+    memcpy(h, want, N);
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s1, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(d1, h, N, INFINIRT_MEMCPY_H2D, s1));
+    refree_arg arg = {.h = h, .n = N, .type = tc_device_type()};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse_pinned, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    void *h2 = arg.h;
+    ASSERT_OK(infinirtStreamSynchronize(s1));
+    ASSERT_OK(infinirtMemcpy(got, d1, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFreeHost(h2));
+    ASSERT_OK(infinirtFree(d1));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    free(want);
+    free(got);
+    return TEST_OK;
+}

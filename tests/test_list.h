@@ -28,7 +28,8 @@
     X(conformance, host_ranges)           \
     X(conformance, device_as_host)        \
     X(conformance, zero_size_dead_stream) \
-    X(conformance, async_ops_fence)
+    X(conformance, async_ops_fence)       \
+    X(conformance, pinned_other_device)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
