@@ -160,6 +160,7 @@ struct infinirt__stream {
     infinirt__device *dev;
     void *ps;                   /* plugin stream; NULL for the default stream */
     bool is_default;
+    uint64_t id;                /* unique for the process: a freed stream's address may come back */
     atomic_uint_fast64_t submitted; /* async operations queued */
     atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
     infinirt__stream *prev, *next;  /* in dev->streams */
