@@ -70,7 +70,18 @@
     X(threads, stream_destroy_waits)      \
     X(threads, guessed_handle_destroy)    \
     X(memory_checks, huge_request)        \
-    X(memory_checks, huge_request_limited)
+    X(memory_checks, huge_request_limited) \
+    X(fault, table_no_event_query)        \
+    X(fault, table_no_event_synchronize)  \
+    X(fault, table_no_stream_destroy)     \
+    X(fault, no_events)                   \
+    X(fault, omitted_entries)             \
+    X(fault, event_record_fails)          \
+    X(fault, event_create_fails)          \
+    X(fault, event_query_fails)           \
+    X(fault, event_wait_fails)            \
+    X(fault, device_sync_fails)           \
+    X(fault, sweep)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -1,0 +1,29 @@
+/*
+ * fault_plugin.h - the control functions the fault-injection plugin
+ * (fault_plugin.c) exports beside its entry, for the tests that drive it.
+ */
+#ifndef INFINIRT_TEST_FAULT_PLUGIN_H_
+#define INFINIRT_TEST_FAULT_PLUGIN_H_
+
+/* Modes of fault_set. */
+#define FAULT_OFF 0
+#define FAULT_ALWAYS 1 /* every call fails */
+#define FAULT_NTH 2    /* the n-th call from now fails, once */
+
+/* op: an entry name of infinirtPluginOps ("event_query").  Returns 0, or -1
+ * for an unknown name or a FAULT_NTH with n <= 0. */
+typedef int (*fault_set_fn)(const char *op, int mode, long n, int status);
+/* The n-th call from now of any entry fails with status; n = 0: off. */
+typedef void (*fault_fail_nth_any_fn)(long n, int status);
+/* Calls of op so far; op NULL: of every entry; -1 for an unknown name. */
+typedef long (*fault_calls_fn)(const char *op);
+/* Every fault off. */
+typedef void (*fault_reset_fn)(void);
+
+/* The plugin's definitions (tests reach them through dlsym). */
+int fault_set(const char *op, int mode, long n, int status);
+void fault_fail_nth_any(long n, int status);
+long fault_calls(const char *op);
+void fault_reset(void);
+
+#endif

@@ -1,0 +1,750 @@
+/*
+ * fault_tests.c - the loader against a plugin that fails on demand
+ * (fault_plugin.c, which wraps the CPU plugin and serves KUNLUN devices).
+ *
+ * What they pin down: an incoherent ops table is refused and a legal one
+ * without events works; a fence that cannot be taken, or whose events fail,
+ * never lets the allocator hand out memory that queued work may still
+ * write, and never strands memory once the device is known idle; and a
+ * failure of any single plugin call leaves every public call returning
+ * SUCCESS or that failure, with nothing leaked.
+ *
+ * The "gated" stream below is a CPU worker stream blocked on a host
+ * function until the test opens its gate: work queued behind it is pending
+ * for as long as the test wants.  FAULT_PLUGIN and CPU_PLUGIN come from
+ * CMake.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+#include "fault_plugin.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEV INFINI_DEVICE_KUNLUN
+#define LIMIT ((size_t)4 << 20) /* memory_limit of the fault device */
+#define FAIL_ST INFINI_STATUS_INTERNAL_ERROR
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *log_path(void)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/infinirt.log", tc_temp_dir());
+    return p;
+}
+
+/* A config with [plugin.fault] only (the inner CPU plugin must not be
+ * loaded twice), `omit` as FAULT_OMIT, logging to a file. */
+static void fault_config(const char *omit, const char *extra)
+{
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "[plugin.fault]\nlibrary = %s\ninner = %s\nmemory_limit = %zu\n%s\n", FAULT_PLUGIN,
+             CPU_PLUGIN, LIMIT, extra ? extra : "");
+    tc_use_config(cfg);
+    tc_setenv("FAULT_OMIT", omit ? omit : "");
+    tc_setenv("INFINIRT_LOG_FILE", log_path());
+    tc_setenv("INFINIRT_LOG", "info");
+}
+
+typedef struct {
+    fault_set_fn set;
+    fault_fail_nth_any_fn nth_any;
+    fault_calls_fn calls;
+    fault_reset_fn reset;
+} fault_api;
+
+/* The control functions of the loaded fault plugin (after the loader's
+ * initialisation loaded it). */
+static int get_api(fault_api *api)
+{
+    void *dl = dlopen(FAULT_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    if (dl == NULL) {
+        fprintf(stderr, "the fault plugin is not loaded: %s\n", dlerror());
+        return -1;
+    }
+    void *s[4] = {dlsym(dl, "fault_set"), dlsym(dl, "fault_fail_nth_any"), dlsym(dl, "fault_calls"),
+                  dlsym(dl, "fault_reset")};
+    dlclose(dl); /* the loader's own reference keeps it mapped */
+    for (int i = 0; i < 4; i++)
+        if (s[i] == NULL)
+            return -1;
+    memcpy(&api->set, &s[0], sizeof s[0]);
+    memcpy(&api->nth_any, &s[1], sizeof s[1]);
+    memcpy(&api->calls, &s[2], sizeof s[2]);
+    memcpy(&api->reset, &s[3], sizeof s[3]);
+    return 0;
+}
+
+static int find_plugin(const char *name, infinirtPluginInfo_t *out)
+{
+    int n = 0;
+    if (infinirtGetPluginCount(&n) != INFINI_STATUS_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (infinirtGetPluginInfo(i, out) == INFINI_STATUS_SUCCESS && strcmp(out->name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Load the fault plugin and make its device 0 current. */
+static int start(fault_api *api)
+{
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("fault", &pi), 0);
+    if (pi.status != INFINIRT_PLUGIN_LOADED)
+        TEST_FAILED_("fault plugin: %s (%s)", infinirtGetPluginStatusString(pi.status), pi.message);
+    ASSERT_OK(infinirtSetDevice(DEV, 0));
+    ASSERT_EQ(get_api(api), 0);
+    return TEST_OK;
+}
+
+/* Opens a gate after a while unless the test got past the call that might
+ * wait for it: a loader that waits for the device inside Free (allowed)
+ * instead of keeping the block pending must not hang the test. */
+typedef struct {
+    tc_gate *gate;
+    atomic_int past;
+    pthread_t thread;
+} watchdog;
+
+static void *watchdog_main(void *arg)
+{
+    watchdog *w = arg;
+    for (int i = 0; i < 1000 && !atomic_load(&w->past); i++)
+        tc_sleep_ms(1);
+    if (!atomic_load(&w->past))
+        tc_gate_open(w->gate);
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, tc_gate *g)
+{
+    w->gate = g;
+    atomic_init(&w->past, 0);
+    if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0)
+        abort();
+}
+
+static void watchdog_stop(watchdog *w)
+{
+    atomic_store(&w->past, 1);
+    pthread_join(w->thread, NULL);
+}
+
+#define BLK ((size_t)64 << 10)
+
+/*
+ * The data-safety check.  Block `old` gets a copy of pattern A queued
+ * behind a closed gate on stream `gated`, then is freed: synchronously
+ * (free_stream NULL) or with FreeAsync on `gated`.  A new block of the same
+ * size is then allocated for `other` (NULL: the default stream) and filled
+ * with pattern B there.  Once the gate opens and everything has run, the
+ * new block must still hold B: if the allocator handed out `old` while the
+ * gated copy was pending, that copy overwrote it with A.
+ */
+static int reuse_is_safe(infinirtStream_t gated, bool async_free, infinirtStream_t other, size_t size)
+{
+    unsigned char *a = malloc(size), *b = malloc(size), *got = malloc(size);
+    ASSERT(a != NULL && b != NULL && got != NULL);
+    tc_pattern(a, size, 1);
+    tc_pattern(b, size, 2);
+    void *old = NULL, *fresh = NULL;
+    ASSERT_OK(infinirtMalloc(&old, size));
+    tc_gate g = {0};
+    CHECK(tc_hold_stream(gated, &g));
+    ASSERT_OK(infinirtMemcpyAsync(old, a, size, INFINIRT_MEMCPY_H2D, gated));
+    /* The free, and the allocation (which for the whole device can only
+     * be served by waiting for the gated work), under the watchdog. */
+    watchdog w;
+    watchdog_start(&w, &g);
+    infiniStatus_t fst = async_free ? infinirtFreeAsync(old, gated) : infinirtFree(old);
+    infiniStatus_t mst = other != NULL ? infinirtMallocAsync(&fresh, size, other) : infinirtMalloc(&fresh, size);
+    watchdog_stop(&w);
+    ASSERT_OK(fst);
+    ASSERT_OK(mst);
+    ASSERT_OK(infinirtMemcpyAsync(fresh, b, size, INFINIRT_MEMCPY_H2D, other));
+    ASSERT_OK(infinirtStreamSynchronize(other));
+    tc_gate_open(&g);
+    ASSERT_OK(infinirtStreamSynchronize(gated));
+    ASSERT_OK(infinirtMemcpy(got, fresh, size, INFINIRT_MEMCPY_D2H));
+    if (memcmp(got, b, size) != 0)
+        TEST_FAILED_("block %p (freed %p while a copy into it was queued) was overwritten by that copy%s", fresh,
+                     old, fresh == old ? ": the allocator handed it out again too early" : "");
+    ASSERT_OK(infinirtFree(fresh));
+    free(a);
+    free(b);
+    free(got);
+    return TEST_OK;
+}
+
+/* Everything freed: a Malloc of all the device's memory succeeds (so no
+ * block is stranded), and the statistics balance. */
+static int all_memory_back(void)
+{
+    void *p = NULL;
+    ASSERT_OK(infinirtMalloc(&p, LIMIT));
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(DEV, 0, &st));
+    ASSERT_EQ(st.active_blocks, 1);
+    ASSERT_EQ(st.allocated_bytes, LIMIT);
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtTrimCache(DEV, 0));
+    ASSERT_OK(infinirtGetAllocatorStats(DEV, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    ASSERT_EQ(st.active_blocks, 0);
+    ASSERT_EQ(st.reserved_bytes, 0);
+    ASSERT_EQ(st.segments, 0);
+    ASSERT_EQ(st.raw_allocs, st.raw_frees);
+    return TEST_OK;
+}
+
+static int log_count(const char *needle)
+{
+    const char *log = tc_read_file(log_path());
+    int n = 0;
+    for (const char *p = log; p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* ------------------------------------------------ defect 4: the table */
+
+/* An incoherent table is refused with the reason; the config's other
+ * plugin serves on. */
+static int refused_case(const char *omit, const char *have, const char *missing)
+{
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n\n[plugin.fault]\nlibrary = %s\ninner = %s\n", CPU_PLUGIN,
+             FAULT_PLUGIN, CPU_PLUGIN);
+    tc_use_config(cfg);
+    tc_setenv("FAULT_OMIT", omit);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("fault", &pi), 0);
+    if (pi.status != INFINIRT_PLUGIN_ABI_MISMATCH)
+        TEST_FAILED_("fault plugin without %s: status %s (%s), want ABI mismatch", omit,
+                     infinirtGetPluginStatusString(pi.status), pi.message);
+    ASSERT_STR_CONTAINS(pi.message, "incoherent ops table");
+    ASSERT_STR_CONTAINS(pi.message, have);
+    ASSERT_STR_CONTAINS(pi.message, missing);
+    ASSERT_EQ(pi.device_count, 0);
+    int n = -1;
+    ASSERT_OK(infinirtGetDeviceCount(DEV, &n));
+    ASSERT_EQ(n, 0);
+    ASSERT_STATUS(infinirtSetDevice(DEV, 0), INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+    /* The cpu plugin serves on. */
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    char a[256], b[256];
+    tc_pattern(a, sizeof a, 3);
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, sizeof a));
+    ASSERT_OK(infinirtMemcpy(d, a, sizeof a, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(b, d, sizeof a, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, sizeof a);
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
+int test_fault_table_no_event_query(void)
+{
+    return refused_case("event_query", "event_record", "event_query");
+}
+
+int test_fault_table_no_event_synchronize(void)
+{
+    return refused_case("event_synchronize", "event_record", "event_synchronize");
+}
+
+int test_fault_table_no_stream_destroy(void)
+{
+    return refused_case("stream_destroy", "stream_create", "stream_destroy");
+}
+
+/* A legal table without events: it loads, the public event calls answer
+ * NOT_IMPLEMENTED, and a free behind queued work is kept from reuse until
+ * that work has run (its fence has no event to record). */
+int test_fault_no_events(void)
+{
+    fault_config("event_create,event_destroy,event_record,event_query,event_synchronize,event_elapsed_time,"
+                 "stream_wait_event",
+                 NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtEvent_t e = NULL;
+    ASSERT_STATUS(infinirtEventCreate(&e), INFINI_STATUS_NOT_IMPLEMENTED);
+    ASSERT_STATUS(infinirtEventCreateWithFlags(&e, INFINIRT_EVENT_DISABLE_TIMING), INFINI_STATUS_NOT_IMPLEMENTED);
+    infinirtStream_t s, s2;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    CHECK(reuse_is_safe(s, false, NULL, BLK));  /* Free, reused on the default stream */
+    CHECK(reuse_is_safe(s, true, s2, BLK));     /* FreeAsync, reused on another stream */
+    CHECK(reuse_is_safe(s, false, NULL, LIMIT)); /* the whole device */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* Optional entries left out one by one: NOT_IMPLEMENTED, no crash, and the
+ * stream stays usable. */
+int test_fault_omitted_entries(void)
+{
+    fault_config("stream_wait_event,event_elapsed_time,memset_async,get_mem_info,launch_host_func", NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    infinirtEvent_t a, b;
+    ASSERT_OK(infinirtEventCreate(&a));
+    ASSERT_OK(infinirtEventCreate(&b));
+    ASSERT_OK(infinirtEventRecord(a, s));
+    ASSERT_OK(infinirtEventRecord(b, s));
+    ASSERT_STATUS(infinirtStreamWaitEvent(s, a), INFINI_STATUS_NOT_IMPLEMENTED);
+    ASSERT_OK(infinirtEventSynchronize(b));
+    float ms = -1;
+    ASSERT_STATUS(infinirtEventElapsedTime(&ms, a, b), INFINI_STATUS_NOT_IMPLEMENTED);
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 4096));
+    ASSERT_STATUS(infinirtMemsetAsync(p, 1, 4096, s), INFINI_STATUS_NOT_IMPLEMENTED);
+    size_t fr = 0, tot = 0;
+    ASSERT_STATUS(infinirtGetMemInfo(DEV, 0, &fr, &tot), INFINI_STATUS_NOT_IMPLEMENTED);
+    static tc_gate open = {.open = 1};
+    ASSERT_STATUS(infinirtLaunchHostFunc(s, tc_gate_wait_fn, &open), INFINI_STATUS_NOT_IMPLEMENTED);
+    /* Still usable, and the stream's (failed) submissions do not wedge it. */
+    ASSERT_OK(infinirtMemset(p, 7, 4096));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtEventDestroy(a));
+    ASSERT_OK(infinirtEventDestroy(b));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* ------------------------------------- defect 2: no fence to be had */
+
+/* event_create or event_record fails at every call: frees behind queued
+ * work get fences without events, which hold the block until the device is
+ * seen idle; then all of it is usable again. */
+static int fence_unavailable(const char *op)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s, s2;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    ASSERT_EQ(api.set(op, FAULT_ALWAYS, 0, FAIL_ST), 0);
+    CHECK(reuse_is_safe(s, false, NULL, BLK));
+    CHECK(reuse_is_safe(s, true, s2, BLK));
+    CHECK(reuse_is_safe(s, true, NULL, BLK));
+    CHECK(reuse_is_safe(s, false, s2, LIMIT));
+    ASSERT_GT(api.calls(op), 0); /* the fault was met */
+    /* The log says what happens: memory held, not a wait that never was. */
+    ASSERT_GE(log_count("held until the device is next synchronized"), 1);
+    ASSERT_EQ(log_count("waiting for the device instead"), 0);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+int test_fault_event_record_fails(void)
+{
+    return fence_unavailable("event_record");
+}
+
+int test_fault_event_create_fails(void)
+{
+    return fence_unavailable("event_create");
+}
+
+/* ---------------------------------- defect 3: fences that answer errors */
+
+/* Block `*old` (the whole device) behind a copy on a gated stream, freed
+ * synchronously; the gate is left closed for the caller. */
+static int pending_whole_device(infinirtStream_t s, tc_gate *g, void **old)
+{
+    static unsigned char src[64 << 10];
+    ASSERT_OK(infinirtMalloc(old, LIMIT));
+    CHECK(tc_hold_stream(s, g));
+    ASSERT_OK(infinirtMemcpyAsync(*old, src, sizeof src, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtFree(*old));
+    return TEST_OK;
+}
+
+/* event_query fails at every call: once the loader's own counters show the
+ * work done - after a device synchronize, or after every stream was
+ * synchronised - the memory is usable again, and the failure is logged
+ * once. */
+int test_fault_event_query_fails(void)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s, s2;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    void *old, *p;
+    for (int way = 0; way < 2; way++) {
+        /* Work on a second stream too, so "every stream" means both. */
+        static tc_gate open = {.open = 1};
+        ASSERT_OK(infinirtLaunchHostFunc(s2, tc_gate_wait_fn, &open));
+        tc_gate g = {0};
+        CHECK(pending_whole_device(s, &g, &old));
+        tc_gate_open(&g);
+        if (way == 0) {
+            ASSERT_OK(infinirtDeviceSynchronize());
+        } else {
+            ASSERT_OK(infinirtStreamSynchronize(s));
+            ASSERT_OK(infinirtStreamSynchronize(s2));
+        }
+        ASSERT_OK(infinirtMalloc(&p, LIMIT));
+        ASSERT_OK(infinirtFree(p));
+    }
+    ASSERT_GT(api.calls("event_query"), 0);
+    ASSERT_EQ(log_count("event_query on a fence failed"), 1);
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* event_query and event_synchronize fail: a Malloc that needs the pending
+ * memory synchronises the device (the gate is open, so it can) and
+ * succeeds. */
+int test_fault_event_wait_fails(void)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("event_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    tc_gate g = {0};
+    void *old, *p;
+    CHECK(pending_whole_device(s, &g, &old));
+    tc_gate_open(&g);
+    long syncs = api.calls("device_synchronize");
+    ASSERT_OK(infinirtMalloc(&p, LIMIT));
+    ASSERT_GT(api.calls("device_synchronize"), syncs);
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* Every way to learn that the work finished fails: the pending block is
+ * never handed out, and the Malloc that would need it fails cleanly.  Once
+ * a stream synchronize succeeds, it is usable again. */
+int test_fault_device_sync_fails(void)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("event_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("device_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    tc_gate g = {0};
+    void *old, *p = NULL;
+    CHECK(pending_whole_device(s, &g, &old));
+    ASSERT_STATUS(infinirtMalloc(&p, LIMIT), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_STATUS(infinirtMalloc(&p, LIMIT), INFINI_STATUS_OUT_OF_MEMORY); /* still kept */
+    ASSERT_STATUS(infinirtDeviceSynchronize(), FAIL_ST);
+    ASSERT_STATUS(infinirtMalloc(&p, LIMIT), INFINI_STATUS_OUT_OF_MEMORY);
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(DEV, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    ASSERT_EQ(st.reserved_bytes, LIMIT);
+    ASSERT_GE(st.oom_count, 3);
+    tc_gate_open(&g);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMalloc(&p, LIMIT));
+    ASSERT_OK(infinirtFree(p));
+    api.reset();
+    ASSERT_OK(infinirtStreamDestroy(s));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* ------------------------------------- the sweep: any call may fail */
+
+/* What the workload holds, so it can be given back whatever failed. */
+typedef struct {
+    void *dev[4];
+    void *host;
+    infinirtStream_t stream[2];
+    infinirtEvent_t event[2];
+} held;
+
+static atomic_int g_host_fn_runs;
+static void count_run(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&g_host_fn_runs, 1);
+}
+
+/* A call of the workload: SUCCESS or the injected status are the only
+ * answers allowed (a few calls have documented others, passed as `also`). */
+#define STEP(call, also)                                                                                   \
+    do {                                                                                                   \
+        infiniStatus_t st_ = (call);                                                                       \
+        if (st_ != INFINI_STATUS_SUCCESS && st_ != FAIL_ST && st_ != (also) && st_ != NOT_READY_OK(also))   \
+            TEST_FAILED_("%s returned %s", #call, infinirtGetErrorName(st_));                            \
+        last = st_;                                                                                        \
+    } while (0)
+#define NONE INFINI_STATUS_SUCCESS
+/* An elapsed time whose record failed is INVALID_STATE; one whose event
+ * could not be waited for may be NOT_READY. */
+#define NOT_READY_OK(also) ((also) == INFINI_STATUS_INVALID_STATE ? INFINI_STATUS_NOT_READY : INFINI_STATUS_SUCCESS)
+
+/* Every entry of the plugin, through the public API.  A handle or pointer
+ * whose creation failed is left NULL and skipped; a free that failed leaves
+ * the pointer held. */
+static int workload(held *h)
+{
+    enum { N = 16 << 10 };
+    static unsigned char buf[N], back[N];
+    infiniStatus_t last = INFINI_STATUS_SUCCESS;
+    size_t fr, tot;
+    STEP(infinirtGetMemInfo(DEV, 0, &fr, &tot), NONE);
+    for (int i = 0; i < 2; i++) {
+        STEP(infinirtStreamCreate(&h->stream[i]), NONE);
+        if (last != INFINI_STATUS_SUCCESS)
+            h->stream[i] = NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        STEP(infinirtMalloc(&h->dev[i], N), NONE);
+        if (last != INFINI_STATUS_SUCCESS)
+            h->dev[i] = NULL;
+    }
+    STEP(infinirtMallocHost(&h->host, N), NONE);
+    if (last != INFINI_STATUS_SUCCESS)
+        h->host = NULL;
+    void *d0 = h->dev[0], *d1 = h->dev[1], *d2 = h->dev[2], *hp = h->host;
+    infinirtStream_t s0 = h->stream[0], s1 = h->stream[1];
+    if (d0 != NULL) {
+        STEP(infinirtMemcpy(d0, buf, N, INFINIRT_MEMCPY_H2D), NONE);
+        STEP(infinirtMemset(d0, 3, N), NONE);
+    }
+    if (d0 != NULL && d1 != NULL)
+        STEP(infinirtMemcpy(d1, d0, N, INFINIRT_MEMCPY_D2D), NONE);
+    if (d1 != NULL)
+        STEP(infinirtMemcpy(back, d1, N, INFINIRT_MEMCPY_D2H), NONE);
+    if (hp != NULL)
+        STEP(infinirtMemcpy(hp, buf, N, INFINIRT_MEMCPY_H2H), NONE);
+    infinirtEvent_t e0 = NULL, e1 = NULL;
+    STEP(infinirtEventCreate(&h->event[0]), NONE);
+    if (last == INFINI_STATUS_SUCCESS)
+        e0 = h->event[0];
+    STEP(infinirtEventCreateWithFlags(&h->event[1], INFINIRT_EVENT_DEFAULT), NONE);
+    if (last == INFINI_STATUS_SUCCESS)
+        e1 = h->event[1];
+    if (s0 != NULL) {
+        if (e0 != NULL)
+            STEP(infinirtEventRecord(e0, s0), NONE);
+        STEP(infinirtLaunchHostFunc(s0, count_run, NULL), NONE);
+        if (d0 != NULL && d1 != NULL) {
+            STEP(infinirtMemcpyAsync(d0, buf, N, INFINIRT_MEMCPY_H2D, s0), NONE);
+            STEP(infinirtMemcpyAsync(d1, d0, N, INFINIRT_MEMCPY_D2D, s0), NONE);
+            STEP(infinirtMemcpyAsync(back, d1, N, INFINIRT_MEMCPY_D2H, s0), NONE);
+            STEP(infinirtMemsetAsync(d0, 5, N, s0), NONE);
+        }
+        if (hp != NULL)
+            STEP(infinirtMemcpyAsync(back, hp, N, INFINIRT_MEMCPY_H2H, s0), NONE);
+        if (e1 != NULL)
+            STEP(infinirtEventRecord(e1, s0), NONE);
+    }
+    if (e0 != NULL) {
+        infinirtEventStatus_t es;
+        STEP(infinirtEventQuery(e0, &es), NONE);
+    }
+    if (s1 != NULL && e1 != NULL)
+        STEP(infinirtStreamWaitEvent(s1, e1), NONE);
+    if (e1 != NULL)
+        STEP(infinirtEventSynchronize(e1), NONE);
+    if (e0 != NULL && e1 != NULL) {
+        float ms;
+        /* A record that failed leaves its event never recorded. */
+        STEP(infinirtEventElapsedTime(&ms, e0, e1), INFINI_STATUS_INVALID_STATE);
+    }
+    if (s1 != NULL) {
+        STEP(infinirtMallocAsync(&h->dev[3], N, s1), NONE);
+        if (last != INFINI_STATUS_SUCCESS)
+            h->dev[3] = NULL;
+        if (h->dev[3] != NULL) {
+            STEP(infinirtMemsetAsync(h->dev[3], 1, N, s1), NONE);
+            STEP(infinirtFreeAsync(h->dev[3], s1), NONE);
+            if (last == INFINI_STATUS_SUCCESS)
+                h->dev[3] = NULL;
+        }
+    }
+    /* Frees behind queued work: fences. */
+    if (d0 != NULL) {
+        STEP(infinirtFree(d0), NONE);
+        if (last == INFINI_STATUS_SUCCESS)
+            h->dev[0] = NULL;
+    }
+    if (hp != NULL) {
+        STEP(infinirtFreeHost(hp), NONE);
+        if (last == INFINI_STATUS_SUCCESS)
+            h->host = NULL;
+    }
+    if (s0 != NULL)
+        STEP(infinirtStreamSynchronize(s0), NONE);
+    STEP(infinirtDeviceSynchronize(), NONE);
+    for (int i = 0; i < 2; i++) {
+        if (h->event[i] != NULL) {
+            STEP(infinirtEventDestroy(h->event[i]), NONE);
+            h->event[i] = NULL; /* the handle is gone whatever the plugin said */
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (h->stream[i] != NULL) {
+            STEP(infinirtStreamDestroy(h->stream[i]), NONE);
+            h->stream[i] = NULL; /* likewise */
+        }
+    }
+    if (d1 != NULL) {
+        STEP(infinirtFree(d1), NONE);
+        if (last == INFINI_STATUS_SUCCESS)
+            h->dev[1] = NULL;
+    }
+    (void)d2; /* still held: the cleanup frees it */
+    return TEST_OK;
+}
+
+/* With faults off: wait, give back what the workload holds, trim; nothing
+ * may stay allocated. */
+static int cleanup_balances(held *h)
+{
+    ASSERT_OK(infinirtDeviceSynchronize());
+    for (int i = 0; i < 2; i++) {
+        if (h->event[i] != NULL)
+            ASSERT_OK(infinirtEventDestroy(h->event[i]));
+        if (h->stream[i] != NULL)
+            ASSERT_OK(infinirtStreamDestroy(h->stream[i]));
+    }
+    for (int i = 0; i < 4; i++)
+        if (h->dev[i] != NULL)
+            ASSERT_OK(infinirtFree(h->dev[i]));
+    if (h->host != NULL)
+        ASSERT_OK(infinirtFreeHost(h->host));
+    ASSERT_OK(infinirtTrimCache(DEV, 0));
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(DEV, 0, &st));
+    if (st.allocated_bytes != 0 || st.active_blocks != 0)
+        TEST_FAILED_("device pool: %zu bytes in %zu blocks still allocated", st.allocated_bytes, st.active_blocks);
+    ASSERT_OK(infinirtGetHostAllocatorStats(DEV, &st));
+    if (st.allocated_bytes != 0 || st.active_blocks != 0)
+        TEST_FAILED_("host pool: %zu bytes in %zu blocks still allocated", st.allocated_bytes, st.active_blocks);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("fault", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    return TEST_OK;
+}
+
+/* One run in this (fresh) process: the n-th plugin call of the workload
+ * fails (n = 0: none); *calls: the plugin calls the workload made. */
+static int sweep_one(long n, long *calls)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    long before = api.calls(NULL);
+    api.nth_any(n, FAIL_ST);
+    held h = {0};
+    int rc = workload(&h);
+    api.reset();
+    *calls = api.calls(NULL) - before;
+    if (rc != TEST_OK)
+        return rc;
+    return cleanup_balances(&h);
+}
+
+/* Run sweep_one(n) in a child with a time limit; its exit status, and the
+ * call count through a pipe. */
+static int sweep_child(long n, long *calls)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return TEST_FAIL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return TEST_FAIL;
+    if (pid == 0) {
+        close(fd[0]);
+        long c = 0;
+        int rc = sweep_one(n, &c);
+        if (write(fd[1], &c, sizeof c) != (ssize_t)sizeof c)
+            rc = TEST_FAIL;
+        tc_open_all_gates();
+        fflush(NULL);
+        exit(rc); /* exit, not _exit: the leak checker runs in the child */
+    }
+    close(fd[1]);
+    int status = 0;
+    for (int ms = 0;; ms += 10) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (ms >= 60000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "fault sweep: call %ld failing: the child hung\n", n);
+            close(fd[0]);
+            return TEST_FAIL;
+        }
+        tc_sleep_ms(10);
+    }
+    if (read(fd[0], calls, sizeof *calls) != (ssize_t)sizeof *calls)
+        *calls = -1;
+    close(fd[0]);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "fault sweep: call %ld failing: the child died of signal %d\n", n, WTERMSIG(status));
+        return TEST_FAIL;
+    }
+    int rc = WEXITSTATUS(status);
+    if (rc != TEST_OK)
+        fprintf(stderr, "fault sweep: call %ld failing: the child exited %d\n", n, rc);
+    return rc;
+}
+
+/* For every N up to the workload's call count: the N-th plugin call fails,
+ * each run in a fresh process (the loader initialises once per process). */
+int test_fault_sweep(void)
+{
+    long k = 0;
+    int rc = sweep_child(0, &k);
+    if (rc != TEST_OK)
+        return rc;
+    ASSERT_GT(k, 30);
+    int failed = 0;
+    /* A few more than K: fences may add calls when one fails. */
+    for (long n = 1; n <= k + 4; n++) {
+        long c = 0;
+        if (sweep_child(n, &c) != TEST_OK)
+            failed++;
+    }
+    fprintf(stderr, "fault sweep: %ld plugin calls, each failed once: %d run(s) failed\n", k, failed);
+    ASSERT_EQ(failed, 0);
+    return TEST_OK;
+}
