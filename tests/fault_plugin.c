@@ -22,7 +22,12 @@
  *   fault_fail_nth_any(n, status)   the n-th call from now of any entry
  *                                   (0: off);
  *   fault_calls(op)                 calls of op so far (NULL: of every entry);
- *   fault_reset()                   every fault off.
+ *   fault_reset()                   every fault off;
+ *   fault_hook(op, fn, arg)         fn(arg) runs once, right after the next
+ *                                   successful call of op returns from the
+ *                                   inner plugin (before the loader sees it
+ *                                   return): a test's way to act at an
+ *                                   exact point inside a loader call.
  * Failing calls do nothing else: they never reach the inner plugin, so a
  * failed free or destroy leaves the object where it was (kept reachable
  * here, as a device still holding it would).  Thread-safe.
@@ -68,6 +73,8 @@ static atomic_long g_left[OP_COUNT]; /* FAULT_NTH: calls until the failing one *
 static atomic_int g_status[OP_COUNT];
 static atomic_long g_any_left;
 static atomic_int g_any_status;
+static _Atomic(fault_hook_fn) g_hook[OP_COUNT];
+static _Atomic(void *) g_hook_arg[OP_COUNT];
 
 /* Objects whose failed free or destroy left them alive: reachable from
  * here, so a leak checker sees what the device would still hold. */
@@ -151,8 +158,31 @@ FAULT_EXPORT long fault_calls(const char *op)
 FAULT_EXPORT void fault_reset(void)
 {
     atomic_store(&g_any_left, 0);
-    for (int i = 0; i < OP_COUNT; i++)
+    for (int i = 0; i < OP_COUNT; i++) {
         atomic_store(&g_mode[i], FAULT_OFF);
+        atomic_store(&g_hook[i], NULL);
+    }
+}
+
+FAULT_EXPORT int fault_hook(const char *op, fault_hook_fn fn, void *arg)
+{
+    int i = op_index(op);
+    if (i < 0)
+        return -1;
+    atomic_store(&g_hook_arg[i], arg);
+    atomic_store(&g_hook[i], fn);
+    return 0;
+}
+
+/* After a successful call of op: its hook, once. */
+static infiniStatus_t after(int op, infiniStatus_t st)
+{
+    if (st == INFINI_STATUS_SUCCESS && atomic_load_explicit(&g_hook[op], memory_order_relaxed) != NULL) {
+        fault_hook_fn fn = atomic_exchange(&g_hook[op], NULL);
+        if (fn != NULL)
+            fn(atomic_load(&g_hook_arg[op]));
+    }
+    return st;
 }
 
 /* ------------------------------------------------------------ the wrapper */
@@ -209,7 +239,7 @@ static void fault_shutdown(void)
         infiniStatus_t st_ = hit(OP_##op);                                                                 \
         if (st_ != INFINI_STATUS_SUCCESS)                                                                  \
             return st_;                                                                                    \
-        return g_inner->op(__VA_ARGS__);                                                                   \
+        return after(OP_##op, g_inner->op(__VA_ARGS__));                                                   \
     } while (0)
 
 /* The same for frees and destroys: a failed one leaves obj alive. */

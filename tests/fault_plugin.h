@@ -20,10 +20,16 @@ typedef long (*fault_calls_fn)(const char *op);
 /* Every fault off. */
 typedef void (*fault_reset_fn)(void);
 
+/* fn(arg) runs once, right after the next successful call of op returns
+ * from the inner plugin.  Returns 0, or -1 for an unknown name. */
+typedef void (*fault_hook_fn)(void *arg);
+typedef int (*fault_hook_set_fn)(const char *op, fault_hook_fn fn, void *arg);
+
 /* The plugin's definitions (tests reach them through dlsym). */
 int fault_set(const char *op, int mode, long n, int status);
 void fault_fail_nth_any(long n, int status);
 long fault_calls(const char *op);
 void fault_reset(void);
+int fault_hook(const char *op, fault_hook_fn fn, void *arg);
 
 #endif

@@ -61,6 +61,7 @@ typedef struct {
     fault_fail_nth_any_fn nth_any;
     fault_calls_fn calls;
     fault_reset_fn reset;
+    fault_hook_set_fn hook;
 } fault_api;
 
 /* The control functions of the loaded fault plugin (after the loader's
@@ -72,16 +73,18 @@ static int get_api(fault_api *api)
         fprintf(stderr, "the fault plugin is not loaded: %s\n", dlerror());
         return -1;
     }
-    void *s[4] = {dlsym(dl, "fault_set"), dlsym(dl, "fault_fail_nth_any"), dlsym(dl, "fault_calls"),
-                  dlsym(dl, "fault_reset")};
+    void *s[5] = {dlsym(dl, "fault_set"), dlsym(dl, "fault_fail_nth_any"), dlsym(dl, "fault_calls"),
+                  dlsym(dl, "fault_reset"), dlsym(dl, "fault_hook")};
     dlclose(dl); /* the loader's own reference keeps it mapped */
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (s[i] == NULL)
             return -1;
+    /* ISO C has no cast from void * to a function pointer. */
     memcpy(&api->set, &s[0], sizeof s[0]);
     memcpy(&api->nth_any, &s[1], sizeof s[1]);
     memcpy(&api->calls, &s[2], sizeof s[2]);
     memcpy(&api->reset, &s[3], sizeof s[3]);
+    memcpy(&api->hook, &s[4], sizeof s[4]);
     return 0;
 }
 
@@ -146,7 +149,7 @@ static void watchdog_stop(watchdog *w)
 /*
  * The data-safety check.  Block `old` gets a copy of pattern A queued
  * behind a closed gate on stream `gated`, then is freed: synchronously
- * (free_stream NULL) or with FreeAsync on `gated`.  A new block of the same
+ * (async_free false) or with FreeAsync on `gated`.  A new block of the same
  * size is then allocated for `other` (NULL: the default stream) and filled
  * with pattern B there.  Once the gate opens and everything has run, the
  * new block must still hold B: if the allocator handed out `old` while the
@@ -479,6 +482,67 @@ int test_fault_device_sync_fails(void)
     ASSERT_OK(infinirtMalloc(&p, LIMIT));
     ASSERT_OK(infinirtFree(p));
     api.reset();
+    ASSERT_OK(infinirtStreamDestroy(s));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* ------------------------------ a device synchronize and late work */
+
+typedef struct {
+    infinirtStream_t s;
+    tc_gate *g;
+    void *dst;
+    const void *src;
+    size_t n;
+    int rc;
+} late_work;
+
+/* Runs inside the plugin's device_synchronize, after the device drained:
+ * what another thread may queue while a DeviceSynchronize is returning. */
+static void queue_late_work(void *arg)
+{
+    late_work *w = arg;
+    w->rc = tc_hold_stream(w->s, w->g);
+    if (w->rc == TEST_OK && infinirtMemcpyAsync(w->dst, w->src, w->n, INFINIRT_MEMCPY_H2D, w->s) != 0)
+        w->rc = TEST_FAIL;
+}
+
+/* Work queued on a stream while a DeviceSynchronize is completing is not
+ * covered by it: a free after it must still wait for that work. */
+int test_fault_device_sync_late_work(void)
+{
+    fault_config(NULL, NULL);
+    fault_api api;
+    CHECK(start(&api));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    static unsigned char a[BLK], b[BLK], got[BLK];
+    tc_pattern(a, BLK, 1);
+    tc_pattern(b, BLK, 2);
+    void *old, *fresh;
+    ASSERT_OK(infinirtMalloc(&old, BLK));
+    tc_gate g = {0};
+    late_work w = {s, &g, old, a, BLK, TEST_FAIL};
+    ASSERT_EQ(api.hook("device_synchronize", queue_late_work, &w), 0);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_EQ(w.rc, TEST_OK);
+    watchdog wd;
+    watchdog_start(&wd, &g);
+    infiniStatus_t fst = infinirtFree(old);
+    infiniStatus_t mst = infinirtMalloc(&fresh, BLK);
+    watchdog_stop(&wd);
+    ASSERT_OK(fst);
+    ASSERT_OK(mst);
+    ASSERT_OK(infinirtMemcpy(fresh, b, BLK, INFINIRT_MEMCPY_H2D));
+    tc_gate_open(&g);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(got, fresh, BLK, INFINIRT_MEMCPY_D2H));
+    if (memcmp(got, b, BLK) != 0)
+        TEST_FAILED_("block %p (freed %p after a DeviceSynchronize, while a copy queued during it was pending) "
+                     "was overwritten by that copy",
+                     fresh, old);
+    ASSERT_OK(infinirtFree(fresh));
     ASSERT_OK(infinirtStreamDestroy(s));
     CHECK(all_memory_back());
     return TEST_OK;

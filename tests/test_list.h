@@ -81,6 +81,7 @@
     X(fault, event_query_fails)           \
     X(fault, event_wait_fails)            \
     X(fault, device_sync_fails)           \
+    X(fault, device_sync_late_work)       \
     X(fault, sweep)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
