@@ -46,13 +46,6 @@
 
 #define FAULT_EXPORT __attribute__((visibility("default")))
 
-/* Every entry that can fail, in table order. */
-#define FAULT_OPS(X)                                                                                       \
-    X(get_device_info) X(get_mem_info) X(device_synchronize) X(stream_create) X(stream_destroy)           \
-    X(stream_synchronize) X(stream_wait_event) X(launch_host_func) X(event_create) X(event_destroy)       \
-    X(event_record) X(event_query) X(event_synchronize) X(event_elapsed_time) X(malloc_device)            \
-    X(free_device) X(malloc_host) X(free_host) X(memcpy) X(memcpy_async) X(memset) X(memset_async)
-
 enum {
 #define X(op) OP_##op,
     FAULT_OPS(X)

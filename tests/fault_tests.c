@@ -674,6 +674,7 @@ static int workload(held *h)
     if (s0 != NULL)
         STEP(infinirtStreamSynchronize(s0), NONE);
     STEP(infinirtDeviceSynchronize(), NONE);
+    STEP(infinirtTrimCache(DEV, 0), NONE); /* free_device */
     for (int i = 0; i < 2; i++) {
         if (h->event[i] != NULL) {
             STEP(infinirtEventDestroy(h->event[i]), NONE);
@@ -725,15 +726,26 @@ static int cleanup_balances(held *h)
     return TEST_OK;
 }
 
-/* One run in this (fresh) process: the n-th plugin call of the workload
- * fails (n = 0: none); *calls: the plugin calls the workload made. */
-static int sweep_one(long n, long *calls)
+static const char *const k_ops[] = {
+#define X(op) #op,
+    FAULT_OPS(X)
+#undef X
+};
+#define NOPS ((long)(sizeof k_ops / sizeof k_ops[0]))
+
+/* One run in this (fresh) process: n > 0: the n-th plugin call of the
+ * workload fails; n < 0: every call of entry k_ops[-n - 1] fails; n = 0:
+ * nothing fails.  *calls: the plugin calls the workload made. */
+static int sweep_one(long n, long *calls, const char *extra)
 {
-    fault_config(NULL, NULL);
+    fault_config(NULL, extra);
     fault_api api;
     CHECK(start(&api));
     long before = api.calls(NULL);
-    api.nth_any(n, FAIL_ST);
+    if (n > 0)
+        api.nth_any(n, FAIL_ST);
+    else if (n < 0)
+        ASSERT_EQ(api.set(k_ops[-n - 1], FAULT_ALWAYS, 0, FAIL_ST), 0);
     held h = {0};
     int rc = workload(&h);
     api.reset();
@@ -745,7 +757,7 @@ static int sweep_one(long n, long *calls)
 
 /* Run sweep_one(n) in a child with a time limit; its exit status, and the
  * call count through a pipe. */
-static int sweep_child(long n, long *calls)
+static int sweep_child(long n, long *calls, const char *extra)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -757,7 +769,7 @@ static int sweep_child(long n, long *calls)
     if (pid == 0) {
         close(fd[0]);
         long c = 0;
-        int rc = sweep_one(n, &c);
+        int rc = sweep_one(n, &c, extra);
         if (write(fd[1], &c, sizeof c) != (ssize_t)sizeof c)
             rc = TEST_FAIL;
         tc_open_all_gates();
@@ -773,7 +785,7 @@ static int sweep_child(long n, long *calls)
         if (ms >= 60000) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            fprintf(stderr, "fault sweep: call %ld failing: the child hung\n", n);
+            fprintf(stderr, "fault sweep: %s%ld failing: the child hung\n", n < 0 ? "entry " : "call ", n);
             close(fd[0]);
             return TEST_FAIL;
         }
@@ -783,21 +795,23 @@ static int sweep_child(long n, long *calls)
         *calls = -1;
     close(fd[0]);
     if (WIFSIGNALED(status)) {
-        fprintf(stderr, "fault sweep: call %ld failing: the child died of signal %d\n", n, WTERMSIG(status));
+        fprintf(stderr, "fault sweep: %s%ld failing: the child died of signal %d\n", n < 0 ? "entry " : "call ", n,
+                WTERMSIG(status));
         return TEST_FAIL;
     }
     int rc = WEXITSTATUS(status);
     if (rc != TEST_OK)
-        fprintf(stderr, "fault sweep: call %ld failing: the child exited %d\n", n, rc);
+        fprintf(stderr, "fault sweep: %s%ld failing: the child exited %d\n", n < 0 ? "entry " : "call ", n, rc);
     return rc;
 }
 
 /* For every N up to the workload's call count: the N-th plugin call fails,
- * each run in a fresh process (the loader initialises once per process). */
-int test_fault_sweep(void)
+ * each run in a fresh process (the loader initialises once per process).
+ * `extra`: config lines that choose the allocator's free paths. */
+static int sweep_nth(const char *extra)
 {
     long k = 0;
-    int rc = sweep_child(0, &k);
+    int rc = sweep_child(0, &k, extra);
     if (rc != TEST_OK)
         return rc;
     ASSERT_GT(k, 30);
@@ -805,10 +819,42 @@ int test_fault_sweep(void)
     /* A few more than K: fences may add calls when one fails. */
     for (long n = 1; n <= k + 4; n++) {
         long c = 0;
-        if (sweep_child(n, &c) != TEST_OK)
+        if (sweep_child(n, &c, extra) != TEST_OK)
             failed++;
     }
     fprintf(stderr, "fault sweep: %ld plugin calls, each failed once: %d run(s) failed\n", k, failed);
+    ASSERT_EQ(failed, 0);
+    return TEST_OK;
+}
+
+int test_fault_sweep(void)
+{
+    return sweep_nth(NULL);
+}
+
+/* Segments given back at every free: free_device and free_host fail too. */
+int test_fault_sweep_release(void)
+{
+    return sweep_nth("[allocator]\nrelease_on_free = true\n");
+}
+
+/* No cache: every free waits for its fence and gives the memory back. */
+int test_fault_sweep_noalloc(void)
+{
+    return sweep_nth("[allocator]\nenabled = false\n");
+}
+
+/* Each entry failing at every call of the workload, in turn. */
+int test_fault_sweep_always(void)
+{
+    int failed = 0;
+    for (long i = 0; i < NOPS; i++) {
+        long c = 0;
+        if (sweep_child(-i - 1, &c, NULL) != TEST_OK) {
+            fprintf(stderr, "fault sweep: with %s failing always\n", k_ops[i]);
+            failed++;
+        }
+    }
     ASSERT_EQ(failed, 0);
     return TEST_OK;
 }

@@ -82,7 +82,10 @@
     X(fault, event_wait_fails)            \
     X(fault, device_sync_fails)           \
     X(fault, device_sync_late_work)       \
-    X(fault, sweep)
+    X(fault, sweep)                       \
+    X(fault, sweep_release)               \
+    X(fault, sweep_noalloc)               \
+    X(fault, sweep_always)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
