@@ -72,7 +72,7 @@ static _Atomic(void *) g_hook_arg[OP_COUNT];
 /* Objects whose failed free or destroy left them alive: reachable from
  * here, so a leak checker sees what the device would still hold. */
 #define STRANDED_MAX 4096
-static void *g_stranded[STRANDED_MAX];
+static void *volatile g_stranded[STRANDED_MAX]; /* volatile: stores never read must stay */
 static atomic_int g_nstranded;
 
 static int op_index(const char *name)
