@@ -1,0 +1,35 @@
+/*
+ * fault_tests.h - what the fault-injection tests (fault_tests.c,
+ * fault_sweep.c) share: the fault device, its config, and the control
+ * functions of the fault plugin (fault_plugin.c).
+ */
+#ifndef INFINIRT_TEST_FAULT_TESTS_H_
+#define INFINIRT_TEST_FAULT_TESTS_H_
+
+#include "common.h"
+#include "fault_plugin.h"
+
+#define DEV INFINI_DEVICE_KUNLUN
+#define LIMIT ((size_t)4 << 20) /* memory_limit of the fault device */
+#define FAIL_ST INFINI_STATUS_INTERNAL_ERROR
+
+/* The fault plugin's control functions, found with dlsym. */
+typedef struct {
+    fault_set_fn set;
+    fault_fail_nth_any_fn nth_any;
+    fault_calls_fn calls;
+    fault_reset_fn reset;
+    fault_hook_set_fn hook;
+} fault_api;
+
+/* Write a config with [plugin.fault] only (the inner cpu plugin must not be
+ * loaded twice) and its memory_limit, then `extra` lines; FAULT_OMIT=omit;
+ * logging at info level to ft_log_path(). */
+void ft_config(const char *omit, const char *extra);
+const char *ft_log_path(void);
+/* The plugin's report entry named `name` into *out: its index, or -1. */
+int ft_find_plugin(const char *name, infinirtPluginInfo_t *out);
+/* The fault plugin is loaded: make its device 0 current, fill *api. */
+int ft_start(fault_api *api);
+
+#endif
