@@ -119,6 +119,11 @@ static int setup_busy_runtime(void)
     while (!__atomic_load_n(&g_gate.reached, __ATOMIC_SEQ_CST))
         tc_sleep_ms(1);
     ASSERT_OK(infinirtMemsetAsync(g_dev, 0x11, 16, g_held)); /* queued behind the gate */
+    /* The copy's worker is idle before the fork: a worker caught inside
+     * free() would leave the sanitizers' allocator lock held in the child
+     * (gcc 12's ASan has no fork handlers), and LeakSanitizer's exit-time
+     * check would then hang there.  The held stream keeps work queued. */
+    ASSERT_OK(infinirtStreamSynchronize(g_stream));
     return TEST_OK;
 }
 
