@@ -20,28 +20,33 @@
         }                                                                                  \
     } while (0)
 
-static const char *const k_names[] = {"cpu", "nvidia", "cambricon", "ascend", "metax", "moore",
-                                      "iluvatar", "kunlun", "hygon", "qy", "ali", "opencl"};
-
 static int pick(const char *arg, infiniDevice_t *type, int *id)
 {
-    int counts[INFINI_DEVICE_TYPE_COUNT];
-    if (infinirtGetAllDeviceCount(counts) != INFINI_STATUS_SUCCESS)
+    /* Every type the library knows, InfiniCore's and ours. */
+    infiniDevice_t types[32];
+    int ntypes = 0;
+    if (infinirtGetDeviceTypes(types, 32, &ntypes) != INFINI_STATUS_SUCCESS)
         return -1;
+    if (ntypes > 32)
+        ntypes = 32;
     *id = 0;
     if (arg == NULL) {
         *type = INFINI_DEVICE_CPU;
-        for (int t = 1; t < INFINI_DEVICE_TYPE_COUNT; t++)
-            if (counts[t] > 0) {
-                *type = (infiniDevice_t)t;
+        for (int i = 0; i < ntypes; i++) {
+            int n = 0;
+            if (types[i] != INFINI_DEVICE_CPU && infinirtGetDeviceCount(types[i], &n) == INFINI_STATUS_SUCCESS &&
+                n > 0) {
+                *type = types[i];
                 break;
             }
+        }
         return 0;
     }
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
-        size_t n = strlen(k_names[t]);
-        if (strncmp(arg, k_names[t], n) == 0 && (arg[n] == '\0' || arg[n] == ':')) {
-            *type = (infiniDevice_t)t;
+    for (int i = 0; i < ntypes; i++) {
+        const char *name = infinirtGetDeviceTypeName(types[i]);
+        size_t n = strlen(name);
+        if (strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == ':')) {
+            *type = types[i];
             *id = arg[n] == ':' ? atoi(arg + n + 1) : 0;
             return 0;
         }

@@ -26,6 +26,16 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* Every device type the library knows (InfiniCore's and ours). */
+#define MAX_TYPES 32
+static int device_types(infiniDevice_t *types)
+{
+    int n = 0;
+    if (infinirtGetDeviceTypes(types, MAX_TYPES, &n) != INFINI_STATUS_SUCCESS)
+        return 0;
+    return n < MAX_TYPES ? n : MAX_TYPES;
+}
+
 static double mib(size_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -46,25 +56,28 @@ static int print_text(void)
                as.max_cached_bytes ? "" : " (no cap)", as.max_split_size, as.max_split_size ? "" : " (no limit)",
                as.release_on_free ? "true" : "false");
 
-    int counts[INFINI_DEVICE_TYPE_COUNT];
-    infinirtGetAllDeviceCount(counts);
+    infiniDevice_t types[MAX_TYPES];
+    int ntypes = device_types(types);
     printf("Devices:\n");
     int any = 0;
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
-        for (int i = 0; i < counts[t]; i++) {
+    for (int k = 0; k < ntypes; k++) {
+        infiniDevice_t t = types[k];
+        int count = 0;
+        infinirtGetDeviceCount(t, &count);
+        for (int i = 0; i < count; i++) {
             infinirtDeviceProperties_t p;
             size_t f = 0, tot = 0;
-            if (infinirtGetDeviceProperties((infiniDevice_t)t, i, &p) != INFINI_STATUS_SUCCESS)
+            if (infinirtGetDeviceProperties(t, i, &p) != INFINI_STATUS_SUCCESS)
                 continue;
-            infinirtGetMemInfo((infiniDevice_t)t, i, &f, &tot);
-            printf("  %s:%d  %s\n", infinirtGetDeviceTypeName((infiniDevice_t)t), i, p.name);
+            infinirtGetMemInfo(t, i, &f, &tot);
+            printf("  %s:%d  %s\n", infinirtGetDeviceTypeName(t), i, p.name);
             printf("        memory %.0f MiB total, %.0f MiB free; largest allocation %s", mib(tot), mib(f),
                    p.max_alloc_size ? "" : "unlimited");
             if (p.max_alloc_size)
                 printf("%.0f MiB", mib(p.max_alloc_size));
             printf("\n        plugin %s; %s\n", p.plugin, p.description);
             infinirtAllocatorStats_t st;
-            if (infinirtGetAllocatorStats((infiniDevice_t)t, i, &st) == INFINI_STATUS_SUCCESS)
+            if (infinirtGetAllocatorStats(t, i, &st) == INFINI_STATUS_SUCCESS)
                 printf("        allocator: %zu B allocated (peak %zu), %zu B reserved in %zu segments, "
                        "%zu raw allocs, %zu retries, %zu OOM\n",
                        st.allocated_bytes, st.peak_allocated_bytes, st.reserved_bytes, st.segments, st.raw_allocs,
@@ -109,20 +122,23 @@ static int print_json(void)
            as.enabled ? "true" : "false", as.granularity, as.max_cached_bytes, as.max_split_size,
            as.release_on_free ? "true" : "false");
     printf(",\"devices\":[");
-    int counts[INFINI_DEVICE_TYPE_COUNT], first = 1;
-    infinirtGetAllDeviceCount(counts);
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
-        for (int i = 0; i < counts[t]; i++) {
+    infiniDevice_t types[MAX_TYPES];
+    int ntypes = device_types(types), first = 1;
+    for (int k = 0; k < ntypes; k++) {
+        infiniDevice_t t = types[k];
+        int count = 0;
+        infinirtGetDeviceCount(t, &count);
+        for (int i = 0; i < count; i++) {
             infinirtDeviceProperties_t p;
             size_t f = 0, tot = 0;
             infinirtAllocatorStats_t st;
             memset(&st, 0, sizeof st);
-            if (infinirtGetDeviceProperties((infiniDevice_t)t, i, &p) != INFINI_STATUS_SUCCESS)
+            if (infinirtGetDeviceProperties(t, i, &p) != INFINI_STATUS_SUCCESS)
                 continue;
-            infinirtGetMemInfo((infiniDevice_t)t, i, &f, &tot);
-            infinirtGetAllocatorStats((infiniDevice_t)t, i, &st);
+            infinirtGetMemInfo(t, i, &f, &tot);
+            infinirtGetAllocatorStats(t, i, &st);
             printf("%s{\"type\":\"%s\",\"type_id\":%d,\"id\":%d,\"name\":", first ? "" : ",",
-                   infinirtGetDeviceTypeName((infiniDevice_t)t), t, i);
+                   infinirtGetDeviceTypeName(t), (int)t, i);
             json_string(p.name);
             printf(",\"description\":");
             json_string(p.description);

@@ -2,18 +2,41 @@
  * infinicore.h - status codes, device types and data types shared by every
  * infinirt header.
  *
- * Source-compatible with InfiniCore's infinicore.h: every name and value
- * InfiniCore defines is defined here with the same value, so code written
- * against InfiniCore compiles unchanged.  Values we add are appended after
- * InfiniCore's last value and never renumber an existing one.
+ * A drop-in for InfiniCore's infinicore.h: the same include guard, the
+ * same `__export` and `__INFINI_C` macros, every name InfiniCore defines with
+ * the same value, so code written against InfiniCore compiles unchanged and
+ * either copy may be the one a translation unit sees first.
+ *
+ * InfiniCore's: __export, __INFINI_C, infiniStatus_t values 0-13,
+ * infiniDevice_t CPU..ALI and INFINI_DEVICE_TYPE_COUNT (11), infiniDtype_t.
+ * Ours: INFINIRT_EXPORT, INFINIRT_API, INFINI_STATUS_MAP, the statuses
+ * OUT_OF_MEMORY, NOT_READY and INVALID_STATE, and INFINI_DEVICE_OPENCL,
+ * which lives far above InfiniCore's range (where appending device types
+ * will not reach) so that arrays of INFINI_DEVICE_TYPE_COUNT entries and
+ * InfiniCore's default-device choice (the first non-CPU type with devices,
+ * searched over 0 .. INFINI_DEVICE_TYPE_COUNT-1) never see it.  When
+ * InfiniCore's own copy of this header was included first, infinirt.h
+ * supplies our names (as constants of the same values).
  */
-#ifndef INFINICORE_H_
-#define INFINICORE_H_
+#ifndef __INFINICORE_API_H__
+#define __INFINICORE_API_H__
+/* Tells infinirt.h that this copy, with our additions, is the one in use. */
+#define INFINIRT_INFINICORE_H_ 1
+
+#if defined(_WIN32)
+#define __export __declspec(dllexport)
+#elif defined(__GNUC__)
+#define __export __attribute__((visibility("default")))
+#else
+#define __export
+#endif
 
 #ifdef __cplusplus
+#define __INFINI_C extern "C"
 #include <cstddef>
 #include <cstdint>
 #else
+#define __INFINI_C
 #include <stddef.h>
 #include <stdint.h>
 #endif
@@ -62,7 +85,8 @@ typedef enum {
 #undef INFINI_STATUS_ENUM_
 } infiniStatus_t;
 
-/* Device types.  CPU..ALI keep InfiniCore's values; OPENCL is ours. */
+/* Device types.  CPU..ALI and the count are InfiniCore's; OPENCL is ours
+ * (see the top of this file). */
 typedef enum {
     INFINI_DEVICE_CPU = 0,
     INFINI_DEVICE_NVIDIA = 1,
@@ -75,8 +99,8 @@ typedef enum {
     INFINI_DEVICE_HYGON = 8,
     INFINI_DEVICE_QY = 9,
     INFINI_DEVICE_ALI = 10,
-    INFINI_DEVICE_OPENCL = 11,
-    INFINI_DEVICE_TYPE_COUNT
+    INFINI_DEVICE_TYPE_COUNT,
+    INFINI_DEVICE_OPENCL = 0x1000
 } infiniDevice_t;
 
 /* Element types, as InfiniCore defines them (used by operator libraries). */
@@ -103,4 +127,4 @@ typedef enum {
     INFINI_DTYPE_BF16 = 19,
 } infiniDtype_t;
 
-#endif /* INFINICORE_H_ */
+#endif /* __INFINICORE_API_H__ */

@@ -23,10 +23,38 @@
  *  - A NULL stream means the default stream of the current device.
  *  - Every failure is also logged with its reason (see INFINIRT_LOG).
  */
-#ifndef INFINIRT_H_
-#define INFINIRT_H_
+#ifndef __INFINIRT_API_H__
+#define __INFINIRT_API_H__
 
 #include "infinicore.h"
+#ifdef __cplusplus
+#include <cstdint>
+#else
+#include <stdint.h>
+#endif
+
+#ifndef INFINIRT_INFINICORE_H_
+/* InfiniCore's own infinicore.h was included first (InfiniCore's sources
+ * include it by a relative path): it defines only InfiniCore's names, so
+ * ours are supplied here, with the values our copy gives them.  (In C++ a
+ * value outside InfiniCore's enumerators is best kept to comparisons.) */
+#if defined(_WIN32)
+#define INFINIRT_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#define INFINIRT_EXPORT __attribute__((visibility("default")))
+#else
+#define INFINIRT_EXPORT
+#endif
+#ifdef __cplusplus
+#define INFINIRT_API extern "C" INFINIRT_EXPORT
+#else
+#define INFINIRT_API INFINIRT_EXPORT
+#endif
+#define INFINI_STATUS_OUT_OF_MEMORY ((infiniStatus_t)14)
+#define INFINI_STATUS_NOT_READY ((infiniStatus_t)15)
+#define INFINI_STATUS_INVALID_STATE ((infiniStatus_t)16)
+#define INFINI_DEVICE_OPENCL ((infiniDevice_t)0x1000)
+#endif
 
 #define INFINIRT_VERSION_MAJOR 0
 #define INFINIRT_VERSION_MINOR 1
@@ -82,10 +110,22 @@ INFINIRT_API infiniStatus_t infinirtInit(void);
  *    DEVICE_NOT_INITIALIZED and logs why.  A call already in progress on
  *    another thread completes normally. */
 
-/* Write the number of devices of every type into count_array[0 ..
- * INFINI_DEVICE_TYPE_COUNT-1]; 0 where no plugin serves a type.  Never fails
- * because a plugin did.  Returns SUCCESS or NULL_POINTER. */
+/* (InfiniCore's.)  Write the number of devices of each of InfiniCore's
+ * types into count_array[0 .. INFINI_DEVICE_TYPE_COUNT-1] - exactly
+ * INFINI_DEVICE_TYPE_COUNT (11) entries, as a program built against
+ * InfiniCore's header allocates; 0 where no plugin serves a type.  Our own
+ * types (INFINI_DEVICE_OPENCL) are not among them: list them with
+ * infinirtGetDeviceTypes and count them with infinirtGetDeviceCount.  Never
+ * fails because a plugin did.  Returns SUCCESS or NULL_POINTER. */
 INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array);
+
+/* (Ours.)  Every device type this library knows, InfiniCore's first (in
+ * value order) and then ours: the first min(capacity, *count) are written
+ * to types, and *count is set to how many there are (call with capacity 0
+ * to size the array).  Whether a type has devices is infinirtGetDeviceCount's
+ * answer.  Returns SUCCESS; NULL_POINTER when count is NULL, or types is
+ * NULL with capacity > 0; BAD_PARAM for a negative capacity. */
+INFINIRT_API infiniStatus_t infinirtGetDeviceTypes(infiniDevice_t *types, int capacity, int *count);
 
 /* Number of devices of one type into *count (0 where none).
  * Returns SUCCESS, NULL_POINTER, or BAD_PARAM for a type outside the enum. */
@@ -378,4 +418,4 @@ INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int de
  * backend, after the work that may still use them has completed. */
 INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id);
 
-#endif /* INFINIRT_H_ */
+#endif /* __INFINIRT_API_H__ */

@@ -206,11 +206,27 @@ void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev,
 
 /* ------------------------------------------------------------- runtime */
 
+/* Device types: InfiniCore's 0 .. INFINI_DEVICE_TYPE_COUNT-1, then ours
+ * (INFINI_DEVICE_OPENCL), which live far above InfiniCore's range.  Tables
+ * indexed by type use the slot: InfiniCore's types map to themselves, ours
+ * follow them. */
+#define INFINIRT__TYPE_SLOTS (INFINI_DEVICE_TYPE_COUNT + 1)
+static inline int infinirt__type_slot(infiniDevice_t t)
+{
+    if ((unsigned)t < (unsigned)INFINI_DEVICE_TYPE_COUNT)
+        return (int)t;
+    if (t == INFINI_DEVICE_OPENCL)
+        return INFINI_DEVICE_TYPE_COUNT;
+    return -1;
+}
+/* The type of a slot (the inverse of infinirt__type_slot). */
+infiniDevice_t infinirt__slot_type(int slot);
+
 typedef struct {
     infinirt__config cfg;
     infinirt__plugin *plugins;  /* every plugin considered, in order */
     int nplugins;
-    infinirt__plugin *by_type[INFINI_DEVICE_TYPE_COUNT]; /* loaded, >0 devices */
+    infinirt__plugin *by_type[INFINIRT__TYPE_SLOTS]; /* by infinirt__type_slot: loaded, >0 devices */
     infiniDevice_t default_type;
     int default_id;
     char config_path[1024];

@@ -109,7 +109,7 @@ static int open_and_handshake(infinirt__plugin *p)
         unload(p);
         return -1;
     }
-    if ((int)ops->device_type < 0 || ops->device_type >= INFINI_DEVICE_TYPE_COUNT) {
+    if (infinirt__type_slot(ops->device_type) < 0) {
         set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "device type %d is not an infiniDevice_t",
                    (int)ops->device_type);
         unload(p);
@@ -158,7 +158,7 @@ static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const
     }
     if (open_and_handshake(p) != 0)
         return;
-    infinirt__plugin *owner = infinirt__rt.by_type[p->type];
+    infinirt__plugin *owner = infinirt__rt.by_type[infinirt__type_slot(p->type)];
     if (owner != NULL) {
         set_status(p, INFINIRT_PLUGIN_DUPLICATE_TYPE, "device type %s is already served by plugin %s (%s)",
                    infinirtGetDeviceTypeName(p->type), owner->name, owner->path);
@@ -219,7 +219,7 @@ static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const
     p->device_count = count;
     snprintf(p->message, sizeof p->message, "%s", msg);
     p->status = INFINIRT_PLUGIN_LOADED;
-    infinirt__rt.by_type[p->type] = p;
+    infinirt__rt.by_type[infinirt__type_slot(p->type)] = p;
     INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,
                    infinirtGetDeviceTypeName(p->type));
 }

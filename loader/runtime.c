@@ -60,7 +60,8 @@ static void do_init(void)
     infinirt__rt.default_id = 0;
     infiniDevice_t t = infinirt__rt.cfg.default_type;
     int id = infinirt__rt.cfg.default_id;
-    infinirt__plugin *p = infinirt__rt.by_type[t];
+    int slot = infinirt__type_slot(t);
+    infinirt__plugin *p = slot >= 0 ? infinirt__rt.by_type[slot] : NULL;
     if (p != NULL && id < p->device_count) {
         infinirt__rt.default_type = t;
         infinirt__rt.default_id = id;
@@ -124,9 +125,10 @@ infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device
 
 infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out)
 {
-    if ((int)type < 0 || type >= INFINI_DEVICE_TYPE_COUNT)
+    int slot = infinirt__type_slot(type);
+    if (slot < 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "device type %d is not an infiniDevice_t", (int)type);
-    infinirt__plugin *p = infinirt__rt.by_type[type];
+    infinirt__plugin *p = infinirt__rt.by_type[slot];
     if (p == NULL)
         return infinirt__fail(INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED, fn,
                               "no loaded plugin serves %s devices (see infinirt-info for why)",
@@ -155,7 +157,7 @@ static void current_init(void)
     tls_current.set = true;
     tls_current.type = infinirt__rt.default_type;
     tls_current.id = infinirt__rt.default_id;
-    infinirt__plugin *p = infinirt__rt.by_type[tls_current.type];
+    infinirt__plugin *p = infinirt__rt.by_type[infinirt__type_slot(tls_current.type)];
     tls_current.dev = (p != NULL && tls_current.id < p->device_count) ? &p->devices[tls_current.id] : NULL;
 }
 
@@ -188,8 +190,26 @@ INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array)
         return st;
     if (count_array == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count_array is NULL");
+    /* Exactly InfiniCore's types: a caller built against its header passes
+     * an array of INFINI_DEVICE_TYPE_COUNT ints. */
     for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++)
         count_array[t] = infinirt__rt.by_type[t] ? infinirt__rt.by_type[t]->device_count : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetDeviceTypes(infiniDevice_t *types, int capacity, int *count)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (count == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
+    if (capacity < 0 || (capacity > 0 && types == NULL))
+        return infinirt__fail(types == NULL ? INFINI_STATUS_NULL_POINTER : INFINI_STATUS_BAD_PARAM, __func__,
+                              "types is NULL or capacity %d is negative", capacity);
+    for (int i = 0; i < INFINIRT__TYPE_SLOTS && i < capacity; i++)
+        types[i] = infinirt__slot_type(i);
+    *count = INFINIRT__TYPE_SLOTS;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -200,10 +220,11 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *c
         return st;
     if (count == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
-    if ((int)device < 0 || device >= INFINI_DEVICE_TYPE_COUNT)
+    int slot = infinirt__type_slot(device);
+    if (slot < 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "device type %d is not an infiniDevice_t",
                               (int)device);
-    *count = infinirt__rt.by_type[device] ? infinirt__rt.by_type[device]->device_count : 0;
+    *count = infinirt__rt.by_type[slot] ? infinirt__rt.by_type[slot]->device_count : 0;
     return INFINI_STATUS_SUCCESS;
 }
 

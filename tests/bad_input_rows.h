@@ -52,6 +52,11 @@
     X(infinirtGetDeviceCount, type_count, BP_, 0, infinirtGetDeviceCount(TYPE_COUNT_, &OUT_->i))            \
     X(infinirtGetDeviceCount, type_negative, BP_, 0, infinirtGetDeviceCount(TYPE_NEG_, &OUT_->i))           \
     X(infinirtGetDeviceCount, type_int_max, BP_, 0, infinirtGetDeviceCount((infiniDevice_t)INT_MAX, &OUT_->i)) \
+    X(infinirtGetDeviceCount, type_past_count, BP_, 0, /* between InfiniCore's range and ours */             \
+      infinirtGetDeviceCount((infiniDevice_t)(INFINI_DEVICE_TYPE_COUNT + 1), &OUT_->i))                       \
+    X(infinirtGetDeviceTypes, null_count, NP_, 0, infinirtGetDeviceTypes(OUT_->types, 4, NULL))             \
+    X(infinirtGetDeviceTypes, null_types, NP_, 0, infinirtGetDeviceTypes(NULL, 4, &OUT_->i))                \
+    X(infinirtGetDeviceTypes, negative_capacity, BP_, 0, infinirtGetDeviceTypes(OUT_->types, -1, &OUT_->i)) \
     BI_DEVICE_ROWS(X, infinirtSetDevice, )                                                                    \
     X(infinirtGetDevice, both_null, OK_, 0, infinirtGetDevice(NULL, NULL)) /* documented: either may be NULL */ \
     X(infinirtGetMemInfo, null_free, NP_, 0, infinirtGetMemInfo(f->type, 0, NULL, &OUT_->z2))               \

@@ -43,6 +43,7 @@
 /* Every output argument a row passes points in here. */
 typedef struct {
     int i;
+    infiniDevice_t types[4];
     size_t z1, z2;
     void *p;
     infinirtEvent_t e;
@@ -283,16 +284,22 @@ static void snapshot(bi_fixture *f, bi_snap *s)
     memset(s, 0, sizeof *s);
     s->getdev_st = infinirtGetDevice(&s->cur_type, &s->cur_id);
     infinirtGetAllDeviceCount(s->counts);
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
+    infiniDevice_t types[32];
+    int ntypes = 0;
+    infinirtGetDeviceTypes(types, 32, &ntypes);
+    for (int k = 0; k < ntypes && k < 32; k++) {
+        infiniDevice_t t = types[k];
         char label[48];
         infinirtAllocatorStats_t st;
-        for (int id = 0; id < s->counts[t]; id++) {
-            snprintf(label, sizeof label, "%s:%d", infinirtGetDeviceTypeName((infiniDevice_t)t), id);
-            add_pool(s, label, infinirtGetAllocatorStats((infiniDevice_t)t, id, &st), &st);
+        int count = 0;
+        infinirtGetDeviceCount(t, &count);
+        for (int id = 0; id < count; id++) {
+            snprintf(label, sizeof label, "%s:%d", infinirtGetDeviceTypeName(t), id);
+            add_pool(s, label, infinirtGetAllocatorStats(t, id, &st), &st);
         }
-        if (s->counts[t] > 0) {
-            snprintf(label, sizeof label, "%s host pool", infinirtGetDeviceTypeName((infiniDevice_t)t));
-            add_pool(s, label, infinirtGetHostAllocatorStats((infiniDevice_t)t, &st), &st);
+        if (count > 0) {
+            snprintf(label, sizeof label, "%s host pool", infinirtGetDeviceTypeName(t));
+            add_pool(s, label, infinirtGetHostAllocatorStats(t, &st), &st);
         }
     }
     infinirtEventStatus_t es;

@@ -17,9 +17,13 @@ infiniDevice_t tc_device_type(void)
         return INFINI_DEVICE_CPU;
     if (strcmp(d, "cuda") == 0)
         return INFINI_DEVICE_NVIDIA;
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++)
-        if (strcmp(d, infinirtGetDeviceTypeName((infiniDevice_t)t)) == 0)
-            return (infiniDevice_t)t;
+    /* Names only (infinirtGetDeviceTypeName needs no initialised loader:
+     * this also runs in exit handlers after shutdown). */
+    for (int t = 0; t <= INFINI_DEVICE_TYPE_COUNT; t++) {
+        infiniDevice_t type = t < INFINI_DEVICE_TYPE_COUNT ? (infiniDevice_t)t : INFINI_DEVICE_OPENCL;
+        if (strcmp(d, infinirtGetDeviceTypeName(type)) == 0)
+            return type;
+    }
     fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not a device type name (cpu, nvidia, opencl, ascend, ...)\n", d);
     abort();
 }

@@ -24,7 +24,22 @@ int test_conformance_device_count(void)
         ASSERT_OK(infinirtGetDeviceCount((infiniDevice_t)t, &n));
         ASSERT_EQ(all[t], n); /* every slot written and consistent */
     }
-    ASSERT_GE(all[tc_device_type()], 1);
+    /* Every type, ours included, through the list; the target among them. */
+    infiniDevice_t types[32];
+    int ntypes = -1, seen = 0;
+    ASSERT_OK(infinirtGetDeviceTypes(NULL, 0, &ntypes));
+    ASSERT_GT(ntypes, INFINI_DEVICE_TYPE_COUNT);
+    ASSERT_LE(ntypes, 32);
+    ASSERT_OK(infinirtGetDeviceTypes(types, 32, &ntypes));
+    for (int i = 0; i < ntypes; i++) {
+        if (i < INFINI_DEVICE_TYPE_COUNT)
+            ASSERT_EQ(types[i], i); /* InfiniCore's first, in order */
+        seen += types[i] == tc_device_type();
+    }
+    ASSERT_EQ(seen, 1);
+    int mine = 0;
+    ASSERT_OK(infinirtGetDeviceCount(tc_device_type(), &mine));
+    ASSERT_GE(mine, 1);
     ASSERT_STATUS(infinirtGetAllDeviceCount(NULL), INFINI_STATUS_NULL_POINTER);
     ASSERT_STATUS(infinirtGetDeviceCount(tc_device_type(), NULL), INFINI_STATUS_NULL_POINTER);
     ASSERT_STATUS(infinirtGetDeviceCount(INFINI_DEVICE_TYPE_COUNT, &all[0]), INFINI_STATUS_BAD_PARAM);
@@ -568,8 +583,11 @@ int test_conformance_error_strings(void)
     /* InfiniCore's values, unchanged. */
     ASSERT_EQ(INFINI_STATUS_INSUFFICIENT_WORKSPACE, 13);
     ASSERT_EQ(INFINI_DEVICE_ALI, 10);
-    ASSERT_EQ(INFINI_DEVICE_OPENCL, 11);
-    ASSERT_EQ(INFINI_DEVICE_TYPE_COUNT, 12);
+    ASSERT_EQ(INFINI_DEVICE_TYPE_COUNT, 11);
+    /* Ours, far above InfiniCore's range. */
+    ASSERT_EQ(INFINI_DEVICE_OPENCL, 0x1000);
+    ASSERT_STR_EQ(infinirtGetDeviceTypeName(INFINI_DEVICE_OPENCL), "opencl");
+    ASSERT_STR_EQ(infinirtGetDeviceTypeName(INFINI_DEVICE_TYPE_COUNT), "unknown");
     return TEST_OK;
 }
 
