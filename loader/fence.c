@@ -154,9 +154,11 @@ static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
     uint_fast64_t now;
     if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= seen || device_idle(dev, &now))
         return true;
-    bool idle = true;
-    pthread_mutex_lock(&dev->lock);
-    idle = !pending(dev->default_stream);
+    /* Called under arena locks: never wait for dev->lock (a device
+     * synchronize may hold it for long); busy means "not known done". */
+    if (pthread_mutex_trylock(&dev->lock) != 0)
+        return false;
+    bool idle = !pending(dev->default_stream);
     for (infinirt__stream *s = dev->streams; s != NULL && idle; s = s->next)
         idle = !pending(s);
     pthread_mutex_unlock(&dev->lock);

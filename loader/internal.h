@@ -187,11 +187,15 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
                                         const char *fn, infinirt__stream **out);
 void infinirt__stream_release(infinirt__stream *s);
 
-/* Note async work queued on s; call before handing it to the plugin. */
+/* Note async work queued on s; call once the plugin has queued it (a sync
+ * that read the counts before then did not cover it).  The stream's count
+ * first: whoever reads the device's count and then the streams' (the
+ * allocator's "every stream idle" checks) sees this stream busy whenever
+ * that device count includes the work. */
 static inline void infinirt__stream_note_submit(infinirt__stream *s)
 {
-    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
+    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
 }
 /* Record that everything s had queued as of `seen` has completed. */
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
