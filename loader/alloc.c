@@ -657,7 +657,7 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
             infinirt__fence *f;
             infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
             if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-                return st;
+                return free_slow(key, stream, want_pool); /* ptr may be another pool's: ask its own */
             infinirt__spin_lock(&a->lock);
             size_t req, size;
             unsigned flags;

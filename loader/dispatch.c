@@ -229,6 +229,18 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
             snprintf(why, why_size, "required entry %s is missing", k_entries[first].name);
         return -1;
     }
+    /* Work queued asynchronously must be waitable somehow: the allocator
+     * and DeviceSynchronize fall back to synchronising, by device or by
+     * stream. */
+    uint32_t async = BIT(memcpy_async) | BIT(memset_async) | BIT(launch_host_func) | BIT(stream_wait_event) |
+                     BIT(event_record) | BIT(stream_create);
+    if ((caps & async) && !(caps & (BIT(stream_synchronize) | BIT(device_synchronize)))) {
+        snprintf(why, why_size,
+                 "incoherent ops table: %s without stream_synchronize or device_synchronize (queued work "
+                 "could never be waited for)",
+                 k_entries[__builtin_ctz(caps & async)].name);
+        return -1;
+    }
     p->caps = caps;
     p->ops = &p->table;
     return 0;

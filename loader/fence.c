@@ -193,18 +193,34 @@ static infiniStatus_t device_wait_idle(infinirt__device *dev)
     return infinirt__device_sync(dev);
 }
 
+/* The devices whose streams may touch memory of dev: dev and its peers
+ * (see infinirt__device.peers).  Returns how many were written to out. */
+static int covered_devices(infinirt__device *dev, infinirt__device **out, int max)
+{
+    int n = 0;
+    out[n++] = dev;
+    uint_fast64_t peers = atomic_load_explicit(&dev->peers, memory_order_acquire);
+    infinirt__plugin *p = dev->plugin;
+    for (int i = 0; i < p->device_count && peers != 0 && n < max; i++) {
+        uint_fast64_t bit = (uint_fast64_t)1 << (i < 63 ? i : 63);
+        if ((peers & bit) && &p->devices[i] != dev)
+            out[n++] = &p->devices[i];
+    }
+    return n;
+}
+
 /* A fence could not be built (no memory for it): the caller's free is safe
  * only once the work queued so far has completed, so wait for it now; if
  * even that fails, the free fails and nothing changes. */
 static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinirt__fence **out,
-                                  infinirt__device *devs, int ndevs)
+                                  infinirt__device **devs, int ndevs)
 {
     if (st != INFINI_STATUS_SUCCESS) {
         fence_release(NULL, f);
         *out = NULL;
         INFINIRT__WARN("no memory for a fence; synchronizing the device instead");
         for (int i = 0; i < ndevs; i++) {
-            infiniStatus_t w = device_wait_idle(&devs[i]);
+            infiniStatus_t w = device_wait_idle(devs[i]);
             if (w != INFINI_STATUS_SUCCESS)
                 return w;
         }
@@ -218,21 +234,29 @@ static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinir
     return INFINI_STATUS_SUCCESS;
 }
 
+#define MAX_COVERED 64
+
 static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence **out)
 {
     infinirt__device *dev = ctx;
-    /* A synchronous free on an idle device (the common case): no fence,
-     * two loads, no call. */
+    /* A synchronous free on an idle device that no other device's stream
+     * has touched (the common case): no fence, three loads, no call. */
     uint_fast64_t seen;
-    if (stream == INFINIRT__POOL_SYNC && device_idle(dev, &seen)) {
+    if (stream == INFINIRT__POOL_SYNC && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
+        device_idle(dev, &seen)) {
         *out = NULL;
         return INFINI_STATUS_SUCCESS;
     }
     infinirt__fence *f = NULL;
     int cap = 0;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    infinirt__device *devs[MAX_COVERED];
+    int ndevs = 1;
+    devs[0] = dev;
     if (stream == INFINIRT__POOL_SYNC) {
-        st = fence_device(dev, &f, &cap);
+        ndevs = covered_devices(dev, devs, MAX_COVERED);
+        for (int i = 0; i < ndevs && st == INFINI_STATUS_SUCCESS; i++)
+            st = fence_device(devs[i], &f, &cap);
     } else {
         infinirt__stream *s = stream ? stream : dev->default_stream;
         if (pending(s)) {
@@ -241,20 +265,33 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
             pthread_mutex_unlock(&dev->lock);
         }
     }
-    return finish_take(st, f, out, dev, 1);
+    return finish_take(st, f, out, devs, ndevs);
 }
 
 static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence **out)
 {
-    /* Pinned host memory may be touched by copies on any stream of any of
-     * the plugin's devices. */
-    infinirt__plugin *p = ctx;
+    /* Pinned host memory may be touched by copies on any stream of any
+     * device - of any plugin: a block from one plugin's host pool may be
+     * the host side of a copy on another backend's stream.  Idle devices
+     * cost two loads each. */
+    (void)ctx;
+    (void)stream;
     infinirt__fence *f = NULL;
     int cap = 0;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
-    for (int i = 0; i < p->device_count && st == INFINI_STATUS_SUCCESS; i++)
-        st = fence_device(&p->devices[i], &f, &cap);
-    return finish_take(st, f, out, p->devices, p->device_count);
+    infinirt__device *devs[MAX_COVERED];
+    int ndevs = 0;
+    for (int k = 0; k < infinirt__rt.nplugins && st == INFINI_STATUS_SUCCESS; k++) {
+        infinirt__plugin *p = &infinirt__rt.plugins[k];
+        if (p->status != INFINIRT_PLUGIN_LOADED)
+            continue;
+        for (int i = 0; i < p->device_count && st == INFINI_STATUS_SUCCESS; i++) {
+            st = fence_device(&p->devices[i], &f, &cap);
+            if (ndevs < MAX_COVERED)
+                devs[ndevs++] = &p->devices[i];
+        }
+    }
+    return finish_take(st, f, out, devs, ndevs);
 }
 
 static infiniStatus_t fence_query(void *ctx, infinirt__fence *f, int *done)
@@ -266,16 +303,16 @@ static infiniStatus_t fence_query(void *ctx, infinirt__fence *f, int *done)
         if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= f->item[i].seen)
             continue;
         int d = 0;
+        bool answered = false;
         if (f->item[i].ev != NULL) {
             infiniStatus_t st = dev->plugin->ops->event_query(dev->index, f->item[i].ev, &d);
-            if (st != INFINI_STATUS_SUCCESS) {
-                /* An error is no answer: the block stays pending unless the
-                 * counters prove the work done. */
+            if (st == INFINI_STATUS_SUCCESS)
+                answered = true;
+            else /* an error is no answer: the block stays pending unless the counters prove the work done */
                 warn_once(dev, &dev->query_warned, "event_query on a fence", st);
-                d = 0;
-            }
         }
-        if (!d && !done_by_counters(dev, f->item[i].seen)) {
+        /* The stream scan only where the event could not answer. */
+        if (!d && (answered || !done_by_counters(dev, f->item[i].seen))) {
             *done = 0;
             return INFINI_STATUS_SUCCESS;
         }

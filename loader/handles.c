@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,6 +241,9 @@ static void stream_free(infinirt__stream *s)
     infinirt__pool_stream_retired(dev->pool, s);
     infinirt__pool_stream_retired(dev->plugin->host_pool, s);
     stream_unlink(s);
+    /* A device synchronize may still be using the plugin stream. */
+    while (atomic_load(&s->pins) != 0)
+        sched_yield();
     infiniStatus_t st = dev->plugin->ops->stream_destroy(dev->index, s->ps);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "stream_destroy");
@@ -362,20 +366,30 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev)
             free(snap);
         }
     } else {
-        /* Each stream in turn; the lock keeps them from being destroyed
-         * meanwhile (stream_free unlinks under it). */
+        /* Each stream in turn, with no lock held (a synchronize may take
+         * long, and the allocator's fence paths need dev->lock): the
+         * streams are pinned so none is freed meanwhile. */
+        size_t n = 0;
         pthread_mutex_lock(&dev->lock);
-        uint_fast64_t s_seen = atomic_load_explicit(&dev->default_stream->submitted, memory_order_acquire);
-        st = dev->plugin->ops->stream_synchronize(dev->index, NULL);
-        if (st == INFINI_STATUS_SUCCESS)
-            infinirt__stream_note_synced(dev->default_stream, s_seen);
-        for (infinirt__stream *s = dev->streams; s != NULL && st == INFINI_STATUS_SUCCESS; s = s->next) {
-            s_seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
-            st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
-            if (st == INFINI_STATUS_SUCCESS)
-                infinirt__stream_note_synced(s, s_seen);
-        }
+        sync_snap *snap = snap_streams(dev, &n);
+        for (size_t i = 1; snap != NULL && i < n; i++)
+            atomic_fetch_add(&snap[i].s->pins, 1);
         pthread_mutex_unlock(&dev->lock);
+        if (snap == NULL)
+            return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, "infinirtDeviceSynchronize",
+                                  "no memory to list the streams of %s:%d",
+                                  infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+        st = INFINI_STATUS_SUCCESS;
+        for (size_t i = 0; i < n; i++) {
+            if (st == INFINI_STATUS_SUCCESS) {
+                st = dev->plugin->ops->stream_synchronize(dev->index, snap[i].s->ps);
+                if (st == INFINI_STATUS_SUCCESS)
+                    infinirt__stream_note_synced(snap[i].s, snap[i].seen);
+            }
+            if (i > 0)
+                atomic_fetch_sub(&snap[i].s->pins, 1);
+        }
+        free(snap);
         if (st != INFINI_STATUS_SUCCESS)
             return infinirt__plugin_failed(st, dev, "stream_synchronize (for a device synchronize)");
     }

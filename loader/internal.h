@@ -148,6 +148,11 @@ struct infinirt__device {
      * value of `submitted` at the last moment every stream was known idle. */
     atomic_uint_fast64_t submitted;
     atomic_uint_fast64_t synced_all;
+    /* Bit i: a stream of device i of the same plugin has had asynchronous
+     * work touching this device's memory (a peer memset or copy), so a
+     * synchronous free here must wait for that device's streams too.  Bit
+     * 63 stands for every device from 63 on.  Never cleared. */
+    atomic_uint_fast64_t peers;
     /* One warning each when the plugin fails the allocator's fences. */
     atomic_bool fence_warned, query_warned, wait_warned;
 };
@@ -161,6 +166,7 @@ struct infinirt__stream {
     void *ps;                   /* plugin stream; NULL for the default stream */
     bool is_default;
     uint64_t id;                /* unique for the process: a freed stream's address may come back */
+    atomic_int pins;            /* device_sync is using it with no lock held: not freed until 0 */
     atomic_uint_fast64_t submitted; /* async operations queued */
     atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
     infinirt__stream *prev, *next;  /* in dev->streams */
@@ -196,6 +202,15 @@ static inline void infinirt__stream_note_submit(infinirt__stream *s)
 {
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
     atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
+}
+/* Work queued on a stream of `user` touches memory of `owner`. */
+static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__device *user)
+{
+    if (owner == NULL || owner == user || owner->plugin != user->plugin)
+        return;
+    uint_fast64_t bit = (uint_fast64_t)1 << (user->index < 63 ? user->index : 63);
+    if (!(atomic_load_explicit(&owner->peers, memory_order_relaxed) & bit))
+        atomic_fetch_or(&owner->peers, bit);
 }
 /* Record that everything s had queued as of `seen` has completed. */
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);

@@ -316,6 +316,10 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
                             "asynchronous copies between backends are not supported",
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
     } else {
+        /* Memory of another device of this plugin, touched by this stream:
+         * its synchronous frees must wait for this device's streams too. */
+        infinirt__note_peer(owner, dev);
+        infinirt__note_peer(other, dev);
         st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, s->ps);
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
@@ -366,6 +370,7 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
                             infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
     } else {
+        infinirt__note_peer(owner, dev);
         st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
