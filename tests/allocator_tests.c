@@ -278,3 +278,109 @@ int test_allocator_threads(void)
     }
     return TEST_OK;
 }
+
+/* ----------------------------------------------- what counts as in flight */
+
+/* A large block freed behind work still queued (on `on`, NULL for a
+ * synchronous Free) must not come back from a Malloc of the same size: the
+ * bins hold nothing else of that size, so a block released early would be
+ * handed out again at once. */
+#define BIG (8 * MiB)
+
+/* The only operation queued since the device was last synchronised is a
+ * host function: the free's fence is one submission past the device's idle
+ * mark, and must not count as complete at that mark. */
+int test_allocator_fence_one_past_sync(void)
+{
+    cpu_config("");
+    infinirtStream_t a;
+    ASSERT_OK(infinirtStreamCreate(&a));
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, BIG));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    static tc_gate gate;
+    ASSERT_OK(tc_hold_stream(a, &gate)); /* may use p, as far as the loader knows */
+    ASSERT_OK(infinirtFreeAsync(p, a));
+    ASSERT_OK(infinirtMalloc(&q, BIG));
+    ASSERT(!overlaps(q, BIG, p, BIG));
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(a));
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtStreamDestroy(a));
+    return TEST_OK;
+}
+
+/* Work queued on the default stream keeps a synchronously freed block
+ * pending even when no created stream has work (the counters must look at
+ * the default stream too). */
+int test_allocator_default_stream_in_flight(void)
+{
+    cpu_config("");
+    unsigned char *p;
+    void *q;
+    ASSERT_OK(infinirtMalloc((void **)&p, BIG));
+    static tc_gate gate;
+    ASSERT_OK(tc_hold_stream(NULL, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0x5A, BIG, NULL));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtMalloc(&q, BIG));
+    ASSERT(!overlaps(q, BIG, p, BIG));
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtFree(q));
+    return TEST_OK;
+}
+
+/* A stream whose only work is a wait on another stream's event has work in
+ * flight: a block freed on it (ordered after A's memset by that wait) stays
+ * pending until A is done. */
+int test_allocator_wait_event_in_flight(void)
+{
+    cpu_config("");
+    infinirtStream_t a, s;
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtStreamCreate(&a));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, BIG));
+    static tc_gate gate;
+    ASSERT_OK(tc_hold_stream(a, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0x11, BIG, a));
+    ASSERT_OK(infinirtEventRecord(e, a));
+    ASSERT_OK(infinirtStreamWaitEvent(s, e));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_OK(infinirtMalloc(&q, BIG));
+    ASSERT(!overlaps(q, BIG, p, BIG));
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(a));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* A destroyed stream's cached blocks join the device's default stream:
+ * a small block freed on it, in a segment that still holds a live block
+ * (so no other stream could take the segment whole), serves the next
+ * Malloc without a new raw allocation. */
+int test_allocator_retired_stream_merged(void)
+{
+    cpu_config("");
+    infinirtStream_t a;
+    ASSERT_OK(infinirtStreamCreate(&a));
+    void *p1, *p2, *q;
+    ASSERT_OK(infinirtMallocAsync(&p1, 4096, a));
+    ASSERT_OK(infinirtMallocAsync(&p2, 4096, a));
+    ASSERT_OK(infinirtFreeAsync(p1, a));
+    ASSERT_OK(infinirtStreamDestroy(a));
+    infinirtAllocatorStats_t s0, s1;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &s0));
+    ASSERT_OK(infinirtMalloc(&q, 4096));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &s1));
+    ASSERT_EQ(s1.raw_allocs, s0.raw_allocs);
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtFree(p2));
+    return TEST_OK;
+}

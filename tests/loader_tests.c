@@ -451,6 +451,26 @@ int test_loader_default_device_missing(void)
     return TEST_OK;
 }
 
+/* A negative default_device id is malformed: warned about and ignored, so
+ * the current device stays cpu:0 (never device -1 of the table). */
+int test_loader_default_device_negative(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[loader]\ndefault_device = cpu:-1\n[plugin.cpu]\nlibrary = %s\ndevices = 2\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    infiniDevice_t t = INFINI_DEVICE_TYPE_COUNT;
+    int id = -1;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(t, INFINI_DEVICE_CPU);
+    ASSERT_EQ(id, 0);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), "default_device 'cpu:-1' is not TYPE[:ID]");
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
 /* -------------------------------------------------------------- routing */
 
 /* Pointers, streams and events made on device 1 are used and released

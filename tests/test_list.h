@@ -85,7 +85,12 @@
     X(fault, sweep)                       \
     X(fault, sweep_release)               \
     X(fault, sweep_noalloc)               \
-    X(fault, sweep_always)
+    X(fault, sweep_always)                \
+    X(loader, default_device_negative)    \
+    X(allocator, fence_one_past_sync)     \
+    X(allocator, default_stream_in_flight) \
+    X(allocator, wait_event_in_flight)    \
+    X(allocator, retired_stream_merged)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
