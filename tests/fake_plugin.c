@@ -12,6 +12,8 @@
  *   FAKE_STREAMS     FAKE_GOOD with streams and events, which complete at
  *                    once (every operation runs synchronously)
  *   FAKE_BAD_TYPE    declares device type 99, outside infiniDevice_t
+ *   FAKE_NO_QUERY    FAKE_STREAMS without event_query (incoherent: refused)
+ *   FAKE_NO_STREAM_DESTROY  FAKE_STREAMS without stream_destroy (refused)
  *
  * With the key `ledger = PATH`, the memory, stream and event operations
  * append one line each to PATH ("memset dev=1"), so a test can see which
@@ -24,6 +26,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY)
+#define FAKE_STREAMS /* with one entry left out of the table */
+#endif
+#if defined(FAKE_NO_QUERY)
+#define FAKE_OMIT_QUERY 1
+#else
+#define FAKE_OMIT_QUERY 0
+#endif
+#if defined(FAKE_NO_STREAM_DESTROY)
+#define FAKE_OMIT_STREAM_DESTROY 1
+#else
+#define FAKE_OMIT_STREAM_DESTROY 0
+#endif
 
 static int g_devices = 2;
 static char g_ledger[512];
@@ -179,6 +195,7 @@ static infiniStatus_t fake_event_create(int dev, uint32_t flags, void **e)
 
 static infiniStatus_t fake_event_destroy(int dev, void *e)
 {
+    note("event_destroy dev=%d owner=%d", dev, owner(e));
     free(e);
     return INFINI_STATUS_SUCCESS;
 }
@@ -232,12 +249,12 @@ static const infinirtPluginOps fake_ops = {
 #if defined(FAKE_STREAMS)
     .device_synchronize = fake_device_synchronize,
     .stream_create = fake_stream_create,
-    .stream_destroy = fake_stream_destroy,
+    .stream_destroy = FAKE_OMIT_STREAM_DESTROY ? NULL : fake_stream_destroy,
     .stream_synchronize = fake_stream_synchronize,
     .event_create = fake_event_create,
     .event_destroy = fake_event_destroy,
     .event_record = fake_event_record,
-    .event_query = fake_event_query,
+    .event_query = FAKE_OMIT_QUERY ? NULL : fake_event_query,
     .event_synchronize = fake_event_synchronize,
     .memcpy_async = fake_memcpy_async,
     .memset_async = fake_memset_async,

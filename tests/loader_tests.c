@@ -116,6 +116,20 @@ int test_loader_table_too_small(void)
                            "40 bytes");
 }
 
+/* Tables whose entries do not make sense together are refused at load,
+ * with the reason, instead of failing (or crashing) at the first call. */
+int test_loader_incoherent_no_query(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_no_query.so\nanswer = 42", "noquery",
+                           INFINIRT_PLUGIN_ABI_MISMATCH, "event_record without event_query");
+}
+
+int test_loader_incoherent_no_stream_destroy(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_no_stream_destroy.so\nanswer = 42", "nodestroy",
+                           INFINIRT_PLUGIN_ABI_MISMATCH, "stream_create without stream_destroy");
+}
+
 int test_loader_init_failure(void)
 {
     return bad_plugin_case("library = " FAKE_DIR "/libfake_init_fail.so", "initfail", INFINIRT_PLUGIN_INIT_FAILED,
@@ -642,7 +656,9 @@ int test_routing_other_backend(void)
     ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_ASCEND, 1, &st));
     ASSERT_EQ(st.active_blocks, 0);
     ASSERT_OK(infinirtStreamDestroy(sf));
-    ASSERT_OK(infinirtEventDestroy(ef));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "stream_destroy dev=1 owner=1\n");
+    ASSERT_OK(infinirtEventDestroy(ef)); /* no other reference: the plugin's event goes now */
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "event_destroy dev=1 owner=1\n");
     /* Nothing reached the fake's device 0, nor a fake call a cpu object. */
     ASSERT(strstr(ledger_text(ledger), "dev=0") == NULL);
     ASSERT(strstr(ledger_text(ledger), "owner=0") == NULL);

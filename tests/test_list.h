@@ -90,7 +90,9 @@
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
     X(allocator, wait_event_in_flight)    \
-    X(allocator, retired_stream_merged)
+    X(allocator, retired_stream_merged)   \
+    X(loader, incoherent_no_query)        \
+    X(loader, incoherent_no_stream_destroy)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
