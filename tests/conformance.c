@@ -724,21 +724,34 @@ typedef struct {
     void *h;
     size_t n;
     infiniDevice_t type;
+    int device;
+    bool device_memory; /* Free/Malloc (filled with 0x55) instead of FreeHost/MallocHost */
     infiniStatus_t st;
 } refree_arg;
 
-static void *free_and_reuse_pinned(void *p)
+/* Free a->h, allocate the same size again on a->type:a->device and fill it
+ * (what the gated work must not see, or overwrite); a->h becomes the new
+ * block. */
+static void *free_and_reuse(void *p)
 {
     refree_arg *a = p;
     void *h2 = NULL;
-    infinirtSetDevice(a->type, 0);
-    a->st = infinirtFreeHost(a->h);
-    if (a->st == INFINI_STATUS_SUCCESS)
-        a->st = infinirtMallocHost(&h2, a->n);
-    if (a->st == INFINI_STATUS_SUCCESS) {
-        memset(h2, 0xee, a->n); /* must not reach the gated copy's source */
-        a->h = h2;
+    infinirtSetDevice(a->type, a->device);
+    if (a->device_memory) {
+        a->st = infinirtFree(a->h);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMalloc(&h2, a->n);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMemset(h2, 0x55, a->n);
+    } else {
+        a->st = infinirtFreeHost(a->h);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMallocHost(&h2, a->n);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            memset(h2, 0xee, a->n); /* must not reach the gated copy's source */
     }
+    if (a->st == INFINI_STATUS_SUCCESS)
+        a->h = h2;
     return NULL;
 }
 
@@ -760,7 +773,7 @@ int test_conformance_pinned_other_device(void)
     ASSERT_OK(infinirtMemcpyAsync(d1, h, N, INFINIRT_MEMCPY_H2D, s1));
     refree_arg arg = {.h = h, .n = N, .type = tc_device_type()};
     pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse_pinned, &arg), 0);
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
     tc_sleep_ms(100);
     tc_gate_open(&gate);
     ASSERT_EQ(pthread_join(t, NULL), 0);
@@ -772,6 +785,90 @@ int test_conformance_pinned_other_device(void)
     ASSERT_OK(infinirtFreeHost(h2));
     ASSERT_OK(infinirtFree(d1));
     ASSERT_OK(infinirtStreamDestroy(s1));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+/* Memory of device 1 written by a gated MemsetAsync on a device-0 stream,
+ * then freed synchronously: the free waits for device 0's streams too, so
+ * the block is not handed out while that write is pending. */
+int test_conformance_peer_memset_free(void)
+{
+    CHECK(tc_use_device(1));
+    enum { N = 64 * 1024 };
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, N));
+    CHECK(tc_use_device(0));
+    infinirtStream_t s0;
+    ASSERT_OK(infinirtStreamCreate(&s0));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s0, &gate));
+    infiniStatus_t st = infinirtMemsetAsync(p, 0xaa, N, s0);
+    if (st == INFINI_STATUS_BAD_PARAM || st == INFINI_STATUS_NOT_IMPLEMENTED) {
+        tc_gate_open(&gate); /* the backend refuses peer writes: nothing to check */
+        ASSERT_OK(infinirtStreamDestroy(s0));
+        ASSERT_OK(infinirtFree(p));
+        return TEST_SKIP;
+    }
+    ASSERT_OK(st);
+    /* Free and reuse from a thread of their own: without the cache the
+     * free waits for the gated write. */
+    refree_arg arg = {.h = p, .n = N, .type = tc_device_type(), .device = 1, .device_memory = true};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtStreamSynchronize(s0));
+    unsigned char *got = malloc(N);
+    ASSERT(got != NULL);
+    CHECK(tc_use_device(1));
+    ASSERT_OK(infinirtMemcpy(got, arg.h, N, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < N; i++)
+        ASSERT_EQ(got[i], 0x55); /* the new owner's bytes, not the gated memset's */
+    ASSERT_OK(infinirtFree(arg.h));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+    free(got);
+    return TEST_OK;
+}
+
+/* Pinned memory from the CPU plugin's host pool (allocated while a CPU
+ * device is current) read by a gated copy on the target backend's stream:
+ * FreeHost must not hand it out before that copy ran, whichever backend
+ * the copy is on. */
+int test_conformance_pinned_other_backend(void)
+{
+    enum { N = 256 * 1024 };
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *h;
+    ASSERT_OK(infinirtMallocHost(&h, N)); /* the CPU plugin's pool */
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 31);
+    memcpy(h, want, N);
+    CHECK(tc_use_device(0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(d, h, N, INFINIRT_MEMCPY_H2D, s));
+    refree_arg arg = {.h = h, .n = N, .type = INFINI_DEVICE_CPU};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFreeHost(arg.h));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtStreamDestroy(s));
     free(want);
     free(got);
     return TEST_OK;

@@ -528,3 +528,60 @@ int test_fault_device_sync_late_work(void)
     return TEST_OK;
 }
 
+
+/* A plugin without device_synchronize: DeviceSynchronize waits for each
+ * stream in turn, but must not hold the device's lock while it does -
+ * StreamCreate (and the allocator's fence paths) would block behind a
+ * stream that only the blocked thread could release. */
+typedef struct {
+    infiniStatus_t st;
+    int done;
+    infinirtStream_t s;
+} ft_call;
+
+static void *ft_device_sync(void *p)
+{
+    ft_call *c = p;
+    infinirtSetDevice(DEV, 0);
+    c->st = infinirtDeviceSynchronize();
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void *ft_stream_create(void *p)
+{
+    ft_call *c = p;
+    infinirtSetDevice(DEV, 0);
+    c->st = infinirtStreamCreate(&c->s);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+int test_fault_sync_by_stream_unlocked(void)
+{
+    ft_config("device_synchronize", NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    ft_call sync = {0}, create = {0};
+    pthread_t ts, tcr;
+    ASSERT_EQ(pthread_create(&ts, NULL, ft_device_sync, &sync), 0);
+    tc_sleep_ms(50); /* the synchronize now waits on s */
+    ASSERT_EQ(pthread_create(&tcr, NULL, ft_stream_create, &create), 0);
+    for (int i = 0; i < 200 && !__atomic_load_n(&create.done, __ATOMIC_SEQ_CST); i++)
+        tc_sleep_ms(10);
+    int created = __atomic_load_n(&create.done, __ATOMIC_SEQ_CST);
+    ASSERT_EQ(__atomic_load_n(&sync.done, __ATOMIC_SEQ_CST), 0); /* still waiting for the gate */
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(ts, NULL), 0);
+    ASSERT_EQ(pthread_join(tcr, NULL), 0);
+    ASSERT_EQ(created, 1); /* StreamCreate did not wait for the synchronize */
+    ASSERT_OK(sync.st);
+    ASSERT_OK(create.st);
+    ASSERT_OK(infinirtStreamDestroy(create.s));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}

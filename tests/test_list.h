@@ -29,7 +29,9 @@
     X(conformance, device_as_host)        \
     X(conformance, zero_size_dead_stream) \
     X(conformance, async_ops_fence)       \
-    X(conformance, pinned_other_device)
+    X(conformance, pinned_other_device)   \
+    X(conformance, peer_memset_free)      \
+    X(conformance, pinned_other_backend)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
@@ -86,6 +88,7 @@
     X(fault, sweep_release)               \
     X(fault, sweep_noalloc)               \
     X(fault, sweep_always)                \
+    X(fault, sync_by_stream_unlocked)     \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
