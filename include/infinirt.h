@@ -150,7 +150,8 @@ INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device
                                                size_t *free_bytes, size_t *total_bytes);
 
 /* Block until all work queued on every stream of the current device has
- * completed.  Returns SUCCESS or the backend's error. */
+ * completed (on a backend without a device-wide wait, each stream in turn).
+ * Returns SUCCESS or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void);
 
 /* ------------------------------------------------------------------ stream */
@@ -161,9 +162,15 @@ INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void);
  * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr);
 
-/* Destroy a stream after the work queued on it has completed (waits for it).
- * The handle is invalid afterwards; using it again gives BAD_PARAM.
- * Returns SUCCESS, BAD_PARAM (NULL, unknown or destroyed handle). */
+/* Destroy a stream after the work queued on it has completed (waits for it,
+ * also while another thread is still inside a call on the stream; that
+ * thread's call completes, and the backend's stream goes when it returns).
+ * The stream's cached memory moves to the device only once its work has
+ * completed.  The handle is invalid afterwards; using it again gives
+ * BAD_PARAM.
+ * Returns SUCCESS, BAD_PARAM (NULL, unknown or destroyed handle), or the
+ * backend's error when the wait failed - the one failure after which the
+ * handle is nevertheless gone (its memory is then kept out of use). */
 INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream);
 
 /* Block until all work queued on the stream has completed.  The call reaches
@@ -269,8 +276,10 @@ INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr);
  * a range running past the end of its allocation, a host side in device
  * memory the host cannot address, or a size larger than PTRDIFF_MAX or
  * wrapping around), logged naming the side, its offset, the size and the
- * allocation's size; NOT_IMPLEMENTED for a D2D copy between devices of two
- * different backends.  size 0 is a no-op (SUCCESS, pointers unchecked). */
+ * allocation's size.  A D2D copy between devices of two different backends
+ * is staged through host memory (in chunks of at most 64 MiB); the
+ * asynchronous form refuses it with NOT_IMPLEMENTED.  size 0 is a no-op
+ * (SUCCESS, pointers unchecked). */
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size,
                                            infinirtMemcpyKind_t kind);
 
