@@ -57,6 +57,14 @@ cpu_event *cpu__event_new(int dev, uint32_t flags)
     return e;
 }
 
+/* Events are freed by whoever drops the last reference: the handle
+ * (event_destroy), a queued record or a queued wait.  The count is a C11
+ * atomic and every access to the event's state is under its mutex, which
+ * the last holder no longer shares with anyone when it destroys it; the
+ * loader keeps its own reference while a thread is inside a call on the
+ * event.  threads.event_teardown destroys events in each of those ways
+ * under ThreadSanitizer (and fails on a non-atomic count or a record that
+ * drops its reference before completing the event). */
 void cpu__event_put(cpu_event *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) == 1) {
