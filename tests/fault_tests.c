@@ -585,3 +585,42 @@ int test_fault_sync_by_stream_unlocked(void)
     ASSERT_OK(infinirtStreamDestroy(s));
     return TEST_OK;
 }
+
+/* Without the cache a Free waits for the work using the block before the
+ * plugin gets it back.  When every way of waiting fails, the memory must
+ * stay with the loader (out of use), never go back to the plugin, which
+ * would hand it out again while the gated write is still queued. */
+int test_fault_passthrough_wait_fails(void)
+{
+    ft_config(NULL, "[allocator]\nenabled = false\n");
+    fault_api api;
+    CHECK(ft_start(&api));
+    enum { N = 64 * 1024 };
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, N));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0xaa, N, s));
+    ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("event_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("device_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_EQ(api.set("stream_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
+    ASSERT_OK(infinirtFree(p)); /* kept out of use, with an error line */
+    api.reset();
+    ASSERT_OK(infinirtMalloc(&q, N));
+    ASSERT_OK(infinirtMemset(q, 0x55, N));
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    unsigned char *got = malloc(N);
+    ASSERT(got != NULL);
+    ASSERT_OK(infinirtMemcpy(got, q, N, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < N; i++)
+        ASSERT_EQ(got[i], 0x55);
+    ASSERT_STR_CONTAINS(tc_read_file(ft_log_path()), "kept out of use");
+    free(got);
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}

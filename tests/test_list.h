@@ -89,6 +89,7 @@
     X(fault, sweep_noalloc)               \
     X(fault, sweep_always)                \
     X(fault, sync_by_stream_unlocked)     \
+    X(fault, passthrough_wait_fails)      \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
