@@ -628,3 +628,46 @@ int test_fault_passthrough_wait_fails(void)
     ASSERT_OK(infinirtStreamDestroy(s));
     return TEST_OK;
 }
+
+/* No events: a block freed behind gated work on the default stream is not
+ * reused by the default stream's next allocation (the loader's counters
+ * must count the default stream's work). */
+int test_fault_no_events_default_stream(void)
+{
+    ft_config("event_create,event_destroy,event_record,event_query,event_synchronize,event_elapsed_time,"
+              "stream_wait_event",
+              NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    /* The whole device: the next allocation can only be this block. */
+    enum { N = LIMIT };
+    unsigned char *a = malloc(N), *b = malloc(N), *got = malloc(N);
+    ASSERT(a != NULL && b != NULL && got != NULL);
+    tc_pattern(a, N, 1);
+    tc_pattern(b, N, 2);
+    void *old, *fresh;
+    ASSERT_OK(infinirtMalloc(&old, N));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(NULL, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(old, a, N, INFINIRT_MEMCPY_H2D, NULL));
+    ASSERT_OK(infinirtFree(old));
+    /* It must wait for the gated copy (the watchdog opens the gate). */
+    watchdog w;
+    watchdog_start(&w, &gate);
+    infiniStatus_t mst = infinirtMalloc(&fresh, N);
+    watchdog_stop(&w);
+    ASSERT_OK(mst);
+    /* The fault device is host memory (the CPU plugin's): written and read
+     * directly, since a synchronous copy would wait for the gated default
+     * stream. */
+    memcpy(fresh, b, N);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(NULL));
+    memcpy(got, fresh, N);
+    ASSERT_MEM_EQ(got, b, N);
+    ASSERT_OK(infinirtFree(fresh));
+    free(a);
+    free(b);
+    free(got);
+    return TEST_OK;
+}

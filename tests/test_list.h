@@ -90,6 +90,7 @@
     X(fault, sweep_always)                \
     X(fault, sync_by_stream_unlocked)     \
     X(fault, passthrough_wait_fails)      \
+    X(fault, no_events_default_stream)    \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
