@@ -873,3 +873,51 @@ int test_conformance_pinned_other_backend(void)
     free(got);
     return TEST_OK;
 }
+
+/* A synchronous D2D copy between a CPU device and the target device, both
+ * ways (staged through host memory when they are different backends). */
+int test_conformance_d2d_across_backends(void)
+{
+    enum { N = 300 * 1000 };
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 41);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *c, *c2;
+    ASSERT_OK(infinirtMalloc(&c, N));
+    ASSERT_OK(infinirtMalloc(&c2, N));
+    ASSERT_OK(infinirtMemcpy(c, want, N, INFINIRT_MEMCPY_H2D));
+    CHECK(tc_use_device(0));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtMemcpy(d, c, N, INFINIRT_MEMCPY_D2D)); /* cpu -> target */
+    ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtMemcpy(c2, d, N, INFINIRT_MEMCPY_D2D)); /* target -> cpu */
+    memset(got, 0, N);
+    ASSERT_OK(infinirtMemcpy(got, c2, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFree(c));
+    ASSERT_OK(infinirtFree(c2));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+/* FreeAsync orders the free on a stream of the pointer's own device: a
+ * stream of another device is BAD_PARAM, and the block stays allocated. */
+int test_conformance_free_async_other_device(void)
+{
+    CHECK(tc_use_device(1));
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 4096));
+    CHECK(tc_use_device(0));
+    infinirtStream_t s0;
+    ASSERT_OK(infinirtStreamCreate(&s0));
+    ASSERT_STATUS(infinirtFreeAsync(p, s0), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtMemset(p, 1, 4096)); /* still live */
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+    return TEST_OK;
+}

@@ -31,7 +31,9 @@
     X(conformance, async_ops_fence)       \
     X(conformance, pinned_other_device)   \
     X(conformance, peer_memset_free)      \
-    X(conformance, pinned_other_backend)
+    X(conformance, pinned_other_backend)  \
+    X(conformance, d2d_across_backends)   \
+    X(conformance, free_async_other_device)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
