@@ -133,3 +133,36 @@ int test_threads_guessed_handle_destroy(void)
     fprintf(stderr, "%ld of %d streams were destroyed through a guessed handle\n", g.destroyed, rounds);
     return TEST_OK;
 }
+
+/* --------------------------- a synchronous copy after the default stream */
+
+static void *open_later(void *g)
+{
+    tc_sleep_ms(200);
+    tc_gate_open(g);
+    return NULL;
+}
+
+/* A synchronous copy runs after the work already queued on the default
+ * stream (as CUDA's legacy default stream orders it): it waits for the
+ * gated memset and reads its result. */
+int test_threads_sync_copy_after_default_stream(void)
+{
+    tc_use_config(k_cpu_config);
+    CHECK(tc_use_device(0));
+    enum { N = 4096 };
+    unsigned char *p, got[N];
+    ASSERT_OK(infinirtMalloc((void **)&p, N));
+    ASSERT_OK(infinirtMemset(p, 0, N));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(NULL, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0xab, N, NULL));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, open_later, &gate), 0);
+    ASSERT_OK(infinirtMemcpy(got, p, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(got[i], 0xab);
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}

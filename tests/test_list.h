@@ -73,6 +73,7 @@
     X(threads, event_teardown)            \
     X(threads, stream_destroy_waits)      \
     X(threads, guessed_handle_destroy)    \
+    X(threads, sync_copy_after_default_stream) \
     X(memory_checks, huge_request)        \
     X(memory_checks, huge_request_limited) \
     X(fault, table_no_event_query)        \
