@@ -63,6 +63,45 @@
 typedef void *infinirtStream_t;
 typedef void *infinirtEvent_t;
 
+/* (InfiniCore's types for stream capture, graphs and the device resource
+ * snapshot.  Declared so code written against InfiniCore's header compiles;
+ * the functions that use them are not provided yet.) */
+typedef void *infinirtGraph_t;
+typedef void *infinirtGraphNode_t;
+typedef void *infinirtGraphExec_t;
+
+typedef enum {
+    INFINIRT_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    INFINIRT_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    INFINIRT_STREAM_CAPTURE_MODE_RELAXED = 2,
+} infinirtStreamCaptureMode_t;
+
+/* Which fields of an infinirtDeviceResourceSnapshot_t hold a value. */
+typedef enum {
+    INFINIRT_RESOURCE_FIELD_NONE = 0,
+    INFINIRT_RESOURCE_FIELD_MEMORY_CAPACITY = 1ull << 0,
+    INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION = 1ull << 1,
+    INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION = 1ull << 2,
+    INFINIRT_RESOURCE_FIELD_KERNEL_TIME_RATIO = 1ull << 3,
+    INFINIRT_RESOURCE_FIELD_COMMUNICATION = 1ull << 4,
+} infinirtResourceField_t;
+
+typedef struct {
+    infiniDevice_t device_type;
+    int device_id;
+    uint64_t valid_fields;     /* infinirtResourceField_t bits */
+    uint64_t estimated_fields; /* of those, the ones estimated */
+    size_t free_bytes;
+    size_t total_bytes;
+    size_t used_bytes;
+    size_t reserved_bytes;
+    float compute_utilization;
+    float memory_bandwidth_utilization;
+    float kernel_time_ratio;
+    float communication_time_ratio;
+    uint64_t communication_bytes;
+} infinirtDeviceResourceSnapshot_t;
+
 typedef enum {
     INFINIRT_EVENT_COMPLETE = 0,
     INFINIRT_EVENT_NOT_READY = 1,

@@ -74,6 +74,14 @@ int main(void)
     int n = -1;
     EXPECT(infinirtGetDeviceCount(INFINI_DEVICE_OPENCL, &n) == INFINI_STATUS_SUCCESS && n >= 0);
     EXPECT(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n) == INFINI_STATUS_SUCCESS && n >= 1);
+    /* InfiniCore's graph and snapshot types are declared. */
+    infinirtGraph_t g = NULL;
+    infinirtGraphExec_t x = NULL;
+    infinirtGraphNode_t node = NULL;
+    infinirtDeviceResourceSnapshot_t snap = {0};
+    EXPECT(g == NULL && x == NULL && node == NULL && snap.valid_fields == INFINIRT_RESOURCE_FIELD_NONE);
+    EXPECT(INFINIRT_STREAM_CAPTURE_MODE_RELAXED == 2);
+    EXPECT(INFINIRT_RESOURCE_FIELD_COMMUNICATION == (1 << 4));
     printf("placement: ok\n");
     return 0;
 }
