@@ -138,14 +138,6 @@ static inline bool device_idle(infinirt__device *dev, uint_fast64_t *seen)
     return *seen == atomic_load_explicit(&dev->synced_all, memory_order_acquire);
 }
 
-/* Raise dev->synced_all to seen: everything submitted before it is done. */
-static void note_idle(infinirt__device *dev, uint_fast64_t seen)
-{
-    uint_fast64_t cur = atomic_load(&dev->synced_all);
-    while (cur < seen && !atomic_compare_exchange_weak(&dev->synced_all, &cur, seen))
-        ;
-}
-
 /* Whether the work counted as of `seen` has completed, as far as the
  * loader's own counters tell: the device was idle past it, or every stream
  * has been synchronised past what it had queued.  Never blocks. */
@@ -163,7 +155,7 @@ static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
         idle = !pending(s);
     pthread_mutex_unlock(&dev->lock);
     if (idle)
-        note_idle(dev, now);
+        infinirt__device_note_idle(dev, now);
     return idle;
 }
 
@@ -183,7 +175,7 @@ static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, i
             st = add_record(f, cap, s);
     pthread_mutex_unlock(&dev->lock);
     if (st == INFINI_STATUS_SUCCESS && (*f ? (*f)->n : 0) == before)
-        note_idle(dev, seen); /* every stream idle as of `seen`: the next free takes the fast path */
+        infinirt__device_note_idle(dev, seen); /* every stream idle as of `seen`: the next free takes the fast path */
     return st;
 }
 

@@ -288,9 +288,7 @@ void infinirt__stream_release(infinirt__stream *s)
 
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen)
 {
-    uint_fast64_t cur = atomic_load(&s->synced);
-    while (cur < seen && !atomic_compare_exchange_weak(&s->synced, &cur, seen))
-        ;
+    infinirt__raise(&s->synced, seen);
 }
 
 /* What each stream had queued when a device synchronize began: only that
@@ -394,9 +392,7 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev)
             return infinirt__plugin_failed(st, dev, "stream_synchronize (for a device synchronize)");
     }
     /* Everything queued on the device before `seen` was read has completed. */
-    uint_fast64_t cur = atomic_load(&dev->synced_all);
-    while (cur < seen && !atomic_compare_exchange_weak(&dev->synced_all, &cur, seen))
-        ;
+    infinirt__device_note_idle(dev, seen);
     return INFINI_STATUS_SUCCESS;
 }
 

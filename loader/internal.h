@@ -212,6 +212,19 @@ static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__
     if (!(atomic_load_explicit(&owner->peers, memory_order_relaxed) & bit))
         atomic_fetch_or(&owner->peers, bit);
 }
+/* Raise *v to at least `to` (never lower it): the loader's "completed up
+ * to" counters only move forward. */
+static inline void infinirt__raise(atomic_uint_fast64_t *v, uint_fast64_t to)
+{
+    uint_fast64_t cur = atomic_load(v);
+    while (cur < to && !atomic_compare_exchange_weak(v, &cur, to))
+        ;
+}
+/* Record that everything dev had queued as of `seen` has completed. */
+static inline void infinirt__device_note_idle(infinirt__device *dev, uint_fast64_t seen)
+{
+    infinirt__raise(&dev->synced_all, seen);
+}
 /* Record that everything s had queued as of `seen` has completed. */
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
 /* Synchronize every stream of dev and note it idle: the plugin's
