@@ -30,8 +30,12 @@
  * freed behind queued work until the device is next synchronised.
  *
  * What the loader does for you, so plugins must not:
- *  - handles: the application sees loader handles; plugins see only their
- *    own stream/event objects and a plugin-local device index [0, count);
+ *  - handles: the application holds the value stream_get_native and
+ *    event_get_native give (the backend's native stream and event: a
+ *    CUstream, a cl_command_queue), or the plugin object itself where the
+ *    plugin has no such entry; the loader maps that value back to its own
+ *    object.  Plugins see only their own stream/event objects and a
+ *    plugin-local device index [0, count);
  *  - validation: NULL outputs, unknown handles, wrong devices, ranges past
  *    an allocation are rejected before a plugin is called;
  *  - caching: plugins allocate raw memory only; the loader's caching
@@ -50,7 +54,7 @@
 #include "infinicore.h"
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 0
+#define INFINIRT_PLUGIN_ABI_MINOR 1
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -62,6 +66,9 @@ extern "C" {
 #define INFINIRT_PLUGIN_MEMCPY_H2D 1
 #define INFINIRT_PLUGIN_MEMCPY_D2H 2
 #define INFINIRT_PLUGIN_MEMCPY_D2D 3
+
+/* Values of stream_create_with_flags' flags (= infinirtStreamFlags_t). */
+#define INFINIRT_PLUGIN_STREAM_NON_BLOCKING 0x1u
 
 /* Values of event_create's flags (= infinirtEventFlags_t). */
 #define INFINIRT_PLUGIN_EVENT_DISABLE_TIMING 0x1u
@@ -176,12 +183,59 @@ typedef struct infinirtPluginOps {
                                    void *stream);
     infiniStatus_t (*memset)(int dev, void *ptr, int value, size_t size);
     infiniStatus_t (*memset_async)(int dev, void *ptr, int value, size_t size, void *stream);
+
+    /* ---- ABI 1.1: native handles, blocking streams (all optional) ---- */
+    /* The value the application holds for a stream / event: the backend's
+     * native object (CUstream, cl_command_queue, CUevent), so kernels of
+     * any library can be queued on it.  Non-NULL and unique among the
+     * plugin's live objects of that kind.  Without the entry the handle is
+     * the plugin object itself. */
+    infiniStatus_t (*stream_get_native)(int dev, void *stream, void **native);
+    infiniStatus_t (*event_get_native)(int dev, void *event, void **native);
+    /* stream_create with flags: 0 is a blocking stream (work on it is
+     * ordered with the device's default stream as CUDA orders a stream
+     * with the legacy default stream); INFINIRT_PLUGIN_STREAM_NON_BLOCKING
+     * an independent one.  Without the entry stream_create serves flags 0
+     * and non-blocking streams are refused (NOT_IMPLEMENTED). */
+    infiniStatus_t (*stream_create_with_flags)(int dev, uint32_t flags, void **stream);
+    /* Wrap a native stream the application made (and keeps owning): the
+     * result is a plugin stream whose work goes to `native`.  Its
+     * stream_destroy waits for the work, then releases the wrapper only. */
+    infiniStatus_t (*stream_create_from_native)(int dev, void *native, void **stream);
+    /* *idle = 1 when everything queued on the stream so far - through the
+     * plugin or natively, by the application - has completed.  Must not
+     * block.  A plugin with this entry says its streams may carry work the
+     * loader does not see: the allocator then asks it (and records fences)
+     * before it reuses memory freed behind a stream, instead of trusting
+     * its own counts of the work it queued. */
+    infiniStatus_t (*stream_query)(int dev, void *stream, int *idle);
+    /* The device's native objects (CUdevice and its primary CUcontext;
+     * cl_device_id and cl_context); either may be set to NULL. */
+    infiniStatus_t (*device_get_native)(int dev, void **device, void **context);
+    /* For a pointer into memory of malloc_device (possibly interior): the
+     * native object and the byte offset into it that the backend's own API
+     * needs (cl_mem in OpenCL buffer mode).  Without the entry the pointer
+     * itself with offset 0. */
+    infiniStatus_t (*mem_get_native)(int dev, void *ptr, void **native, size_t *offset);
+    /* The calling thread chose dev (infinirtSetDevice): make it the
+     * backend's current device for code that calls the backend directly
+     * (cuCtxSetCurrent of its primary context).  Entries called for
+     * another device must leave the caller's current device as it was. */
+    infiniStatus_t (*set_device)(int dev);
+    /* For a pointer the loader did not allocate (a tensor from another
+     * library): the plugin-local device whose memory it is.  BAD_PARAM or
+     * NOT_IMPLEMENTED when the plugin cannot tell: the loader then uses
+     * the calling thread's current device. */
+    infiniStatus_t (*pointer_get_device)(const void *ptr, int *dev);
 } infinirtPluginOps;
 
 /* The size a table of ABI 1.0 must at least have: up to its last entry.
  * Fixed for ever, whatever later minors append. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_0 \
     (offsetof(infinirtPluginOps, memset_async) + sizeof(void (*)(void)))
+/* The same for ABI 1.1. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_1 \
+    (offsetof(infinirtPluginOps, pointer_get_device) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

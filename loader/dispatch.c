@@ -126,6 +126,48 @@ static infiniStatus_t no_memset(int d, void *p, int v, size_t n)
     (void)n;
     return INFINI_STATUS_NOT_IMPLEMENTED;
 }
+static infiniStatus_t no_obj_native(int d, void *o, void **n)
+{
+    (void)d;
+    (void)o;
+    (void)n;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_stream_flags(int d, uint32_t fl, void **s)
+{
+    (void)d;
+    (void)fl;
+    (void)s;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_stream_query(int d, void *s, int *idle)
+{
+    (void)d;
+    (void)s;
+    (void)idle;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_dev_native(int d, void **a, void **b)
+{
+    (void)d;
+    (void)a;
+    (void)b;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_mem_native(int d, void *p, void **n, size_t *off)
+{
+    (void)d;
+    (void)p;
+    (void)n;
+    (void)off;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_ptr_dev(const void *p, int *d)
+{
+    (void)p;
+    (void)d;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
 static infiniStatus_t no_memset_async(int d, void *p, int v, size_t n, void *s)
 {
     (void)d;
@@ -168,12 +210,21 @@ static const struct {
     ENTRY(memcpy_async, no_memcpy_async),
     ENTRY(memset, no_memset),
     ENTRY(memset_async, no_memset_async),
+    ENTRY(stream_get_native, no_obj_native),
+    ENTRY(event_get_native, no_obj_native),
+    ENTRY(stream_create_with_flags, no_stream_flags),
+    ENTRY(stream_create_from_native, no_obj_native),
+    ENTRY(stream_query, no_stream_query),
+    ENTRY(device_get_native, no_dev_native),
+    ENTRY(mem_get_native, no_mem_native),
+    ENTRY(set_device, no_dev),
+    ENTRY(pointer_get_device, no_ptr_dev),
 };
 #undef ENTRY
 
 /* The k_entries order is the enum's; a mismatch would give one entry
  * another's stub. */
-_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_memset_async == INFINIRT__OP_COUNT - 1,
+_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_pointer_get_device == INFINIRT__OP_COUNT - 1,
                "infinirt__op enum and k_entries disagree");
 
 const char *infinirt__op_name(infinirt__op op)
@@ -181,12 +232,12 @@ const char *infinirt__op_name(infinirt__op op)
     return (unsigned)op < INFINIRT__OP_COUNT ? k_entries[op].name : "?";
 }
 
-#define BIT(op) ((uint32_t)1 << INFINIRT__OP_##op)
+#define BIT(op) ((uint64_t)1 << INFINIRT__OP_##op)
 
 /* Entries that only make sense together: when `have` is present, every
  * entry of `need` must be too. */
 static const struct {
-    uint32_t have, need;
+    uint64_t have, need;
     const char *why;
 } k_rules[] = {
     {0, BIT(init) | BIT(get_device_info) | BIT(malloc_device) | BIT(free_device) | BIT(memcpy),
@@ -198,6 +249,10 @@ static const struct {
      "a recorded event must be queryable without blocking and waitable"},
     {BIT(malloc_host), BIT(free_host), "pinned host memory must be freeable"},
     {BIT(free_host), BIT(malloc_host), "free_host without malloc_host"},
+    {BIT(stream_create_with_flags), BIT(stream_destroy) | BIT(stream_synchronize),
+     "a stream must be destroyable and waitable"},
+    {BIT(stream_create_from_native), BIT(stream_destroy) | BIT(stream_synchronize),
+     "a stream must be destroyable and waitable"},
 };
 
 int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size)
@@ -206,25 +261,25 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
     memset(&p->table, 0, sizeof p->table);
     memcpy(&p->table, theirs, n);
     p->table.struct_size = (uint32_t)n;
-    uint32_t caps = 0;
+    uint64_t caps = 0;
     for (unsigned i = 0; i < INFINIRT__OP_COUNT; i++) {
         any_fn *slot = (any_fn *)(void *)((char *)&p->table + k_entries[i].off);
         /* An entry the plugin's table is too short to hold counts as NULL. */
         if (k_entries[i].off + sizeof(any_fn) <= n && *slot != NULL)
-            caps |= (uint32_t)1 << i;
+            caps |= (uint64_t)1 << i;
         else
             *slot = k_entries[i].stub;
     }
     for (size_t r = 0; r < sizeof k_rules / sizeof k_rules[0]; r++) {
         if ((caps & k_rules[r].have) != k_rules[r].have)
             continue;
-        uint32_t missing = k_rules[r].need & ~caps;
+        uint64_t missing = k_rules[r].need & ~caps;
         if (missing == 0)
             continue;
-        unsigned first = (unsigned)__builtin_ctz(missing);
+        unsigned first = (unsigned)__builtin_ctzll(missing);
         if (k_rules[r].have != 0)
             snprintf(why, why_size, "incoherent ops table: %s without %s (%s)",
-                     k_entries[__builtin_ctz(k_rules[r].have)].name, k_entries[first].name, k_rules[r].why);
+                     k_entries[__builtin_ctzll(k_rules[r].have)].name, k_entries[first].name, k_rules[r].why);
         else
             snprintf(why, why_size, "required entry %s is missing", k_entries[first].name);
         return -1;
@@ -232,13 +287,13 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
     /* Work queued asynchronously must be waitable somehow: the allocator
      * and DeviceSynchronize fall back to synchronising, by device or by
      * stream. */
-    uint32_t async = BIT(memcpy_async) | BIT(memset_async) | BIT(launch_host_func) | BIT(stream_wait_event) |
+    uint64_t async = BIT(memcpy_async) | BIT(memset_async) | BIT(launch_host_func) | BIT(stream_wait_event) |
                      BIT(event_record) | BIT(stream_create);
     if ((caps & async) && !(caps & (BIT(stream_synchronize) | BIT(device_synchronize)))) {
         snprintf(why, why_size,
                  "incoherent ops table: %s without stream_synchronize or device_synchronize (queued work "
                  "could never be waited for)",
-                 k_entries[__builtin_ctz(caps & async)].name);
+                 k_entries[__builtin_ctzll(caps & async)].name);
         return -1;
     }
     p->caps = caps;

@@ -95,6 +95,15 @@ typedef enum {
     INFINIRT__OP_memcpy_async,
     INFINIRT__OP_memset,
     INFINIRT__OP_memset_async,
+    INFINIRT__OP_stream_get_native,
+    INFINIRT__OP_event_get_native,
+    INFINIRT__OP_stream_create_with_flags,
+    INFINIRT__OP_stream_create_from_native,
+    INFINIRT__OP_stream_query,
+    INFINIRT__OP_device_get_native,
+    INFINIRT__OP_mem_get_native,
+    INFINIRT__OP_set_device,
+    INFINIRT__OP_pointer_get_device,
     INFINIRT__OP_COUNT
 } infinirt__op;
 
@@ -110,7 +119,7 @@ struct infinirt__plugin {
      * INFINIRT__OP_x set when the plugin brought entry x itself. */
     const infinirtPluginOps *ops;
     infinirtPluginOps table;
-    uint32_t caps;
+    uint64_t caps;
     infiniDevice_t type;
     uint32_t abi_major, abi_minor;
     int device_count;
@@ -126,6 +135,9 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
 const char *infinirt__op_name(infinirt__op op);
 /* Whether the plugin brought entry `op` (a bare name: event_query). */
 #define INFINIRT__HAS(plugin, op) (((plugin)->caps >> INFINIRT__OP_##op) & 1u)
+/* Whether the plugin's streams may carry work the loader does not see
+ * (it brought stream_query): the allocator asks it before reusing memory. */
+#define INFINIRT__NATIVE_WORK(plugin) INFINIRT__HAS(plugin, stream_query)
 
 /* Load every configured plugin into the runtime's table, recording each
  * one's status.  Never fails as a whole. */

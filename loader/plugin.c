@@ -103,9 +103,12 @@ static int open_and_handshake(infinirt__plugin *p)
         unload(p);
         return -1;
     }
-    if (ops->struct_size < INFINIRT_PLUGIN_OPS_SIZE_1_0) {
-        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.0 needs at least %zu",
-                   ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, (size_t)INFINIRT_PLUGIN_OPS_SIZE_1_0);
+    /* A table must hold every entry of the minor it claims (later minors
+     * than the loader's are read up to what the loader knows). */
+    size_t need = ops->abi_minor >= 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1 : INFINIRT_PLUGIN_OPS_SIZE_1_0;
+    if (ops->struct_size < need) {
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.%d needs at least %zu",
+                   ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, ops->abi_minor >= 1 ? 1 : 0, need);
         unload(p);
         return -1;
     }
