@@ -176,6 +176,11 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *c
  * DEVICE_NOT_FOUND for an id outside [0, count).  On failure the current
  * device is unchanged. */
 INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_id);
+/* As cudaSetDevice does, the call also makes the device the backend's own
+ * current device for the calling thread (on CUDA its primary context becomes
+ * current), so the application's own kernels and library calls reach it;
+ * calls that infinirt routes to another device (by pointer, stream or event)
+ * leave the caller's current context as it was. */
 
 /* This thread's current device.  Either pointer may be NULL (that part is
  * not written).  Returns SUCCESS. */
@@ -193,13 +198,69 @@ INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device
  * Returns SUCCESS or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void);
 
+/* (ours) The backend's native objects for a device: on CUDA the CUdevice
+ * (cast through intptr_t) and its primary CUcontext; on OpenCL the
+ * cl_device_id and cl_context; what a vendor's backend gives; NULL where the
+ * backend has none (the CPU backend).  Either output may be NULL (that part
+ * is not written).  Returns SUCCESS, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
+ * DEVICE_NOT_FOUND, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtDeviceGetNativeHandle(infiniDevice_t device, int device_id, void **native_device,
+                                                          void **native_context);
+
 /* ------------------------------------------------------------------ stream */
 
-/* Create a stream on the current device; *stream_ptr receives a handle owned
- * by the caller, released with infinirtStreamDestroy.  Work on different
- * streams may run concurrently; work on one stream runs in order.
+/*
+ * Stream and event handles are the backends' native objects (InfiniCore's
+ * behaviour, which its kernels rely on): on CUDA an infinirtStream_t is the
+ * CUstream (usable as a cudaStream_t) and an infinirtEvent_t the CUevent; on
+ * OpenCL a stream is the cl_command_queue (events stay the backend's own
+ * objects: OpenCL's native events are one-shot); on the CPU backend both are
+ * the backend's objects (see infinirt_cpu.h for queueing work natively).
+ * The loader keeps a map from each value to its owner, so calls route by
+ * handle and made-up, destroyed or wrong-kind handles still give BAD_PARAM.
+ * As with CUDA itself: once a handle is destroyed, the driver may hand out
+ * the same value for a new object, and the old value then names the new one.
+ *
+ * Blocking streams (InfiniCore's and CUDA's behaviour): work on the NULL
+ * stream and synchronous Memcpy/Memset of a device run after the work
+ * already queued on the device's blocking streams, and work queued on a
+ * blocking stream afterwards waits for them, as with CUDA's legacy default
+ * stream.  infinirtStreamCreate makes blocking streams; non-blocking ones
+ * (ours, like cudaStreamNonBlocking) never wait for the NULL stream.
+ */
+typedef enum {
+    INFINIRT_STREAM_DEFAULT = 0x0,
+    INFINIRT_STREAM_NON_BLOCKING = 0x1,
+} infinirtStreamFlags_t;
+
+/* Create a blocking stream on the current device; *stream_ptr receives a
+ * handle owned by the caller, released with infinirtStreamDestroy.  Work on
+ * different streams may run concurrently; work on one stream runs in order.
  * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr);
+
+/* (ours) infinirtStreamCreate with flags: INFINIRT_STREAM_DEFAULT or
+ * INFINIRT_STREAM_NON_BLOCKING.  Returns as infinirtStreamCreate, BAD_PARAM
+ * for unknown flag bits, NOT_IMPLEMENTED where the backend has only one
+ * kind of stream. */
+INFINIRT_API infiniStatus_t infinirtStreamCreateWithFlags(infinirtStream_t *stream_ptr, uint32_t flags);
+
+/* (ours) Wrap a native stream the application made itself (a CUstream, a
+ * cl_command_queue of the current device's context; PyTorch's current
+ * stream, say) as an infinirt stream of the current device, so infinirt
+ * copies, stream-ordered allocations and events work on it.  The handle
+ * written to *stream_ptr is `native` itself.  infinirtStreamDestroy of it
+ * waits for the work queued so far and releases the wrapper; the native
+ * stream stays the application's.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM (native is NULL or already an
+ * infinirt stream), NOT_IMPLEMENTED, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtStreamCreateFromNative(infinirtStream_t *stream_ptr, void *native);
+
+/* (ours) The backend's native stream behind `stream` (the handle's own
+ * value for a live stream; for NULL, the current device's default stream as
+ * the backend names it, NULL on CUDA and the CPU backend).
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t stream, void **native);
 
 /* Destroy a stream after the work queued on it has completed (waits for it,
  * also while another thread is still inside a call on the stream; that
@@ -263,6 +324,11 @@ INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event);
 /* Destroy an event; work that records it and is still queued completes
  * normally.  Returns SUCCESS, BAD_PARAM (unknown or destroyed handle). */
 INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event);
+
+/* (ours) The backend's native event behind `event` (the CUevent on CUDA;
+ * the backend's own object where its native events are one-shot).
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
+INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, void **native);
 
 /* *ms_ptr = milliseconds between the completion of start and of end.
  * Returns SUCCESS; NULL_POINTER; BAD_PARAM (unknown handles, or events of
@@ -353,6 +419,14 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count);
  * BAD_PARAM for an unknown or destroyed stream, even with count 0. */
 INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count,
                                                 infinirtStream_t stream);
+
+/* (ours) The backend's native object for the memory at ptr (any address
+ * inside an infinirtMalloc/MallocAsync block), for APIs that do not take
+ * plain device pointers: in OpenCL buffer mode the cl_mem of the allocation
+ * and ptr's byte offset in it; where memory is addressable (CUDA, the CPU,
+ * OpenCL SVM) ptr itself and offset 0.  Either output may be NULL.
+ * Returns SUCCESS, BAD_PARAM (ptr is not inside live infinirt memory). */
+INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **native, size_t *offset);
 
 /* ---------------------------------------------------------- our additions */
 

@@ -82,6 +82,30 @@ static bool pending(infinirt__stream *s)
     return atomic_load_explicit(&s->submitted, memory_order_acquire) != atomic_load(&s->synced);
 }
 
+/* Whether s may have work queued that has not completed.  Where the
+ * plugin's streams may carry work the application queued natively (it has
+ * stream_query), the loader's counts cannot tell: the plugin is asked, and
+ * an error counts as busy.  Never blocks. */
+static bool busy(infinirt__stream *s)
+{
+    infinirt__device *dev = s->dev;
+    if (!INFINIRT__NATIVE_WORK(dev->plugin))
+        return pending(s);
+    int idle = 0;
+    return dev->plugin->ops->stream_query(dev->index, s->ps, &idle) != INFINI_STATUS_SUCCESS || !idle;
+}
+
+/* The submission count a fence item on dev is taken at.  Native work is not
+ * counted, so on such a device the count is raised first: only a device
+ * synchronize that begins after this (and so waits for the native work
+ * queued before the free) proves the item complete. */
+static uint_fast64_t take_seen(infinirt__device *dev)
+{
+    if (INFINIRT__NATIVE_WORK(dev->plugin))
+        return atomic_fetch_add_explicit(&dev->submitted, 1, memory_order_acq_rel) + 1;
+    return atomic_load_explicit(&dev->submitted, memory_order_acquire);
+}
+
 /* Append a record on s to the fence being built; caller holds s->dev->lock.
  * Fails only for lack of memory: a plugin that cannot give an event gets an
  * item without one (see struct infinirt__fence). */
@@ -99,7 +123,7 @@ static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream
     }
     infinirt__device *dev = s->dev;
     /* Read before the record: work counted by then is behind the event. */
-    uint_fast64_t seen = atomic_load_explicit(&dev->submitted, memory_order_acquire);
+    uint_fast64_t seen = take_seen(dev);
     void *ev = NULL;
     if (INFINIRT__HAS(dev->plugin, event_record)) {
         infiniStatus_t st = pooled_event(dev, &ev);
@@ -150,9 +174,9 @@ static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
      * synchronize may hold it for long); busy means "not known done". */
     if (pthread_mutex_trylock(&dev->lock) != 0)
         return false;
-    bool idle = !pending(dev->default_stream);
+    bool idle = !busy(dev->default_stream);
     for (infinirt__stream *s = dev->streams; s != NULL && idle; s = s->next)
-        idle = !pending(s);
+        idle = !busy(s);
     pthread_mutex_unlock(&dev->lock);
     if (idle)
         infinirt__device_note_idle(dev, now);
@@ -163,15 +187,15 @@ static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
 static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, int *cap)
 {
     uint_fast64_t seen;
-    if (device_idle(dev, &seen))
+    if (device_idle(dev, &seen) && !INFINIRT__NATIVE_WORK(dev->plugin))
         return INFINI_STATUS_SUCCESS;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     int before = *f ? (*f)->n : 0;
     pthread_mutex_lock(&dev->lock);
-    if (pending(dev->default_stream))
+    if (busy(dev->default_stream))
         st = add_record(f, cap, dev->default_stream);
     for (infinirt__stream *s = dev->streams; s != NULL && st == INFINI_STATUS_SUCCESS; s = s->next)
-        if (pending(s))
+        if (busy(s))
             st = add_record(f, cap, s);
     pthread_mutex_unlock(&dev->lock);
     if (st == INFINI_STATUS_SUCCESS && (*f ? (*f)->n : 0) == before)
@@ -235,7 +259,7 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
      * has touched (the common case): no fence, three loads, no call. */
     uint_fast64_t seen;
     if (stream == INFINIRT__POOL_SYNC && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
-        device_idle(dev, &seen)) {
+        device_idle(dev, &seen) && !INFINIRT__NATIVE_WORK(dev->plugin)) {
         *out = NULL;
         return INFINI_STATUS_SUCCESS;
     }
@@ -251,7 +275,7 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
             st = fence_device(devs[i], &f, &cap);
     } else {
         infinirt__stream *s = stream ? stream : dev->default_stream;
-        if (pending(s)) {
+        if (busy(s)) {
             pthread_mutex_lock(&dev->lock);
             st = add_record(&f, &cap, s);
             pthread_mutex_unlock(&dev->lock);

@@ -18,13 +18,28 @@
 /* --------------------------------------------------------- the registry */
 
 /*
- * Handles are not pointers: a handle encodes (generation, slot index, kind),
- * and each slot holds one 64-bit word (generation:31 | live:1 | refs:32)
- * next to the object pointer.  Looking a handle up is a bounds check and one
- * compare-and-swap on that slot's word, with no lock, so threads that work
- * on different streams never touch a shared cache line.  A destroyed handle
- * stays invalid even after its slot is reused, because the slot's
- * generation has moved on.  Slots live in chunks that are never freed.
+ * The value the application holds is the backend's native object (a
+ * CUstream, a cl_command_queue; the plugin object where the plugin has no
+ * native one), so kernels of any library can use it.  Two structures turn
+ * that value back into the loader's object:
+ *
+ *  - slots: each object has a slot holding one 64-bit word
+ *    (generation:31 | live:1 | refs:32) next to the object pointer and the
+ *    handle value.  Taking a reference is one compare-and-swap on that word,
+ *    so threads that work on different streams never share a cache line.
+ *    Slots live in chunks that are never freed; a slot reused for another
+ *    object has a new generation.
+ *  - a map per kind from handle value to (slot, generation): open
+ *    addressing with linear probing, written under a lock, read with no
+ *    lock.  A reader that finds the value checks, after taking the slot's
+ *    reference, that the slot is live, of that generation and still holds
+ *    that value; anything else (a reader racing with a writer that moved
+ *    entries, a destroyed handle) sends it to the slow path, which looks
+ *    again under the lock, where a miss is final.  Made-up, destroyed and
+ *    wrong-kind values (each kind has its own map) therefore give NULL.
+ *
+ * The arrays the map outgrows are kept, not freed (a lock-free reader may
+ * still be reading one): they add up to less than the final array.
  */
 #define KIND_STREAM 1u
 #define KIND_EVENT 2u
@@ -39,14 +54,28 @@
 typedef struct {
     _Alignas(64) _Atomic uint64_t word;
     void *obj;
-    uint32_t next_free; /* free list link (index + 1), under the table lock */
+    _Atomic uintptr_t key; /* the handle value, set before the slot goes live */
+    uint32_t next_free;    /* free list link (index + 1), under the table lock */
 } slot;
+
+typedef struct {
+    _Atomic uintptr_t key; /* 0 = empty */
+    _Atomic uint64_t val;  /* generation << 32 | slot index */
+} map_entry;
+
+typedef struct map_array {
+    size_t mask;
+    struct map_array *retired; /* the array this one replaced, kept */
+    map_entry e[];
+} map_array;
 
 typedef struct {
     _Atomic(slot *) chunks[MAX_CHUNKS];
     atomic_uint nchunks;
-    pthread_mutex_t lock; /* allocation and free list only */
+    pthread_mutex_t lock; /* slot allocation, free list and every map write */
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
+    _Atomic(map_array *) map;
+    size_t map_live;
 } table;
 
 static table g_tables[3] = {
@@ -63,20 +92,107 @@ static slot *slot_at(table *t, uint32_t idx)
     return chunk ? &chunk[idx % CHUNK_SLOTS] : NULL;
 }
 
-static uintptr_t encode(uint32_t kind, uint32_t idx, uint32_t gen)
+static inline size_t map_hash(uintptr_t key, size_t mask)
 {
-    /* Bit 0 set keeps handles odd, so no real pointer is ever a handle. */
-    return ((uintptr_t)gen << 32) | ((uintptr_t)idx << 3) | ((uintptr_t)kind << 1) | 1u;
+    /* Fibonacci hashing: handle values are aligned addresses, whose low
+     * bits say nothing. */
+    uint64_t h = (uint64_t)key * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(h >> 20) & mask;
 }
 
-/* Allocate a slot for obj (refs = 1, live).  Returns the handle, or 0.
- * *slot_out (the object's own slot field) is written before the handle
- * becomes live: a thread that guesses the handle and destroys it at once
- * must find a complete object, or it would drop another slot's reference. */
-static uintptr_t handle_new(uint32_t kind, void *obj, uint32_t *slot_out)
+/* The entry for key, or NULL; caller holds t->lock. */
+static map_entry *map_find_locked(table *t, uintptr_t key)
+{
+    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    if (a == NULL)
+        return NULL;
+    for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
+        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_relaxed);
+        if (k == key)
+            return &a->e[i];
+        if (k == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+static void map_place(map_array *a, uintptr_t key, uint64_t val)
+{
+    size_t i = map_hash(key, a->mask);
+    while (atomic_load_explicit(&a->e[i].key, memory_order_relaxed) != 0)
+        i = (i + 1) & a->mask;
+    atomic_store_explicit(&a->e[i].val, val, memory_order_relaxed);
+    atomic_store_explicit(&a->e[i].key, key, memory_order_release);
+}
+
+/* Add key -> val; caller holds t->lock.  Returns 0, -1 without memory, -2
+ * when key is already there (a live handle has that value). */
+static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
+{
+    if (map_find_locked(t, key) != NULL)
+        return -2;
+    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    if (a == NULL || (t->map_live + 1) * 2 > a->mask + 1) {
+        size_t cap = a ? (a->mask + 1) * 2 : 64;
+        map_array *b = calloc(1, sizeof *b + cap * sizeof b->e[0]);
+        if (b == NULL)
+            return -1;
+        b->mask = cap - 1;
+        b->retired = a;
+        for (size_t i = 0; a != NULL && i <= a->mask; i++) {
+            uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_relaxed);
+            if (k != 0)
+                map_place(b, k, atomic_load_explicit(&a->e[i].val, memory_order_relaxed));
+        }
+        atomic_store_explicit(&t->map, b, memory_order_release);
+        a = b;
+    }
+    map_place(a, key, val);
+    t->map_live++;
+    return 0;
+}
+
+/* Remove key if it maps to val; caller holds t->lock.  Later entries of the
+ * probe run shift back into the hole, so no tombstones pile up. */
+static void map_remove_locked(table *t, uintptr_t key, uint64_t val)
+{
+    map_entry *e = map_find_locked(t, key);
+    if (e == NULL || atomic_load_explicit(&e->val, memory_order_relaxed) != val)
+        return;
+    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    size_t i = (size_t)(e - a->e);
+    for (size_t j = (i + 1) & a->mask;; j = (j + 1) & a->mask) {
+        uintptr_t k = atomic_load_explicit(&a->e[j].key, memory_order_relaxed);
+        if (k == 0)
+            break;
+        size_t h = map_hash(k, a->mask);
+        /* The entry at j may fill the hole at i unless its home lies
+         * cyclically in (i, j]. */
+        bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (stays)
+            continue;
+        atomic_store_explicit(&a->e[i].val, atomic_load_explicit(&a->e[j].val, memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&a->e[i].key, k, memory_order_release);
+        i = j;
+    }
+    atomic_store_explicit(&a->e[i].key, 0, memory_order_release);
+    t->map_live--;
+}
+
+/* Register obj under the handle value key (refs = 1, live).  Returns 0, -1
+ * without memory, -2 when a live handle already has that value.  *slot_out
+ * (the object's own slot field) is written before the handle becomes
+ * live: a thread that guesses the value and destroys it at once must find
+ * a complete object, or it would drop another slot's reference. */
+static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_out)
 {
     table *t = &g_tables[kind];
     pthread_mutex_lock(&t->lock);
+    if (map_find_locked(t, key) != NULL) {
+        pthread_mutex_unlock(&t->lock);
+        return -2;
+    }
     uint32_t idx;
     if (t->free_head != 0) {
         /* FIFO reuse: a slot rests as long as possible before it comes
@@ -90,12 +206,12 @@ static uintptr_t handle_new(uint32_t kind, void *obj, uint32_t *slot_out)
         uint32_t n = atomic_load(&t->nchunks);
         if (n == MAX_CHUNKS) {
             pthread_mutex_unlock(&t->lock);
-            return 0;
+            return -1;
         }
         slot *chunk = aligned_alloc(64, CHUNK_SLOTS * sizeof(slot));
         if (chunk == NULL) {
             pthread_mutex_unlock(&t->lock);
-            return 0;
+            return -1;
         }
         memset(chunk, 0, CHUNK_SLOTS * sizeof(slot));
         atomic_store(&t->chunks[n], chunk);
@@ -113,53 +229,109 @@ static uintptr_t handle_new(uint32_t kind, void *obj, uint32_t *slot_out)
         idx = n * CHUNK_SLOTS;
     }
     slot *sl = slot_at(t, idx);
-    sl->obj = obj;
-    *slot_out = idx;
     uint64_t w = atomic_load(&sl->word);
     uint32_t gen = (W_GEN(w) + 1) & 0x7fffffffu;
+    if (map_insert_locked(t, key, ((uint64_t)gen << 32) | idx) != 0) {
+        /* No memory for the map: the slot goes back to the front. */
+        sl->next_free = t->free_head;
+        t->free_head = idx + 1;
+        if (t->free_tail == 0)
+            t->free_tail = idx + 1;
+        pthread_mutex_unlock(&t->lock);
+        return -1;
+    }
+    sl->obj = obj;
+    atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+    *slot_out = idx;
     atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
     pthread_mutex_unlock(&t->lock);
-    return encode(kind, idx, gen);
+    return 0;
 }
 
-static slot *decode(const void *h, uint32_t kind, uint32_t *gen)
+/* Take a reference on the slot named by val if it is live and of that
+ * generation.  Returns the slot, or NULL. */
+static slot *slot_ref(table *t, uint64_t val)
 {
-    uintptr_t v = (uintptr_t)h;
-    if ((v & 1u) == 0 || ((v >> 1) & 3u) != kind)
-        return NULL;
-    *gen = (uint32_t)(v >> 32);
-    return slot_at(&g_tables[kind], (uint32_t)(v & 0xffffffffu) >> 3);
-}
-
-/* Take a reference if h names a live object of this kind. */
-static void *handle_get(const void *h, uint32_t kind)
-{
-    uint32_t gen;
-    slot *sl = decode(h, kind, &gen);
+    slot *sl = slot_at(t, (uint32_t)val);
     if (sl == NULL)
         return NULL;
+    uint32_t gen = (uint32_t)(val >> 32);
     uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
     do {
         if (W_GEN(w) != gen || !(w & W_LIVE) || W_REFS(w) == 0)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&sl->word, &w, w + 1, memory_order_acquire,
                                                     memory_order_acquire));
-    return sl->obj;
+    return sl;
 }
 
-/* Clear the live bit: later lookups fail.  Returns 0, or -1 if h was not
- * live (already destroyed, or never a handle). */
-static int handle_kill(const void *h, uint32_t kind)
+static void put_obj(uint32_t kind, void *obj);
+
+/* The look-up under the lock, where entries do not move: final.  (An entry
+ * and its slot agree on the key there: both are written under the lock.) */
+static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key)
 {
-    uint32_t gen;
-    slot *sl = decode(h, kind, &gen);
-    if (sl == NULL)
-        return -1;
+    pthread_mutex_lock(&t->lock);
+    map_entry *e = map_find_locked(t, key);
+    slot *sl = e ? slot_ref(t, atomic_load_explicit(&e->val, memory_order_relaxed)) : NULL;
+    pthread_mutex_unlock(&t->lock);
+    if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
+        put_obj(kind, sl->obj);
+        return NULL;
+    }
+    return sl;
+}
+
+static slot *handle_find(uint32_t kind, const void *h)
+{
+    uintptr_t key = (uintptr_t)h;
+    if (key == 0)
+        return NULL;
+    table *t = &g_tables[kind];
+    map_array *a = atomic_load_explicit(&t->map, memory_order_acquire);
+    if (a == NULL)
+        return NULL;
+    for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
+        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
+        if (k == key) {
+            slot *sl = slot_ref(t, atomic_load_explicit(&a->e[i].val, memory_order_acquire));
+            if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key)
+                return sl;
+            /* A writer moved entries under us, or h was destroyed: our
+             * reference (maybe on another handle's slot) goes the normal
+             * way, which frees that object if it was its last. */
+            if (sl != NULL)
+                put_obj(kind, sl->obj);
+            break;
+        }
+        if (k == 0)
+            break;
+    }
+    return handle_find_slow(t, kind, key);
+}
+
+/* Take a reference if h names a live object of this kind. */
+static void *handle_get(const void *h, uint32_t kind)
+{
+    slot *sl = handle_find(kind, h);
+    return sl ? sl->obj : NULL;
+}
+
+/* Clear the live bit and drop the value from the map: later lookups fail.
+ * The caller holds a reference (from handle_get).  Returns 0, or -1 if h
+ * was not live (another thread destroyed it first). */
+static int handle_kill(const void *h, uint32_t kind, uint32_t idx)
+{
+    table *t = &g_tables[kind];
+    slot *sl = slot_at(t, idx);
     uint64_t w = atomic_load(&sl->word);
     do {
-        if (W_GEN(w) != gen || !(w & W_LIVE))
+        if (!(w & W_LIVE))
             return -1;
     } while (!atomic_compare_exchange_weak(&sl->word, &w, w & ~W_LIVE));
+    pthread_mutex_lock(&t->lock);
+    map_remove_locked(t, (uintptr_t)h, ((uint64_t)W_GEN(w) << 32) | idx);
+    pthread_mutex_unlock(&t->lock);
     return 0;
 }
 
@@ -175,6 +347,7 @@ static void *handle_drop(uint32_t kind, uint32_t idx)
     void *obj = sl->obj;
     pthread_mutex_lock(&t->lock);
     sl->obj = NULL;
+    atomic_store_explicit(&sl->key, 0, memory_order_relaxed);
     sl->next_free = 0;
     if (t->free_tail != 0)
         slot_at(t, t->free_tail - 1)->next_free = idx + 1;
@@ -265,6 +438,14 @@ void infinirt__event_put(infinirt__event *e)
             infinirt__plugin_failed(st, dev, "event_destroy");
         free(e);
     }
+}
+
+static void put_obj(uint32_t kind, void *obj)
+{
+    if (kind == KIND_STREAM)
+        infinirt__stream_put(obj);
+    else
+        infinirt__event_put(obj);
 }
 
 infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev, const char *fn,
@@ -398,23 +579,57 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev)
 
 /* ------------------------------------------------------------ stream API */
 
-INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
+/* How a stream is made: by the plugin with flags, or around a native one. */
+typedef struct {
+    uint32_t flags;
+    void *native; /* non-NULL: wrap it */
+} stream_how;
+
+static const char *register_error(int rc)
 {
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    if (stream_ptr == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stream_ptr is NULL");
-    infinirt__device *dev = NULL;
-    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
-        return st;
+    return rc == -2 ? "the backend gave a handle value that a live handle already has"
+                    : "no memory to register the handle";
+}
+
+/* Create a plugin stream on dev as `how` says and give it a handle: its
+ * native value. */
+static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const char *fn, infinirtStream_t *out)
+{
+    const infinirtPluginOps *ops = dev->plugin->ops;
     infinirt__stream *s = calloc(1, sizeof *s);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for a stream handle");
-    st = dev->plugin->ops->stream_create(dev->index, &s->ps);
+        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory for a stream handle");
+    infiniStatus_t st;
+    const char *entry;
+    if (how.native != NULL) {
+        entry = "stream_create_from_native";
+        st = ops->stream_create_from_native(dev->index, how.native, &s->ps);
+        s->wrapped = true;
+    } else if (how.flags != 0 || INFINIRT__HAS(dev->plugin, stream_create_with_flags)) {
+        entry = "stream_create_with_flags";
+        st = ops->stream_create_with_flags(dev->index, how.flags, &s->ps);
+    } else {
+        entry = "stream_create";
+        st = ops->stream_create(dev->index, &s->ps);
+    }
     if (st != INFINI_STATUS_SUCCESS) {
         free(s);
-        return infinirt__plugin_failed(st, dev, "stream_create");
+        if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+            return infinirt__fail(st, fn, "the %s backend (plugin %s) has no %s", infinirtGetDeviceTypeName(dev->plugin->type),
+                                  dev->plugin->name, entry);
+        return infinirt__plugin_failed(st, dev, entry);
+    }
+    s->native = s->ps;
+    if (INFINIRT__HAS(dev->plugin, stream_get_native)) {
+        void *n = NULL;
+        st = ops->stream_get_native(dev->index, s->ps, &n);
+        if (st != INFINI_STATUS_SUCCESS || n == NULL) {
+            ops->stream_destroy(dev->index, s->ps);
+            free(s);
+            return infinirt__plugin_failed(st != INFINI_STATUS_SUCCESS ? st : INFINI_STATUS_INTERNAL_ERROR, dev,
+                                           "stream_get_native");
+        }
+        s->native = n;
     }
     s->dev = dev;
     s->id = next_stream_id();
@@ -426,14 +641,94 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
         dev->streams->prev = s;
     dev->streams = s;
     pthread_mutex_unlock(&dev->lock);
-    uintptr_t h = handle_new(KIND_STREAM, s, &s->slot);
-    if (h == 0) {
+    int rc = handle_new(KIND_STREAM, s, (uintptr_t)s->native, &s->slot);
+    if (rc != 0) {
         stream_unlink(s);
-        dev->plugin->ops->stream_destroy(dev->index, s->ps);
+        ops->stream_destroy(dev->index, s->ps);
         free(s);
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the stream");
+        if (rc == -2 && how.native != NULL)
+            return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "native stream %p is already an infinirt stream",
+                                  how.native);
+        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn,
+                              "%s", register_error(rc));
     }
-    *stream_ptr = (infinirtStream_t)h;
+    *out = (infinirtStream_t)s->native;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtStreamCreateWithFlags(infinirtStream_t *stream_ptr, uint32_t flags)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stream_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stream_ptr is NULL");
+    if (flags & ~(uint32_t)INFINIRT_STREAM_NON_BLOCKING)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "unknown flag bits 0x%x", flags);
+    infinirt__device *dev = NULL;
+    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return stream_new(dev, (stream_how){.flags = flags}, __func__, stream_ptr);
+}
+
+INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stream_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stream_ptr is NULL");
+    infinirt__device *dev = NULL;
+    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return stream_new(dev, (stream_how){0}, __func__, stream_ptr);
+}
+
+INFINIRT_API infiniStatus_t infinirtStreamCreateFromNative(infinirtStream_t *stream_ptr, void *native)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (stream_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "stream_ptr is NULL");
+    if (native == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
+                              "native is NULL (the default stream is already infinirt's NULL stream)");
+    infinirt__stream *known = infinirt__stream_get(native);
+    if (known != NULL) {
+        infinirt__stream_put(known);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "native stream %p is already an infinirt stream",
+                              native);
+    }
+    infinirt__device *dev = NULL;
+    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return stream_new(dev, (stream_how){.native = native}, __func__, stream_ptr);
+}
+
+INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t stream, void **native)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (native == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "native is NULL");
+    if (stream == NULL) {
+        infinirt__device *dev = NULL;
+        if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+            return st;
+        void *n = NULL;
+        if (INFINIRT__HAS(dev->plugin, stream_get_native) &&
+            (st = dev->plugin->ops->stream_get_native(dev->index, NULL, &n)) != INFINI_STATUS_SUCCESS)
+            return infinirt__plugin_failed(st, dev, "stream_get_native");
+        *native = n;
+        return INFINI_STATUS_SUCCESS;
+    }
+    infinirt__stream *s = infinirt__stream_get(stream);
+    if (s == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+    *native = s->native;
+    infinirt__stream_put(s);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -445,7 +740,7 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
     if (stream == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "the default (NULL) stream cannot be destroyed");
     infinirt__stream *s = infinirt__stream_get(stream);
-    if (s == NULL || handle_kill(stream, KIND_STREAM) != 0) {
+    if (s == NULL || handle_kill(stream, KIND_STREAM, s->slot) != 0) {
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
     }
@@ -558,15 +853,28 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
         free(e);
         return infinirt__plugin_failed(st, dev, "event_create");
     }
+    e->native = e->pe;
+    if (INFINIRT__HAS(dev->plugin, event_get_native)) {
+        void *n = NULL;
+        st = dev->plugin->ops->event_get_native(dev->index, e->pe, &n);
+        if (st != INFINI_STATUS_SUCCESS || n == NULL) {
+            dev->plugin->ops->event_destroy(dev->index, e->pe);
+            free(e);
+            return infinirt__plugin_failed(st != INFINI_STATUS_SUCCESS ? st : INFINI_STATUS_INTERNAL_ERROR, dev,
+                                           "event_get_native");
+        }
+        e->native = n;
+    }
     e->dev = dev;
     e->flags = flags;
-    uintptr_t h = handle_new(KIND_EVENT, e, &e->slot);
-    if (h == 0) {
+    int rc = handle_new(KIND_EVENT, e, (uintptr_t)e->native, &e->slot);
+    if (rc != 0) {
         dev->plugin->ops->event_destroy(dev->index, e->pe);
         free(e);
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory to register the event");
+        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, __func__, "%s",
+                              register_error(rc));
     }
-    *event_ptr = (infinirtEvent_t)h;
+    *event_ptr = (infinirtEvent_t)e->native;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -581,11 +889,26 @@ INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__event *e = infinirt__event_get(event);
-    if (e == NULL || handle_kill(event, KIND_EVENT) != 0) {
+    if (e == NULL || handle_kill(event, KIND_EVENT, e->slot) != 0) {
         infinirt__event_put(e);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     }
     infinirt__event_put(e);
+    infinirt__event_put(e);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, void **native)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (native == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "native is NULL");
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    *native = e->native;
     infinirt__event_put(e);
     return INFINI_STATUS_SUCCESS;
 }

@@ -176,7 +176,9 @@ struct infinirt__stream {
     uint32_t slot;              /* handle table slot (handles.c) */
     infinirt__device *dev;
     void *ps;                   /* plugin stream; NULL for the default stream */
+    void *native;               /* the handle value (stream_get_native, else ps) */
     bool is_default;
+    bool wrapped;               /* made by StreamCreateFromNative */
     uint64_t id;                /* unique for the process: a freed stream's address may come back */
     atomic_int pins;            /* device_sync is using it with no lock held: not freed until 0 */
     atomic_uint_fast64_t submitted; /* async operations queued */
@@ -188,6 +190,7 @@ struct infinirt__event {
     uint32_t slot;
     infinirt__device *dev;
     void *pe;
+    void *native;               /* the handle value (event_get_native, else pe) */
     uint32_t flags;
 };
 

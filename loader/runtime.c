@@ -237,6 +237,11 @@ INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_
     st = infinirt__device_lookup(device, device_id, __func__, &dev);
     if (st != INFINI_STATUS_SUCCESS)
         return st; /* the current device is unchanged */
+    /* As cudaSetDevice: the backend's own current device follows (the
+     * CUDA plugin makes the primary context current on this thread). */
+    if (INFINIRT__HAS(dev->plugin, set_device) &&
+        (st = dev->plugin->ops->set_device(dev->index)) != INFINI_STATUS_SUCCESS)
+        return infinirt__plugin_failed(st, dev, "set_device");
     tls_current.set = true;
     tls_current.type = device;
     tls_current.id = device_id;

@@ -63,8 +63,20 @@
     X(infinirtGetMemInfo, null_total, NP_, 0, infinirtGetMemInfo(f->type, 0, &OUT_->z1, NULL))              \
     BI_DEVICE_ROWS(X, infinirtGetMemInfo, , &OUT_->z1, &OUT_->z2)                                           \
     X(infinirtDeviceSynchronize, no_args, OK_, 0, infinirtDeviceSynchronize())                              \
+    BI_DEVICE_ROWS(X, infinirtDeviceGetNativeHandle, , &OUT_->p, &OUT_->p2)                                \
     /* -------------------------------------------------------------- stream */                            \
     X(infinirtStreamCreate, null_out, NP_, 0, infinirtStreamCreate(NULL))                                   \
+    X(infinirtStreamCreateWithFlags, null_out, NP_, 0, infinirtStreamCreateWithFlags(NULL, 0))              \
+    X(infinirtStreamCreateWithFlags, flag_0x2, BP_, 0, infinirtStreamCreateWithFlags(&OUT_->s, 0x2))        \
+    X(infinirtStreamCreateWithFlags, flag_all, BP_, 0, infinirtStreamCreateWithFlags(&OUT_->s, UINT32_MAX)) \
+    X(infinirtStreamCreateFromNative, null_out, NP_, 0, infinirtStreamCreateFromNative(NULL, f->s_live))   \
+    X(infinirtStreamCreateFromNative, native_null, BP_, 0, infinirtStreamCreateFromNative(&OUT_->s, NULL)) \
+    X(infinirtStreamCreateFromNative, already_infinirt, BP_, 0,                                             \
+      infinirtStreamCreateFromNative(&OUT_->s, f->s_live))                                                  \
+    X(infinirtStreamGetNativeHandle, null_out, NP_, 0, infinirtStreamGetNativeHandle(f->s_live, NULL))      \
+    X(infinirtStreamGetNativeHandle, made_up, BP_, 0, infinirtStreamGetNativeHandle(f->made_up, &OUT_->p))  \
+    X(infinirtStreamGetNativeHandle, destroyed, BP_, 0, infinirtStreamGetNativeHandle(f->s_dead, &OUT_->p)) \
+    X(infinirtStreamGetNativeHandle, is_event, BP_, 0, infinirtStreamGetNativeHandle(f->e_live, &OUT_->p))  \
     X(infinirtStreamDestroy, null, BP_, 0, infinirtStreamDestroy(NULL))                                     \
     X(infinirtStreamDestroy, made_up, BP_, 0, infinirtStreamDestroy(f->made_up))                            \
     X(infinirtStreamDestroy, forged, BP_, 0, infinirtStreamDestroy(f->forged_s))                            \
@@ -116,6 +128,11 @@
     X(infinirtEventDestroy, forged, BP_, 0, infinirtEventDestroy(f->forged_e))                              \
     X(infinirtEventDestroy, destroyed, BP_, 0, infinirtEventDestroy(f->e_dead))                             \
     X(infinirtEventDestroy, is_stream, BP_, 0, infinirtEventDestroy(f->s_live))                             \
+    X(infinirtEventGetNativeHandle, null_out, NP_, 0, infinirtEventGetNativeHandle(f->e_live, NULL))        \
+    X(infinirtEventGetNativeHandle, null, BP_, 0, infinirtEventGetNativeHandle(NULL, &OUT_->p))             \
+    X(infinirtEventGetNativeHandle, made_up, BP_, 0, infinirtEventGetNativeHandle(f->made_up, &OUT_->p))    \
+    X(infinirtEventGetNativeHandle, destroyed, BP_, 0, infinirtEventGetNativeHandle(f->e_dead, &OUT_->p))   \
+    X(infinirtEventGetNativeHandle, is_stream, BP_, 0, infinirtEventGetNativeHandle(f->s_live, &OUT_->p))   \
     X(infinirtEventElapsedTime, null_out, NP_, 0, infinirtEventElapsedTime(NULL, f->e_live, f->e_live))     \
     X(infinirtEventElapsedTime, start_destroyed, BP_, 0, infinirtEventElapsedTime(&OUT_->ms, f->e_dead, f->e_live)) \
     X(infinirtEventElapsedTime, end_made_up, BP_, 0, infinirtEventElapsedTime(&OUT_->ms, f->e_live, f->made_up)) \
@@ -131,6 +148,12 @@
     X(infinirtMallocHost, null_out, NP_, 0, infinirtMallocHost(NULL, 16))                                   \
     X(infinirtMallocHost, size_max, BP_, 0, infinirtMallocHost(&OUT_->p, SIZE_MAX))                         \
     X(infinirtMallocHost, huge, BI_HUGE_HOST, 0, infinirtMallocHost(&OUT_->p, BI_HUGE_BYTES))               \
+    X(infinirtMemGetNativeHandle, null, BP_, 0, infinirtMemGetNativeHandle(NULL, &OUT_->p, &OUT_->z1))     \
+    X(infinirtMemGetNativeHandle, made_up, BP_, 0, infinirtMemGetNativeHandle(f->made_up, &OUT_->p, &OUT_->z1)) \
+    X(infinirtMemGetNativeHandle, freed, BP_, 0, infinirtMemGetNativeHandle(f->d_freed, &OUT_->p, &OUT_->z1)) \
+    X(infinirtMemGetNativeHandle, host_buffer, BP_, 0, infinirtMemGetNativeHandle(f->h_src, &OUT_->p, &OUT_->z1)) \
+    X(infinirtMemGetNativeHandle, host_freed, BP_, 0,                                                      \
+      infinirtMemGetNativeHandle(f->h_pin_freed, &OUT_->p, &OUT_->z1))                                      \
     X(infinirtFree, made_up, BP_, 0, infinirtFree(f->made_up))                                              \
     X(infinirtFree, host_buffer, BP_, 0, infinirtFree(f->h_src))                                            \
     X(infinirtFree, interior, BP_, 0, infinirtFree((char *)f->d_a + 256))                                   \

@@ -45,7 +45,8 @@ typedef struct {
     int i;
     infiniDevice_t types[4];
     size_t z1, z2;
-    void *p;
+    void *p, *p2;
+    infinirtStream_t s;
     infinirtEvent_t e;
     infinirtEventStatus_t es;
     float ms;

@@ -542,20 +542,84 @@ int test_conformance_bad_handles(void)
     ASSERT_STATUS(infinirtEventRecord((infinirtEvent_t)junk, NULL), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtStreamCreate(NULL), INFINI_STATUS_NULL_POINTER);
     ASSERT_OK(infinirtEventDestroy(e));
-    /* Cycle enough events that e's slot is reused: e must stay dead and
-     * must never alias the new event in its slot. */
+    infinirtEventStatus_t st;
+    ASSERT_STATUS(infinirtEventQuery(e, &st), INFINI_STATUS_BAD_PARAM);
+    /* Handles are the backends' own values: as with CUDA, once e is
+     * destroyed the backend may give the same value to a new event, which
+     * the value then names.  Until then e stays dead, however many slots
+     * of the loader's registry are reused meanwhile. */
     infinirtEvent_t live[2100];
+    int reused = -1;
     for (int i = 0; i < 2100; i++) {
         ASSERT_OK(infinirtEventCreate(&live[i]));
-        ASSERT_PTR_NE(live[i], e);
-        if (i % 2 == 0)
+        for (int j = 0; j < i; j++)
+            if (j % 2 == 1 || j == reused)
+                ASSERT_PTR_NE(live[i], live[j]); /* live values are distinct */
+        if (live[i] == e && reused < 0)
+            reused = i;
+        if (i % 2 == 0 && i != reused)
             ASSERT_OK(infinirtEventDestroy(live[i]));
+        if (reused < 0)
+            ASSERT_STATUS(infinirtEventQuery(e, &st), INFINI_STATUS_BAD_PARAM);
     }
-    infinirtEventStatus_t st;
+    if (reused >= 0) {
+        ASSERT_OK(infinirtEventQuery(e, &st)); /* the new event's */
+        ASSERT_OK(infinirtEventDestroy(live[reused]));
+    }
     ASSERT_STATUS(infinirtEventQuery(e, &st), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtEventDestroy(e), INFINI_STATUS_BAD_PARAM);
     for (int i = 1; i < 2100; i += 2)
-        ASSERT_OK(infinirtEventDestroy(live[i]));
+        if (i != reused)
+            ASSERT_OK(infinirtEventDestroy(live[i]));
+    return TEST_OK;
+}
+
+/* Handles are the backend's native values: the getters give the handle
+ * itself, a native stream already wrapped cannot be wrapped again, memory
+ * maps to a native object and offset that move with the pointer, and the
+ * device's native objects can be asked for. */
+int test_conformance_native_handles(void)
+{
+    CHECK(tc_use_device(0));
+    infinirtStream_t s;
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *n = NULL;
+    ASSERT_OK(infinirtStreamGetNativeHandle(s, &n));
+    ASSERT_PTR_EQ(n, s);
+    ASSERT_OK(infinirtEventGetNativeHandle(e, &n));
+    ASSERT_PTR_EQ(n, e);
+    ASSERT_STATUS(infinirtStreamGetNativeHandle(e, &n), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtStreamGetNativeHandle(NULL, &n));
+    infinirtStream_t w = NULL;
+    ASSERT_STATUS(infinirtStreamCreateFromNative(&w, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_PTR_EQ(w, NULL);
+    void *dev = NULL, *ctx = NULL;
+    ASSERT_OK(infinirtDeviceGetNativeHandle(tc_device_type(), 0, &dev, &ctx));
+    void *p = NULL;
+    ASSERT_OK(infinirtMallocAsync(&p, 4096, s));
+    void *n0 = NULL, *n1 = NULL;
+    size_t o0 = 7, o1 = 7;
+    ASSERT_OK(infinirtMemGetNativeHandle(p, &n0, &o0));
+    ASSERT_OK(infinirtMemGetNativeHandle((char *)p + 100, &n1, &o1));
+    /* Either addressable memory (the pointer itself, offset 0) or one
+     * native object with the offset moving by as much as the pointer. */
+    if (n0 == p) {
+        ASSERT_EQ(o0, 0);
+        ASSERT_PTR_EQ(n1, (char *)p + 100);
+        ASSERT_EQ(o1, 0);
+    } else {
+        ASSERT_PTR_EQ(n1, n0);
+        ASSERT_EQ(o1, o0 + 100);
+    }
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_STATUS(infinirtMemGetNativeHandle(p, &n0, &o0), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtEventRecord(e, s));
+    ASSERT_OK(infinirtEventSynchronize(e));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_STATUS(infinirtStreamGetNativeHandle(s, &n), INFINI_STATUS_BAD_PARAM);
     return TEST_OK;
 }
 

@@ -166,3 +166,96 @@ int test_threads_sync_copy_after_default_stream(void)
     ASSERT_OK(infinirtFree(p));
     return TEST_OK;
 }
+
+/* ------------------------------------------- the handle map under churn */
+
+/* Handles are native values found through a map that other threads grow
+ * and reshuffle (removals shift entries back) while readers look up with no
+ * lock.  A live handle must be found every time, and its value must name
+ * its own object: each thread keeps a set of live events and streams,
+ * replaces them at random, and checks the whole set after every change. */
+#define CHURN_THREADS 4
+#define CHURN_LIVE 48
+#define CHURN_SECONDS 3
+
+typedef struct {
+    unsigned seed;
+    long lookups, misses, wrong;
+} churn_arg;
+
+static void *churn(void *p)
+{
+    churn_arg *a = p;
+    infinirtEvent_t ev[CHURN_LIVE] = {0};
+    infinirtStream_t st[CHURN_LIVE / 8] = {0};
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= CHURN_SECONDS)
+            break;
+        int i = (int)(rand_r(&a->seed) % CHURN_LIVE);
+        if (ev[i] != NULL && infinirtEventDestroy(ev[i]) != INFINI_STATUS_SUCCESS)
+            a->misses++;
+        if (infinirtEventCreate(&ev[i]) != INFINI_STATUS_SUCCESS)
+            ev[i] = NULL;
+        int k = i % (CHURN_LIVE / 8);
+        if (i < CHURN_LIVE / 8) {
+            if (st[k] != NULL && infinirtStreamDestroy(st[k]) != INFINI_STATUS_SUCCESS)
+                a->misses++;
+            if (infinirtStreamCreate(&st[k]) != INFINI_STATUS_SUCCESS)
+                st[k] = NULL;
+        }
+        for (int j = 0; j < CHURN_LIVE; j++) {
+            void *n = NULL;
+            if (ev[j] == NULL)
+                continue;
+            a->lookups++;
+            if (infinirtEventGetNativeHandle(ev[j], &n) != INFINI_STATUS_SUCCESS)
+                a->misses++;
+            else if (n != ev[j])
+                a->wrong++;
+        }
+        for (int j = 0; j < CHURN_LIVE / 8; j++) {
+            void *n = NULL;
+            if (st[j] == NULL)
+                continue;
+            a->lookups++;
+            if (infinirtStreamGetNativeHandle(st[j], &n) != INFINI_STATUS_SUCCESS)
+                a->misses++;
+            else if (n != st[j])
+                a->wrong++;
+        }
+    }
+    for (int j = 0; j < CHURN_LIVE; j++)
+        if (ev[j] != NULL && infinirtEventDestroy(ev[j]) != INFINI_STATUS_SUCCESS)
+            a->misses++;
+    for (int j = 0; j < CHURN_LIVE / 8; j++)
+        if (st[j] != NULL && infinirtStreamDestroy(st[j]) != INFINI_STATUS_SUCCESS)
+            a->misses++;
+    return NULL;
+}
+
+int test_threads_handle_map_churn(void)
+{
+    tc_use_config(k_cpu_config);
+    CHECK(tc_use_device(0));
+    pthread_t t[CHURN_THREADS];
+    churn_arg a[CHURN_THREADS] = {{0}};
+    for (int i = 0; i < CHURN_THREADS; i++) {
+        a[i].seed = 1234u + (unsigned)i;
+        ASSERT_EQ(pthread_create(&t[i], NULL, churn, &a[i]), 0);
+    }
+    long lookups = 0, misses = 0, wrong = 0;
+    for (int i = 0; i < CHURN_THREADS; i++) {
+        ASSERT_EQ(pthread_join(t[i], NULL), 0);
+        lookups += a[i].lookups;
+        misses += a[i].misses;
+        wrong += a[i].wrong;
+    }
+    fprintf(stderr, "%ld look-ups of live handles, %ld missed, %ld wrong\n", lookups, misses, wrong);
+    ASSERT(lookups > 1000);
+    ASSERT_EQ(misses, 0);
+    ASSERT_EQ(wrong, 0);
+    return TEST_OK;
+}

@@ -23,6 +23,7 @@
     X(conformance, malloc_async)          \
     X(conformance, malloc_host)           \
     X(conformance, bad_handles)           \
+    X(conformance, native_handles)        \
     X(conformance, error_strings)         \
     X(conformance, destroy_pending_free)  \
     X(conformance, host_ranges)           \
@@ -73,6 +74,7 @@
     X(threads, event_teardown)            \
     X(threads, stream_destroy_waits)      \
     X(threads, guessed_handle_destroy)    \
+    X(threads, handle_map_churn)          \
     X(threads, sync_copy_after_default_stream) \
     X(memory_checks, huge_request)        \
     X(memory_checks, huge_request_limited) \
