@@ -1,0 +1,108 @@
+/*
+ * api_bench.c - the cost of single API calls, through whichever libinfinirt
+ * the dynamic linker finds.  Only calls InfiniCore's header also declares
+ * are used, so the same binary runs against this project's library, an
+ * older build of it, or InfiniCore's own runtime (bench/compare.sh swaps
+ * them with LD_LIBRARY_PATH and prints the ratios).
+ *
+ *   infinirt-api-bench CASE [calls]
+ *
+ * CASE: event_query   EventQuery of a completed event
+ *       stream_sync   StreamSynchronize of an idle stream
+ *       memcpy_h2d    synchronous 64 B Memcpy host -> device, nothing queued
+ *       memcpy_d2h    the same, device -> host
+ * Prints "CASE ns_per_call": the best of 7 batches (the least disturbed by
+ * other load on the machine).
+ */
+#define _GNU_SOURCE
+#include "infinirt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCHES 7
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+#define MUST(call)                                                                    \
+    do {                                                                              \
+        infiniStatus_t st_ = (call);                                                  \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                           \
+            fprintf(stderr, "api-bench: %s failed with status %d\n", #call, (int)st_); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s event_query|stream_sync|memcpy_h2d|memcpy_d2h [calls]\n", argv[0]);
+        return 2;
+    }
+    const char *which = argv[1];
+    long calls = argc > 2 ? atol(argv[2]) : 1000000;
+    if (calls <= 0)
+        calls = 1000000;
+    MUST(infinirtInit());
+    MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    infinirtStream_t s;
+    infinirtEvent_t e;
+    MUST(infinirtStreamCreate(&s));
+    MUST(infinirtEventCreate(&e));
+    MUST(infinirtEventRecord(e, s));
+    MUST(infinirtStreamSynchronize(s));
+    void *d = NULL;
+    MUST(infinirtMalloc(&d, 64));
+    unsigned char host[64];
+    memset(host, 1, sizeof host);
+    infinirtEventStatus_t es;
+    double best = 0;
+    int kind = strcmp(which, "event_query") == 0   ? 0
+               : strcmp(which, "stream_sync") == 0 ? 1
+               : strcmp(which, "memcpy_h2d") == 0  ? 2
+               : strcmp(which, "memcpy_d2h") == 0  ? 3
+                                                   : -1;
+    if (kind < 0) {
+        fprintf(stderr, "api-bench: unknown case '%s'\n", which);
+        return 2;
+    }
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns();
+        for (long i = 0; i < calls; i++) {
+            infiniStatus_t st;
+            switch (kind) {
+            case 0:
+                st = infinirtEventQuery(e, &es);
+                break;
+            case 1:
+                st = infinirtStreamSynchronize(s);
+                break;
+            case 2:
+                st = infinirtMemcpy(d, host, 64, INFINIRT_MEMCPY_H2D);
+                break;
+            default:
+                st = infinirtMemcpy(host, d, 64, INFINIRT_MEMCPY_D2H);
+                break;
+            }
+            if (st != INFINI_STATUS_SUCCESS) {
+                fprintf(stderr, "api-bench: call %ld of %s failed with status %d\n", i, which, (int)st);
+                return 1;
+            }
+        }
+        double ns = (now_ns() - t0) / (double)calls;
+        if (b == 0 || ns < best)
+            best = ns;
+    }
+    printf("%s %.2f\n", which, best);
+    MUST(infinirtFree(d));
+    MUST(infinirtEventDestroy(e));
+    MUST(infinirtStreamDestroy(s));
+    return 0;
+}
