@@ -359,7 +359,8 @@ INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size);
  * before the call on any stream of that device never sees the memory reused.
  * ptr NULL: SUCCESS, nothing done.  Returns SUCCESS; BAD_PARAM for a pointer
  * that is not the start of a live allocation (unknown, interior, or freed
- * already: a double free). */
+ * already: a double free).  Memory infinirt did not allocate is never freed,
+ * unlike in copies: BAD_PARAM, nothing done, no plugin called. */
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr);
 
 /* Free host memory from infinirtMallocHost.  Returns as infinirtFree. */
@@ -368,30 +369,50 @@ INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr);
 /* Copy `size` bytes and wait for the copy to complete.  Device pointers are
  * looked up (interior pointers too) to find the owning device; the current
  * device is not used.  Host pointers may be any host memory.
+ * Foreign device memory - a device side (dst of H2D, src of D2H, either of
+ * D2D) that infinirt did not allocate, such as a tensor of another library
+ * or InfiniCore's from_blob - is accepted as InfiniCore's runtime accepts
+ * it, and taken on trust: its range cannot be checked.  It goes to the
+ * device whose plugin's pointer_get_device claims it, asked of the current
+ * device's plugin, or, in a D2D copy whose other side infinirt allocated,
+ * of that side's plugin; where the plugin cannot tell (the CPU and OpenCL
+ * plugins), to the current device, or to that other side's device.  The
+ * backend must be able to use the pointer as it is: on CPU any host
+ * memory; on OpenCL SVM memory of the device's context (memory = svm or
+ * auto with SVM), while in buffer mode the plugin refuses it with
+ * BAD_PARAM; on CUDA a device or unified address.  (Accepting them is
+ * InfiniCore's behaviour; the routing and the range checks are ours.)
  * Every range the loader can see is checked before anything is copied, on
  * both sides: a side inside a live allocation (device memory, or host
- * memory from infinirtMallocHost) must fit in it; a host side must not be
- * device memory the host cannot address (the CPU backend's device memory
- * is host memory and may be either side of any kind; other backends' may
- * not be a host side); size must fit a ptrdiff_t and no range may wrap
- * around the address space.  Host memory the loader did not allocate is
- * taken on trust.  A rejected copy writes nothing.
+ * memory from infinirtMallocHost) must fit in it, whatever the other side
+ * is; a device side in memory the caching allocator holds but no live
+ * block covers (freed already, or past the end of its block) is refused; a
+ * host side must not be device memory the host cannot address (the CPU
+ * backend's device memory is host memory and may be either side of any
+ * kind; other backends' may not be a host side); size must fit a ptrdiff_t
+ * and no range may wrap around the address space.  Host memory the loader
+ * did not allocate is taken on trust.  A rejected copy writes nothing.
  * Returns SUCCESS; NULL_POINTER (dst or src NULL with size > 0); BAD_PARAM
- * (unknown kind, a device-side pointer that is no live device allocation,
- * a range running past the end of its allocation, a host side in device
- * memory the host cannot address, or a size larger than PTRDIFF_MAX or
- * wrapping around), logged naming the side, its offset, the size and the
- * allocation's size.  A D2D copy between devices of two different backends
- * is staged through host memory (in chunks of at most 64 MiB); the
- * asynchronous form refuses it with NOT_IMPLEMENTED.  size 0 is a no-op
- * (SUCCESS, pointers unchecked). */
+ * (unknown kind, a device side that is MallocHost memory or freed memory
+ * the allocator still holds, a range running past the end of its
+ * allocation, a host side in device memory the host cannot address, a size
+ * larger than PTRDIFF_MAX or wrapping around, or a foreign pointer the
+ * backend cannot use), logged naming the side, its offset, the size and
+ * the allocation's size; INTERNAL_ERROR when a plugin names a device it
+ * does not have for a foreign pointer.  A D2D copy between devices of two
+ * different backends is staged through host memory (in chunks of at most
+ * 64 MiB); the asynchronous form refuses it with NOT_IMPLEMENTED.  size 0
+ * is a no-op (SUCCESS, pointers unchecked). */
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size,
                                            infinirtMemcpyKind_t kind);
 
 /* As infinirtMemcpy, queued on `stream` (NULL: the owning device's default
  * stream).  Host memory must stay valid until the copy completes.  The
- * device-side pointers must belong to the stream's backend.  Checked as
- * infinirtMemcpy, before anything is queued.
+ * device-side pointers must belong to the stream's backend.  Foreign device
+ * memory (see infinirtMemcpy) is asked of the stream's plugin and, where it
+ * cannot tell, taken as memory of the stream's device; with the NULL stream
+ * it is routed as by infinirtMemcpy, on that device's default stream.
+ * Checked as infinirtMemcpy, before anything is queued.
  * Returns as infinirtMemcpy, plus BAD_PARAM for an unknown or destroyed
  * stream, even with size 0. */
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size,
@@ -408,15 +429,21 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream);
 
 /* Set `count` bytes at device pointer ptr to (unsigned char)value and wait.
- * Routed by pointer.  [ptr, ptr+count) must lie in one live device
- * allocation (checked as in infinirtMemcpy; nothing is written otherwise).
- * count 0 is a no-op.
- * Returns SUCCESS, NULL_POINTER, BAD_PARAM (not device memory, a range past
- * the end of its allocation, count larger than PTRDIFF_MAX). */
+ * Routed by pointer.  Inside a live device allocation, [ptr, ptr+count)
+ * must fit in it (checked as in infinirtMemcpy; nothing is written
+ * otherwise).  Foreign device memory is accepted and routed as in
+ * infinirtMemcpy (the current device's plugin is asked, else the current
+ * device is used), unchecked.  count 0 is a no-op.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM (MallocHost memory, freed memory
+ * the allocator still holds, a range past the end of its allocation or
+ * wrapping around, count larger than PTRDIFF_MAX, a foreign pointer the
+ * backend cannot use), INTERNAL_ERROR as infinirtMemcpy. */
 INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count);
 
-/* As infinirtMemset, queued on `stream`.  Returns as infinirtMemcpyAsync:
- * BAD_PARAM for an unknown or destroyed stream, even with count 0. */
+/* As infinirtMemset, queued on `stream`; foreign device memory is routed as
+ * in infinirtMemcpyAsync (the stream's plugin is asked, else the stream's
+ * device).  Returns as infinirtMemcpyAsync: BAD_PARAM for an unknown or
+ * destroyed stream, even with count 0. */
 INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count,
                                                 infinirtStream_t stream);
 

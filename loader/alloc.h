@@ -108,6 +108,10 @@ typedef struct {
 /* Find the live block containing ptr (interior pointers too).
  * Returns 1 and fills *info when found, 0 otherwise. */
 int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info);
+/* Whether ptr lies in a segment some pool holds, in a live block or not.
+ * Where infinirt__pool_lookup found no live block, 1 means freed or cached
+ * memory (or a block's rounding): the allocator's, never someone else's. */
+int infinirt__pool_holds(const void *ptr);
 
 void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *stats);
 void infinirt__pool_reset_peak(infinirt__pool *pool);

@@ -128,6 +128,11 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     return found;
 }
 
+int infinirt__pool_holds(const void *ptr)
+{
+    return ptr != NULL && infinirt__dir_pool_of((uintptr_t)ptr) != NULL;
+}
+
 void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
 {
     memset(st, 0, sizeof *st);

@@ -4,7 +4,10 @@
  *
  * A device pointer is owned through the allocator's block map, never through
  * the current device: Free, Memcpy and Memset look the pointer up (interior
- * pointers too) and go to the plugin and device that own it.
+ * pointers too) and go to the plugin and device that own it.  Copies and
+ * fills also take device memory the loader did not allocate (a tensor from
+ * another library); only for such a pointer does the current device, or the
+ * stream's, choose the plugin.  Free never does.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -132,14 +135,27 @@ INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream
  *    must fit a ptrdiff_t (no object is larger; SIZE_MAX is a caller's bug);
  *  - a side inside a live allocation (device, or MallocHost host memory)
  *    must fit in that allocation;
- *  - a device side must be a live device allocation;
+ *  - a device side inside memory the allocator holds but no live block
+ *    covers (freed, cached, or past the end of its block) is refused;
  *  - a host side may be any host memory, but not device memory that the
  *    host cannot address.  Only the CPU backend's device memory is plain
  *    host memory (InfiniCore programs on CPU copy between such pointers
  *    with any kind); an OpenCL buffer handle or a CUDA device address
  *    would crash the memmove or the plugin's host access.
- * Foreign host memory (malloc, the stack) cannot be checked and is taken
- * on trust, as every runtime does.  One lookup per side. */
+ * Memory the loader did not allocate is taken on trust, as every runtime
+ * does: foreign host memory (malloc, the stack) as a host side, and
+ * foreign device memory (InfiniCore's from_blob, a tensor from torch) as a
+ * device side, which goes to a device chosen by resolve_foreign.  One
+ * lookup per side; a second, of the allocator's directory, only for a
+ * device side no live block contains. */
+
+/* One side of a copy or fill, once checked: the device whose memory it is
+ * (NULL for a host side), and whether the loader did not allocate it (a
+ * foreign device side has no device until resolve_foreign gives it one). */
+typedef struct {
+    infinirt__device *dev;
+    bool foreign;
+} mem_side;
 
 static infiniStatus_t check_size(size_t size, const char *fn)
 {
@@ -153,21 +169,28 @@ static const char *place_name(const infinirt__ptr_info *info)
     return info->device_id < 0 ? "host (MallocHost)" : "device";
 }
 
-/* One side [ptr, ptr+size) of a copy or fill (size <= PTRDIFF_MAX).  A
- * device side sets *dev to its owning device; a host side leaves it NULL. */
+/* One side [ptr, ptr+size) of a copy or fill (size <= PTRDIFF_MAX). */
 static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn,
-                                 infinirt__device **dev)
+                                 mem_side *out)
 {
-    *dev = NULL;
+    out->dev = NULL;
+    out->foreign = false;
     if (__builtin_expect((uintptr_t)ptr > UINTPTR_MAX - size, 0))
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s range of %zu bytes at %p wraps around the address space",
                               what, size, ptr);
     infinirt__ptr_info info;
     if (!infinirt__pool_lookup(ptr, &info)) {
-        if (device_side)
+        if (!device_side)
+            return INFINI_STATUS_SUCCESS; /* foreign host memory */
+        /* The allocator's own memory outside every live block is no one's
+         * to use: a use after free, or an overrun of a block's rounding. */
+        if (infinirt__pool_holds(ptr))
             return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
-                                  "%s %p is not inside any live device allocation (use infinirtMalloc)", what, ptr);
-        return INFINI_STATUS_SUCCESS; /* foreign host memory */
+                                  "%s %p is not inside any live allocation (freed already, or past the end of its "
+                                  "block)",
+                                  what, ptr);
+        out->foreign = true;
+        return INFINI_STATUS_SUCCESS;
     }
     if (device_side && info.device_id < 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s %p is host (MallocHost) memory, not device memory",
@@ -184,7 +207,33 @@ static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side,
                               what, size, info.offset, info.block_size, place_name(&info));
     if (!device_side)
         return INFINI_STATUS_SUCCESS;
-    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, dev);
+    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, &out->dev);
+}
+
+/* Give a foreign device side its device: the one base's plugin says owns
+ * the pointer (pointer_get_device, where it has the entry), else base.
+ * base is the device the call is made through: the current device, the
+ * stream's, or the other side's for a copy with one side the loader knows. */
+static infiniStatus_t resolve_foreign(mem_side *sd, const void *ptr, infinirt__device *base, const char *fn)
+{
+    if (!sd->foreign)
+        return INFINI_STATUS_SUCCESS;
+    sd->dev = base;
+    infinirt__plugin *p = base->plugin;
+    if (!INFINIRT__HAS(p, pointer_get_device))
+        return INFINI_STATUS_SUCCESS;
+    int id = -1;
+    infiniStatus_t st = p->ops->pointer_get_device(ptr, &id);
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED || st == INFINI_STATUS_BAD_PARAM)
+        return INFINI_STATUS_SUCCESS; /* the plugin cannot tell: base it is */
+    if (st != INFINI_STATUS_SUCCESS)
+        return infinirt__plugin_failed(st, base, "pointer_get_device");
+    if (id < 0 || id >= p->device_count)
+        return infinirt__fail(INFINI_STATUS_INTERNAL_ERROR, fn,
+                              "plugin %s says %p is memory of its device %d, which it does not have (%d devices)",
+                              p->name, ptr, id, p->device_count);
+    sd->dev = &p->devices[id];
+    return INFINI_STATUS_SUCCESS;
 }
 
 /* A call with nothing to do still rejects a dead stream handle, as every
@@ -200,38 +249,49 @@ static infiniStatus_t check_stream_alive(infinirtStream_t stream, const char *fn
     return INFINI_STATUS_SUCCESS;
 }
 
-/* Check both sides of a copy (see above) and resolve the devices it
- * touches.  *owner is the device whose plugin performs the copy (dst's for
- * H2D/D2D, src's for D2H; NULL for H2H), *other the second device of a D2D
- * copy. */
-static infiniStatus_t copy_route(void *dst, const void *src, size_t size, int kind, const char *fn,
-                                 infinirt__device **owner, infinirt__device **other)
+/* Check both sides of a copy (see above).  Device sides the loader knows
+ * get their device; foreign ones are marked, for resolve_foreign. */
+static infiniStatus_t copy_check(void *dst, const void *src, size_t size, int kind, const char *fn, mem_side *d,
+                                 mem_side *s)
 {
     infiniStatus_t st;
-    infinirt__device *unused;
-    *owner = *other = NULL;
+    bool dst_dev = kind == INFINIRT_MEMCPY_H2D || kind == INFINIRT_MEMCPY_D2D;
+    bool src_dev = kind == INFINIRT_MEMCPY_D2H || kind == INFINIRT_MEMCPY_D2D;
     if ((st = check_size(size, fn)) != INFINI_STATUS_SUCCESS)
         return st;
-    switch (kind) {
-    case INFINIRT_MEMCPY_H2H:
-        if ((st = check_side(dst, size, false, "dst", fn, &unused)) != INFINI_STATUS_SUCCESS)
+    /* The device side first, as its failure is the likelier one to explain. */
+    if (src_dev && !dst_dev) {
+        if ((st = check_side(src, size, true, "src", fn, s)) != INFINI_STATUS_SUCCESS)
             return st;
-        return check_side(src, size, false, "src", fn, &unused);
-    case INFINIRT_MEMCPY_H2D:
-        if ((st = check_side(dst, size, true, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
-            return st;
-        return check_side(src, size, false, "src", fn, &unused);
-    case INFINIRT_MEMCPY_D2H:
-        if ((st = check_side(src, size, true, "src", fn, owner)) != INFINI_STATUS_SUCCESS)
-            return st;
-        return check_side(dst, size, false, "dst", fn, &unused);
-    case INFINIRT_MEMCPY_D2D:
-        if ((st = check_side(dst, size, true, "dst", fn, owner)) != INFINI_STATUS_SUCCESS)
-            return st;
-        return check_side(src, size, true, "src", fn, other);
-    default:
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "memcpy kind %d is not an infinirtMemcpyKind_t", kind);
+        return check_side(dst, size, false, "dst", fn, d);
     }
+    if ((st = check_side(dst, size, dst_dev, "dst", fn, d)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return check_side(src, size, src_dev, "src", fn, s);
+}
+
+/* The device a copy with foreign sides is made through when no stream
+ * says: the side the loader knows (route by it), else the current device. */
+static infiniStatus_t copy_base(const mem_side *d, const mem_side *s, const char *fn, infinirt__device **base)
+{
+    *base = d->dev != NULL ? d->dev : s->dev;
+    if (*base != NULL)
+        return INFINI_STATUS_SUCCESS;
+    return infinirt__current_device(fn, base);
+}
+
+/* The device whose plugin performs a copy: dst's for H2D/D2D, src's for
+ * D2H, NULL for H2H. */
+static infinirt__device *copy_owner(int kind, const mem_side *d, const mem_side *s)
+{
+    return kind == INFINIRT_MEMCPY_D2H ? s->dev : d->dev;
+}
+
+/* A known device side's device, for infinirt__note_peer: foreign memory is
+ * never freed through the loader, so nothing waits for work touching it. */
+static infinirt__device *known(const mem_side *sd)
+{
+    return sd->foreign ? NULL : sd->dev;
 }
 
 /* D2D between two backends: bounce through host memory, in chunks so a huge
@@ -266,9 +326,18 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
         return INFINI_STATUS_SUCCESS;
     if (dst == NULL || src == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
-    infinirt__device *owner, *other;
-    if ((st = copy_route(dst, src, size, (int)kind, __func__, &owner, &other)) != INFINI_STATUS_SUCCESS)
+    mem_side d, s;
+    if ((st = copy_check(dst, src, size, (int)kind, __func__, &d, &s)) != INFINI_STATUS_SUCCESS)
         return st;
+    if (d.foreign || s.foreign) {
+        infinirt__device *base;
+        if ((st = copy_base(&d, &s, __func__, &base)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&d, dst, base, __func__)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&s, src, base, __func__)) != INFINI_STATUS_SUCCESS)
+            return st;
+    }
+    infinirt__device *owner = copy_owner((int)kind, &d, &s);
+    infinirt__device *other = kind == INFINIRT_MEMCPY_D2D ? s.dev : NULL;
     if (owner == NULL) {
         memmove(dst, src, size); /* H2H: both sides are plain host memory */
         return INFINI_STATUS_SUCCESS;
@@ -300,16 +369,30 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
         return check_stream_alive(stream, __func__);
     if (dst == NULL || src == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
-    infinirt__device *owner, *other;
-    if ((st = copy_route(dst, src, size, (int)kind, __func__, &owner, &other)) != INFINI_STATUS_SUCCESS)
+    mem_side d, s;
+    if ((st = copy_check(dst, src, size, (int)kind, __func__, &d, &s)) != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__device *cur = owner;
-    if (cur == NULL && stream == NULL && (st = infinirt__current_device(__func__, &cur)) != INFINI_STATUS_SUCCESS)
+    /* The stream's device is what foreign sides go through; with the NULL
+     * stream, the device they resolve to gives the default stream. */
+    infinirt__stream *str = NULL;
+    infinirt__device *base;
+    if (stream != NULL) {
+        if ((st = infinirt__stream_resolve(stream, NULL, __func__, &str)) != INFINI_STATUS_SUCCESS)
+            return st;
+        base = str->dev;
+    } else if ((st = copy_base(&d, &s, __func__, &base)) != INFINI_STATUS_SUCCESS) {
         return st;
-    infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, cur, __func__, &s)) != INFINI_STATUS_SUCCESS)
+    }
+    if ((st = resolve_foreign(&d, dst, base, __func__)) != INFINI_STATUS_SUCCESS ||
+        (st = resolve_foreign(&s, src, base, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_release(str);
         return st;
-    infinirt__device *dev = s->dev;
+    }
+    infinirt__device *owner = copy_owner((int)kind, &d, &s);
+    infinirt__device *other = kind == INFINIRT_MEMCPY_D2D ? s.dev : NULL;
+    if (str == NULL)
+        str = (owner != NULL ? owner : base)->default_stream;
+    infinirt__device *dev = str->dev;
     if ((owner != NULL && owner->plugin != dev->plugin) || (other != NULL && other->plugin != dev->plugin)) {
         st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
                             "the copy's device memory belongs to a different backend than stream %s:%d; "
@@ -318,14 +401,14 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
     } else {
         /* Memory of another device of this plugin, touched by this stream:
          * its synchronous frees must wait for this device's streams too. */
-        infinirt__note_peer(owner, dev);
-        infinirt__note_peer(other, dev);
-        st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, s->ps);
-        infinirt__stream_note_submit(s);
+        infinirt__note_peer(known(&d), dev);
+        infinirt__note_peer(known(&s), dev);
+        st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, str->ps);
+        infinirt__stream_note_submit(str);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memcpy_async");
     }
-    infinirt__stream_release(s);
+    infinirt__stream_release(str);
     return st;
 }
 
@@ -338,10 +421,17 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
         return INFINI_STATUS_SUCCESS;
     if (ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
-    infinirt__device *dev = NULL;
+    mem_side p;
     if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
-        (st = check_side(ptr, count, true, "ptr", __func__, &dev)) != INFINI_STATUS_SUCCESS)
+        (st = check_side(ptr, count, true, "ptr", __func__, &p)) != INFINI_STATUS_SUCCESS)
         return st;
+    if (p.foreign) {
+        infinirt__device *base;
+        if ((st = infinirt__current_device(__func__, &base)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&p, ptr, base, __func__)) != INFINI_STATUS_SUCCESS)
+            return st;
+    }
+    infinirt__device *dev = p.dev;
     st = dev->plugin->ops->memset(dev->index, ptr, value, count);
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
@@ -357,20 +447,33 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
         return check_stream_alive(stream, __func__);
     if (ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
-    infinirt__device *owner;
+    mem_side p;
     if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
-        (st = check_side(ptr, count, true, "ptr", __func__, &owner)) != INFINI_STATUS_SUCCESS)
+        (st = check_side(ptr, count, true, "ptr", __func__, &p)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, owner, __func__, &s)) != INFINI_STATUS_SUCCESS)
+    infinirt__device *base = p.dev;
+    if (stream != NULL) {
+        if ((st = infinirt__stream_resolve(stream, NULL, __func__, &s)) != INFINI_STATUS_SUCCESS)
+            return st;
+        base = s->dev;
+    } else if (base == NULL && (st = infinirt__current_device(__func__, &base)) != INFINI_STATUS_SUCCESS) {
         return st;
+    }
+    if ((st = resolve_foreign(&p, ptr, base, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_release(s);
+        return st;
+    }
+    infinirt__device *owner = p.dev;
+    if (s == NULL)
+        s = owner->default_stream;
     infinirt__device *dev = s->dev;
     if (owner->plugin != dev->plugin) {
         st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
                             infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
     } else {
-        infinirt__note_peer(owner, dev);
+        infinirt__note_peer(known(&p), dev);
         st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)

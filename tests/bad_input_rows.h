@@ -12,7 +12,11 @@
  *
  * Flags: BI_STR    the call returns a string; the row checks it and gives
  *                  SUCCESS or -1 (bi_str);
- *        BI_OTHER  the row needs a second device (f->s_other, f->e_other).
+ *        BI_OTHER  the row needs a second device (f->s_other, f->e_other);
+ *        BI_CACHED the row needs the caching allocator: a freed block's
+ *                  memory stays the loader's, so using it is refused; with
+ *                  the allocator off it went back to the backend and the
+ *                  pointer is foreign memory, taken on trust.
  * Statuses BI_HUGE and BI_HUGE_HOST are worked out at run time: an
  * allocation of HUGE bytes is BAD_PARAM beyond the device's max_alloc_size,
  * OUT_OF_MEMORY otherwise; the host pool's maximum is not public, so either.
@@ -34,6 +38,7 @@
 #define D2D_ INFINIRT_MEMCPY_D2D
 #define A_ BI_SMALL /* bytes in d_a and h_pin */
 #define OUT_ (&f->out)
+#define TOP_ ((void *)(UINTPTR_MAX - 15)) /* 64 bytes from here wrap around */
 
 /* A device-id family of rows for a function f(type, id, ...rest). */
 #define BI_DEVICE_ROWS(X, fn, ...)                                       \
@@ -172,13 +177,17 @@
     X(infinirtMemcpy, null_dst, NP_, 0, infinirtMemcpy(NULL, f->h_src, 16, H2H_))                           \
     X(infinirtMemcpy, null_src, NP_, 0, infinirtMemcpy(f->h_dst, NULL, 16, H2H_))                           \
     X(infinirtMemcpy, null_dst_h2d, NP_, 0, infinirtMemcpy(NULL, f->h_src, 16, H2D_))                       \
-    X(infinirtMemcpy, h2d_dst_host, BP_, 0, infinirtMemcpy(f->h_dst, f->h_src, 16, H2D_))                   \
+    /* A device side the loader did not allocate is foreign device memory, \
+     * taken on trust; only a range that wraps or a size no object has is  \
+     * still refused. */                                                   \
+    X(infinirtMemcpy, h2d_foreign_dst_wraps, BP_, 0, infinirtMemcpy(TOP_, f->h_src, 64, H2D_))              \
+    X(infinirtMemcpy, h2d_foreign_dst_size_max, BP_, 0, infinirtMemcpy(f->h_dst, f->h_src, SIZE_MAX, H2D_)) \
     X(infinirtMemcpy, h2d_dst_pinned, BP_, 0, infinirtMemcpy(f->h_pin, f->h_src, 16, H2D_))                 \
-    X(infinirtMemcpy, h2d_dst_freed, BP_, 0, infinirtMemcpy(f->d_freed, f->h_src, 16, H2D_))                \
+    X(infinirtMemcpy, h2d_dst_freed, BP_, BI_CACHED, infinirtMemcpy(f->d_freed, f->h_src, 16, H2D_))        \
     X(infinirtMemcpy, h2d_dst_overrun, BP_, 0, infinirtMemcpy((char *)f->d_a + A_ - 16, f->h_src, 32, H2D_)) \
-    X(infinirtMemcpy, d2h_src_host, BP_, 0, infinirtMemcpy(f->h_dst, f->h_src, 16, D2H_))                   \
+    X(infinirtMemcpy, d2h_foreign_src_wraps, BP_, 0, infinirtMemcpy(f->h_dst, TOP_, 64, D2H_))              \
     X(infinirtMemcpy, d2h_src_overrun, BP_, 0, infinirtMemcpy(f->h_dst, (char *)f->d_a + 8, A_, D2H_))      \
-    X(infinirtMemcpy, d2d_src_freed, BP_, 0, infinirtMemcpy(f->d_a, f->d_freed, 16, D2D_))                  \
+    X(infinirtMemcpy, d2d_src_freed, BP_, BI_CACHED, infinirtMemcpy(f->d_a, f->d_freed, 16, D2D_))          \
     X(infinirtMemcpy, d2d_dst_overrun, BP_, 0, infinirtMemcpy(f->d_a, f->d_big, A_ + 1, D2D_))              \
     X(infinirtMemcpy, h2d_size_max, BP_, 0, infinirtMemcpy(f->d_a, f->h_src, SIZE_MAX, H2D_))               \
     X(infinirtMemcpy, d2h_size_max, BP_, 0, infinirtMemcpy(f->h_dst, f->d_a, SIZE_MAX, D2H_))               \
@@ -197,7 +206,9 @@
     X(infinirtMemcpyAsync, stream_destroyed_size_0, BP_, 0,                                                 \
       infinirtMemcpyAsync(f->d_a, f->h_src, 0, H2D_, f->s_dead))                                            \
     X(infinirtMemcpyAsync, stream_is_event, BP_, 0, infinirtMemcpyAsync(f->d_a, f->h_src, 16, H2D_, f->e_live)) \
-    X(infinirtMemcpyAsync, h2d_dst_host, BP_, 0, infinirtMemcpyAsync(f->h_dst, f->h_src, 16, H2D_, f->s_live)) \
+    X(infinirtMemcpyAsync, h2d_foreign_dst_wraps, BP_, 0, infinirtMemcpyAsync(TOP_, f->h_src, 64, H2D_, f->s_live)) \
+    X(infinirtMemcpyAsync, h2d_dst_freed, BP_, BI_CACHED,                                                   \
+      infinirtMemcpyAsync(f->d_freed, f->h_src, 16, H2D_, f->s_live))                                       \
     X(infinirtMemcpyAsync, h2d_dst_overrun, BP_, 0,                                                         \
       infinirtMemcpyAsync((char *)f->d_a + A_ - 16, f->h_src, 32, H2D_, f->s_live))                         \
     X(infinirtMemcpyAsync, d2h_size_max, BP_, 0, infinirtMemcpyAsync(f->h_dst, f->d_a, SIZE_MAX, D2H_, f->s_live)) \
@@ -224,13 +235,14 @@
      * for every call, as MemcpyAsync of size 0 already does. */             \
     X(infinirtFreeAsync, null_ptr_stream_destroyed, BP_, 0, infinirtFreeAsync(NULL, f->s_dead))             \
     X(infinirtMemset, null_ptr, NP_, 0, infinirtMemset(NULL, 0, 16))                                        \
-    X(infinirtMemset, host_buffer, BP_, 0, infinirtMemset(f->h_dst, 0, 16))                                 \
+    X(infinirtMemset, foreign_wraps, BP_, 0, infinirtMemset(TOP_, 0, 64))                                   \
     X(infinirtMemset, pinned_host, BP_, 0, infinirtMemset(f->h_pin, 0, 16))                                 \
-    X(infinirtMemset, freed, BP_, 0, infinirtMemset(f->d_freed, 0, 16))                                     \
+    X(infinirtMemset, freed, BP_, BI_CACHED, infinirtMemset(f->d_freed, 0, 16))                             \
     X(infinirtMemset, overrun, BP_, 0, infinirtMemset((char *)f->d_a + A_ - 8, 0, 16))                      \
     X(infinirtMemset, size_max, BP_, 0, infinirtMemset(f->d_a, 0, SIZE_MAX))                                \
     X(infinirtMemsetAsync, null_ptr, NP_, 0, infinirtMemsetAsync(NULL, 0, 16, f->s_live))                   \
-    X(infinirtMemsetAsync, freed, BP_, 0, infinirtMemsetAsync(f->d_freed, 0, 16, f->s_live))                \
+    X(infinirtMemsetAsync, freed, BP_, BI_CACHED, infinirtMemsetAsync(f->d_freed, 0, 16, f->s_live))        \
+    X(infinirtMemsetAsync, foreign_wraps, BP_, 0, infinirtMemsetAsync(TOP_, 0, 64, f->s_live))              \
     X(infinirtMemsetAsync, overrun, BP_, 0, infinirtMemsetAsync((char *)f->d_a + A_ - 8, 0, 16, f->s_live)) \
     X(infinirtMemsetAsync, size_max, BP_, 0, infinirtMemsetAsync(f->d_a, 0, SIZE_MAX, f->s_live))           \
     X(infinirtMemsetAsync, stream_made_up, BP_, 0, infinirtMemsetAsync(f->d_a, 0, 16, f->made_up))          \

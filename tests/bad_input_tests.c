@@ -37,6 +37,7 @@
 #define BI_HUGE_HOST (-3)
 #define BI_STR 1
 #define BI_OTHER 2
+#define BI_CACHED 4
 #define BI_ROW_SECONDS 30
 #define BI_OUT_FILL 0xa5
 
@@ -439,6 +440,12 @@ static int run_row(const bi_row *r, const char *log_path)
         return rc;
     if ((r->flags & BI_OTHER) && !f->has_other) {
         fprintf(stderr, "    needs a second device: skipped\n");
+        return TEST_SKIP;
+    }
+    infinirtAllocatorSettings_t as;
+    if ((r->flags & BI_CACHED) &&
+        (infinirtGetAllocatorSettings(&as) != INFINI_STATUS_SUCCESS || !as.enabled || as.release_on_free)) {
+        fprintf(stderr, "    needs the caching allocator to keep freed memory: skipped\n");
         return TEST_SKIP;
     }
     int alt, want = resolve_want(r, f, &alt);

@@ -265,3 +265,179 @@ int test_conformance_zero_size_dead_stream(void)
     ASSERT_OK(infinirtFree(d));
     return TEST_OK;
 }
+
+/* Device memory of the device under test that infinirt did not allocate
+ * (InfiniCore's from_blob, a torch tensor), released with foreign_free;
+ * NULL where the suite cannot make any.  On the CPU backend device memory
+ * is host memory: malloc's is foreign device memory. */
+static void *foreign_alloc(size_t n)
+{
+    if (tc_device_type() == INFINI_DEVICE_CPU)
+        return malloc(n);
+    return NULL;
+}
+
+static void foreign_free(void *p)
+{
+    free(p);
+}
+
+/* Foreign device memory in every copy kind and fill, synchronous and
+ * queued (on a stream and on the NULL stream), alone and with a block of
+ * the loader's on the other side, interior pointers too: the data arrive,
+ * and nothing is allocated.  A block the loader knows is still range
+ * checked when the other side is foreign. */
+int test_conformance_foreign_memory(void)
+{
+    CHECK(tc_use_device(0));
+    enum { M = 4099 };
+    unsigned char *f1 = foreign_alloc(M), *f2 = foreign_alloc(M);
+    if (f1 == NULL || f2 == NULL) {
+        foreign_free(f1);
+        foreign_free(f2);
+        fprintf(stderr, "no foreign device memory can be made for %s here: skipped\n",
+                infinirtGetDeviceTypeName(tc_device_type()));
+        return TEST_SKIP;
+    }
+    unsigned char *p1 = malloc(M), *p2 = malloc(M), *want = malloc(M), *g = malloc(M);
+    ASSERT(p1 && p2 && want && g);
+    tc_pattern(p1, M, 21);
+    tc_pattern(p2, M, 22);
+    void *d;
+    infinirtStream_t s;
+    ASSERT_OK(infinirtMalloc(&d, M));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    stats_pair before;
+    CHECK(snap(&before));
+
+    /* Synchronous: H2D, D2H, D2D foreign to foreign, fills. */
+    ASSERT_OK(infinirtMemcpy(f1, p1, M, INFINIRT_MEMCPY_H2D));
+    memset(g, 0, M);
+    ASSERT_OK(infinirtMemcpy(g, f1, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, p1, M);
+    ASSERT_OK(infinirtMemcpy(f2, f1, M, INFINIRT_MEMCPY_D2D));
+    ASSERT_OK(infinirtMemset(f2 + 7, 0xa5, 100));
+    memcpy(want, p1, M);
+    memset(want + 7, 0xa5, 100);
+    ASSERT_OK(infinirtMemcpy(g, f2, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, want, M);
+    /* D2D with the loader's block on one side, both ways. */
+    ASSERT_OK(infinirtMemcpy(d, f2, M, INFINIRT_MEMCPY_D2D));
+    CHECK(device_is(d, want, M));
+    ASSERT_OK(infinirtMemcpy(d, p2, M, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(f1 + 1, (char *)d + 1, M - 1, INFINIRT_MEMCPY_D2D));
+    memcpy(want, p1, 1);
+    memcpy(want + 1, p2 + 1, M - 1);
+    ASSERT_OK(infinirtMemcpy(g, f1, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, want, M);
+
+    /* Queued on a stream, in stream order. */
+    ASSERT_OK(infinirtMemcpyAsync(f1, p2, M, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemsetAsync(f1 + 10, 0x11, 20, s));
+    ASSERT_OK(infinirtMemcpyAsync(f2, f1, M, INFINIRT_MEMCPY_D2D, s));
+    ASSERT_OK(infinirtMemcpyAsync(d, f2, M, INFINIRT_MEMCPY_D2D, s));
+    ASSERT_OK(infinirtMemsetAsync(d, 0x12, 3, s));
+    ASSERT_OK(infinirtMemcpyAsync(f1, d, M, INFINIRT_MEMCPY_D2D, s));
+    memset(g, 0, M);
+    ASSERT_OK(infinirtMemcpyAsync(g, f1, M, INFINIRT_MEMCPY_D2H, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    memcpy(want, p2, M);
+    memset(want + 10, 0x11, 20);
+    memset(want, 0x12, 3);
+    ASSERT_MEM_EQ(g, want, M);
+    /* ... and on the NULL stream. */
+    ASSERT_OK(infinirtMemcpyAsync(f2, p1, M, INFINIRT_MEMCPY_H2D, NULL));
+    ASSERT_OK(infinirtMemsetAsync(f2 + M - 5, 0x22, 5, NULL));
+    memset(g, 0, M);
+    ASSERT_OK(infinirtMemcpyAsync(g, f2, M, INFINIRT_MEMCPY_D2H, NULL));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    memcpy(want, p1, M);
+    memset(want + M - 5, 0x22, 5);
+    ASSERT_MEM_EQ(g, want, M);
+
+    /* The loader's block is still range checked; nothing is written. */
+    ASSERT_OK(infinirtMemcpy(d, p1, M, INFINIRT_MEMCPY_H2D));
+    memcpy(g, f1, M);
+    ASSERT_STATUS(infinirtMemcpy(d, f1, M + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(f1, d, M + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(f1, (char *)d + 1, M, INFINIRT_MEMCPY_D2D, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync((char *)d + 2, f1, M, INFINIRT_MEMCPY_D2D, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_MEM_EQ(f1, g, M);
+    CHECK(device_is(d, p1, M));
+    CHECK(unchanged(&before)); /* nothing above allocated or freed */
+
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtFree(d));
+    foreign_free(f1);
+    foreign_free(f2);
+    free(p1);
+    free(p2);
+    free(want);
+    free(g);
+    return TEST_OK;
+}
+
+/* On every backend: Free, FreeAsync and FreeHost never take memory the
+ * loader did not allocate (BAD_PARAM, the memory untouched, the allocator
+ * unchanged, no plugin asked), and a block of the loader's beside a
+ * foreign side is range checked before any plugin sees the call. */
+int test_conformance_foreign_refused(void)
+{
+    CHECK(tc_use_device(0));
+    unsigned char *f = malloc(N), *keep = malloc(N);
+    ASSERT(f && keep);
+    tc_pattern(f, N, 23);
+    memcpy(keep, f, N);
+    void *d;
+    infinirtStream_t s;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtMemset(d, 0x3c, N));
+    unsigned char *pd = malloc(N);
+    ASSERT(pd);
+    memset(pd, 0x3c, N);
+    stats_pair before;
+    CHECK(snap(&before));
+
+    ASSERT_STATUS(infinirtFree(f), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtFree(f + 64), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtFreeAsync(f, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtFreeAsync(f, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtFreeHost(f), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, f, N + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(f, (char *)d + 8, N, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync(f, d, N + 1, INFINIRT_MEMCPY_D2D, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpyAsync((char *)d + N - 1, f, 2, INFINIRT_MEMCPY_D2D, NULL), INFINI_STATUS_BAD_PARAM);
+    /* A range wrapping around the address space is no memory of anyone's. */
+    void *top = (void *)(UINTPTR_MAX - 15);
+    ASSERT_STATUS(infinirtMemcpy(top, f, 64, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemset(top, 0, 64), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemsetAsync(top, 0, 64, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_MEM_EQ(f, keep, N);
+    CHECK(device_is(d, pd, N));
+    CHECK(unchanged(&before));
+
+    /* The allocator's own memory outside every live block - a block freed
+     * already, while the cache keeps its memory - is refused too. */
+    infinirtAllocatorSettings_t as;
+    ASSERT_OK(infinirtGetAllocatorSettings(&as));
+    void *gone;
+    ASSERT_OK(infinirtMalloc(&gone, N));
+    ASSERT_OK(infinirtFree(gone));
+    if (as.enabled && !as.release_on_free) {
+        ASSERT_STATUS(infinirtMemcpy(gone, f, 16, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemset(gone, 0, 16), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemsetAsync(gone, 0, 16, s), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(d, gone, 16, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+        CHECK(device_is(d, pd, N));
+    }
+
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtFree(d));
+    free(f);
+    free(keep);
+    free(pd);
+    return TEST_OK;
+}

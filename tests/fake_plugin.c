@@ -14,6 +14,10 @@
  *   FAKE_BAD_TYPE    declares device type 99, outside infiniDevice_t
  *   FAKE_NO_QUERY    FAKE_STREAMS without event_query (incoherent: refused)
  *   FAKE_NO_STREAM_DESTROY  FAKE_STREAMS without stream_destroy (refused)
+ *   FAKE_PTRDEV      FAKE_STREAMS of ABI 1.1 with pointer_get_device, which
+ *                    reads its answer from the memory it is asked about:
+ *                    "dev=N" (device N, in range or not), "bad!" (BAD_PARAM),
+ *                    "err!" (INTERNAL_ERROR), anything else NOT_IMPLEMENTED
  *
  * With the key `ledger = PATH`, the memory, stream and event operations
  * append one line each to PATH ("memset dev=1"), so a test can see which
@@ -27,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY)
+#if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY) || defined(FAKE_PTRDEV)
 #define FAKE_STREAMS /* with one entry left out of the table */
 #endif
 #if defined(FAKE_NO_QUERY)
@@ -220,13 +224,36 @@ static infiniStatus_t fake_event_synchronize(int dev, void *e)
 }
 #endif
 
+#if defined(FAKE_PTRDEV)
+/* Host memory pretends to be device memory here, so the test says whose it
+ * is by writing the answer into it. */
+static infiniStatus_t fake_pointer_get_device(const void *ptr, int *dev)
+{
+    const char *p = ptr;
+    note("pointer_get_device");
+    if (strncmp(p, "dev=", 4) == 0) {
+        *dev = atoi(p + 4);
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (strncmp(p, "bad!", 4) == 0)
+        return INFINI_STATUS_BAD_PARAM;
+    if (strncmp(p, "err!", 4) == 0)
+        return INFINI_STATUS_INTERNAL_ERROR;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+#endif
+
 static const infinirtPluginOps fake_ops = {
 #if defined(FAKE_ABI2)
     .abi_major = 2,
 #else
     .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
 #endif
+#if defined(FAKE_PTRDEV)
+    .abi_minor = 1,
+#else
     .abi_minor = 0,
+#endif
 #if defined(FAKE_SMALL_TABLE)
     .struct_size = 40,
 #else
@@ -258,6 +285,9 @@ static const infinirtPluginOps fake_ops = {
     .event_synchronize = fake_event_synchronize,
     .memcpy_async = fake_memcpy_async,
     .memset_async = fake_memset_async,
+#endif
+#if defined(FAKE_PTRDEV)
+    .pointer_get_device = fake_pointer_get_device,
 #endif
     /* otherwise no streams, events or host memory: the loader answers
      * NOT_IMPLEMENTED */

@@ -671,6 +671,119 @@ int test_routing_other_backend(void)
     return TEST_OK;
 }
 
+/* The fake's ledger since the last call, emptied: what one step did. */
+static const char *ledger_take(const char *path)
+{
+    const char *t = ledger_text(path);
+    unlink(path);
+    return t;
+}
+
+/* Device memory the loader did not allocate goes to the plugin that says it
+ * owns it (pointer_get_device), asked of the current device's plugin, the
+ * stream's, or the plugin of a copy's other, known side; where that plugin
+ * cannot tell, to the current device or the stream's.  The fake plugin
+ * (ascend, 3 devices, ABI 1.1) reads its answer from the memory asked
+ * about and logs every call with the device that received it. */
+int test_routing_foreign_pointer(void)
+{
+    char ledger[600], cfg[2048];
+    snprintf(ledger, sizeof ledger, "%s/fake.ledger", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = 2\n\n[plugin.ptrdev]\nlibrary = " FAKE_DIR
+             "/libfake_ptrdev.so\nanswer = 42\ndevices = 3\nledger = %s\n",
+             CPU_PLUGIN, ledger);
+    use_config(cfg);
+    enum { N = 256 };
+    static char f[N], a[N], b[N], keep[N];
+    tc_pattern(a, N, 7);
+
+    /* Synchronous: the current device's plugin is asked. */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    strcpy(f, "dev=2");
+    ASSERT_OK(infinirtMemcpy(f, a, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy dev=2\n");
+    ASSERT_MEM_EQ(f, a, N);
+    strcpy(f, "bad!"); /* cannot tell: the current device */
+    ASSERT_OK(infinirtMemcpy(b, f, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy dev=0\n");
+    ASSERT_STR_EQ(b, "bad!");
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 1));
+    memset(f, 0, N); /* NOT_IMPLEMENTED: the current device */
+    ASSERT_OK(infinirtMemset(f, 0x44, N));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemset dev=1\n");
+    ASSERT_EQ(f[N - 1], 0x44);
+    /* A device the plugin does not have, or a failure of the query: the
+     * call fails, nothing is copied. */
+    strcpy(f, "dev=7");
+    memcpy(keep, f, N);
+    ASSERT_STATUS(infinirtMemcpy(f, a, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_INTERNAL_ERROR);
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\n");
+    ASSERT_MEM_EQ(f, keep, N);
+    strcpy(f, "err!");
+    memcpy(keep, f, N);
+    ASSERT_STATUS(infinirtMemset(f, 0, N), INFINI_STATUS_INTERNAL_ERROR);
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\n");
+    ASSERT_MEM_EQ(f, keep, N);
+
+    /* Queued: the stream's plugin is asked, whatever device is current;
+     * the copy goes on the stream, to its device.  With the NULL stream,
+     * the resolved device's default stream. */
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s)); /* on ascend:1 */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    strcpy(f, "dev=2");
+    ASSERT_OK(infinirtMemcpyAsync(f, a, N, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy_async dev=1 owner=1\n");
+    ASSERT_MEM_EQ(f, a, N);
+    memset(f, 0, N);
+    ASSERT_OK(infinirtMemsetAsync(f, 0x55, N, s));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemset_async dev=1 owner=1\n");
+    ASSERT_EQ(f[0], 0x55);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    strcpy(f, "dev=2");
+    ASSERT_OK(infinirtMemsetAsync(f, 0x66, 8, NULL));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemset_async dev=2 owner=-1\n");
+    strcpy(f, "bad!");
+    ASSERT_OK(infinirtMemcpyAsync(b, f, N, INFINIRT_MEMCPY_D2H, NULL));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy_async dev=0 owner=-1\n");
+    ASSERT_STR_EQ(b, "bad!");
+
+    /* D2D with one known side: routed by the known one, whose plugin is
+     * asked about the other; the current device plays no part. */
+    void *pf, *pc;
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 1));
+    ASSERT_OK(infinirtMalloc(&pf, N));
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 1));
+    ASSERT_OK(infinirtMalloc(&pc, N));
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    strcpy(f, "dev=2");
+    ASSERT_OK(infinirtMemcpy(pf, f, N, INFINIRT_MEMCPY_D2D));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy dev=1\n");
+    ASSERT_OK(infinirtMemcpy(b, pf, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(b, f, N);
+    ledger_take(ledger);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    ASSERT_OK(infinirtMemcpy(f, pc, N, INFINIRT_MEMCPY_D2D)); /* the cpu plugin's copy */
+    ASSERT_STR_EQ(ledger_take(ledger), "");
+    /* Known pointers never ask. */
+    ASSERT_OK(infinirtMemcpy(pf, a, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemsetAsync(pf, 0, N, s));
+    ASSERT(strstr(ledger_text(ledger), "pointer_get_device") == NULL);
+
+    /* Free never takes a foreign pointer, and asks no plugin. */
+    ledger_take(ledger);
+    strcpy(f, "dev=2");
+    ASSERT_STATUS(infinirtFree(f), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtFreeAsync(f, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STR_EQ(ledger_take(ledger), "");
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtFree(pf));
+    ASSERT_OK(infinirtFree(pc));
+    return TEST_OK;
+}
+
 /* memory_limit makes raw allocation fail with OUT_OF_MEMORY, and a failed
  * allocation changes nothing. */
 int test_routing_memory_limit(void)

@@ -34,7 +34,9 @@
     X(conformance, peer_memset_free)      \
     X(conformance, pinned_other_backend)  \
     X(conformance, d2d_across_backends)   \
-    X(conformance, free_async_other_device)
+    X(conformance, free_async_other_device) \
+    X(conformance, foreign_memory)        \
+    X(conformance, foreign_refused)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
@@ -61,6 +63,7 @@
     X(routing, two_devices)               \
     X(routing, memory_limit)              \
     X(routing, other_backend)             \
+    X(routing, foreign_pointer)           \
     X(routing, memory_limit_exact)        \
     X(routing, memory_limit_exact_noalloc) \
     X(allocator, reuse_cross_stream)      \
