@@ -5,6 +5,13 @@
  * loader's caching allocator hands out interior pointers), so every one is
  * resolved through clp__device_map to its allocation and offset.
  *
+ * A device-side pointer outside every allocation of ours is memory the
+ * application got elsewhere (the loader passes such foreign pointers on).
+ * On an SVM device it is taken as SVM memory of the queue's context (from
+ * clSVMAlloc with the context device_get_native gives), which the SVM
+ * commands accept.  A buffer-mode device has no way to name it - its
+ * commands need a cl_mem - so it is refused with BAD_PARAM.
+ *
  * A copy whose device memory lives in another context than the stream's
  * (another device of this plugin) cannot be one OpenCL command: it is
  * staged through host memory, synchronously, after the stream's earlier
@@ -17,13 +24,21 @@
 
 #define STAGE_CHUNK ((size_t)16 << 20)
 
-static infiniStatus_t find(const void *p, const char *role, clp__alloc *a)
+static infiniStatus_t find(const clp__stream *s, const void *p, const char *role, clp__alloc *a)
 {
-    if (clp__map_lookup(&clp__device_map, p, a) != 0) {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s pointer %p is not inside a live allocation of this plugin", role, p);
-        return INFINI_STATUS_BAD_PARAM;
+    if (clp__map_lookup(&clp__device_map, p, a) == 0)
+        return INFINI_STATUS_SUCCESS;
+    if (s->dev->svm) {
+        /* Foreign SVM memory of the queue's context. */
+        *a = (clp__alloc){.base = (uintptr_t)p, .size = 0, .dev = s->dev, .raw = (void *)(uintptr_t)p,
+                          .kind = CLP_ALLOC_SVM};
+        return INFINI_STATUS_SUCCESS;
     }
-    return INFINI_STATUS_SUCCESS;
+    clp__log(INFINIRT_PLUGIN_LOG_ERROR,
+             "%s pointer %p is not inside a live allocation of this plugin; device %d uses buffer memory, where "
+             "only memory from this plugin can be used (foreign device pointers need SVM: memory = svm)",
+             role, p, s->dev->index);
+    return INFINI_STATUS_BAD_PARAM;
 }
 
 /* The host side of an H2D/D2H must not be our device memory: a buffer-mode
@@ -128,7 +143,7 @@ static infiniStatus_t copy_on(clp__stream *s, void *dst, const void *src, size_t
         }
 
     case INFINIRT_PLUGIN_MEMCPY_H2D:
-        if ((st = find(dst, "H2D destination", &ad)) != INFINI_STATUS_SUCCESS ||
+        if ((st = find(s, dst, "H2D destination", &ad)) != INFINI_STATUS_SUCCESS ||
             (st = check_host(src, "H2D source")) != INFINI_STATUS_SUCCESS)
             return st;
         if (ad.dev->context != ctx)
@@ -142,7 +157,7 @@ static infiniStatus_t copy_on(clp__stream *s, void *dst, const void *src, size_t
         break;
 
     case INFINIRT_PLUGIN_MEMCPY_D2H:
-        if ((st = find(src, "D2H source", &as)) != INFINI_STATUS_SUCCESS ||
+        if ((st = find(s, src, "D2H source", &as)) != INFINI_STATUS_SUCCESS ||
             (st = check_host(dst, "D2H destination")) != INFINI_STATUS_SUCCESS)
             return st;
         if (as.dev->context != ctx)
@@ -156,8 +171,8 @@ static infiniStatus_t copy_on(clp__stream *s, void *dst, const void *src, size_t
         break;
 
     case INFINIRT_PLUGIN_MEMCPY_D2D:
-        if ((st = find(dst, "D2D destination", &ad)) != INFINI_STATUS_SUCCESS ||
-            (st = find(src, "D2D source", &as)) != INFINI_STATUS_SUCCESS)
+        if ((st = find(s, dst, "D2D destination", &ad)) != INFINI_STATUS_SUCCESS ||
+            (st = find(s, src, "D2D source", &as)) != INFINI_STATUS_SUCCESS)
             return st;
         if (ad.dev->context != ctx || as.dev->context != ctx)
             return copy_staged(s, dst, src, n, kind, &ad, &as);
@@ -194,7 +209,7 @@ static infiniStatus_t fill_on(clp__stream *s, void *ptr, int value, size_t n, in
 
     if (n == 0)
         return INFINI_STATUS_SUCCESS;
-    if ((st = find(ptr, "memset", &a)) != INFINI_STATUS_SUCCESS)
+    if ((st = find(s, ptr, "memset", &a)) != INFINI_STATUS_SUCCESS)
         return st;
     if (a.dev->context != s->dev->context) {
         /* Another device's memory: fill it on its own default queue. */

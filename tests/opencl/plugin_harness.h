@@ -40,6 +40,8 @@
     X(kind_mismatch)     \
     X(memory_svm)        \
     X(memory_auto)       \
+    X(foreign_buffer)    \
+    X(foreign_svm)       \
     X(malloc_host)       \
     X(event_timing)      \
     X(host_func)         \

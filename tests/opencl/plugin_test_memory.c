@@ -127,6 +127,102 @@ int test_memory_svm(void)
 }
 
 
+/* A device-side pointer the plugin did not allocate (the loader passes
+ * foreign pointers on).  Buffer mode cannot use one - its commands need a
+ * cl_mem - so every copy and fill refuses it with BAD_PARAM, saying why,
+ * and writes nothing; nothing crashes. */
+int test_foreign_buffer(void)
+{
+    enum { M = 4096 };
+    unsigned char *f = malloc(M), *keep = malloc(M), *src = malloc(M);
+    void *a, *s;
+
+    ASSERT(f && keep && src);
+    fill_pattern(f, M, 1);
+    fill_pattern(src, M, 2);
+    memcpy(keep, f, M);
+    CHECK(start(KV("memory", "buffer")));
+    ASSERT_OK(ops->malloc_device(0, &a, M));
+    ASSERT_OK(ops->stream_create(0, &s));
+    ASSERT_STATUS(ops->memcpy(0, f, src, M, INFINIRT_PLUGIN_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT(log_contains("foreign device pointers need SVM"));
+    ASSERT_STATUS(ops->memcpy(0, src, f, M, INFINIRT_PLUGIN_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memcpy(0, a, f, M, INFINIRT_PLUGIN_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memcpy(0, f, a, M, INFINIRT_PLUGIN_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memset(0, f, 0, M), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memcpy_async(0, f, src, M, INFINIRT_PLUGIN_MEMCPY_H2D, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memcpy_async(0, a, f, M, INFINIRT_PLUGIN_MEMCPY_D2D, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(ops->memset_async(0, f, 0, M, s), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(ops->stream_synchronize(0, s));
+    ASSERT_MEM_EQ(f, keep, M);
+    ASSERT_OK(ops->stream_destroy(0, s));
+    ASSERT_OK(ops->free_device(0, a));
+    stop();
+    free(f);
+    free(keep);
+    free(src);
+    return TEST_OK;
+}
+
+/* SVM mode: memory the application allocated with clSVMAlloc in the
+ * device's context (from device_get_native) is used like the plugin's own,
+ * in copies of every kind, fills, synchronous and queued. */
+int test_foreign_svm(void)
+{
+    enum { M = 65536 + 5 };
+    unsigned char *src = malloc(M), *out = malloc(M), *want = malloc(M);
+    infinirtPluginDeviceInfo info;
+    void *cl_dev = NULL, *ctx = NULL, *a, *s;
+
+    ASSERT(src && out && want);
+    CHECK(start(NULL));
+    ASSERT_OK(ops->get_device_info(0, &info));
+    if (strstr(info.description, "svm: no") != NULL || ops->device_get_native == NULL) {
+        fprintf(stderr, "no SVM, or no device_get_native to find the context: skipped\n");
+        stop();
+        return TEST_SKIP;
+    }
+    CHECK(start(KV("memory", "svm")));
+    ASSERT_OK(ops->device_get_native(0, &cl_dev, &ctx));
+    ASSERT(ctx != NULL);
+    unsigned char *f = clSVMAlloc((cl_context)ctx, CL_MEM_READ_WRITE, M, 0);
+    unsigned char *g = clSVMAlloc((cl_context)ctx, CL_MEM_READ_WRITE, M, 0);
+    ASSERT(f != NULL && g != NULL);
+    fill_pattern(src, M, 3);
+    ASSERT_OK(ops->malloc_device(0, &a, M));
+    ASSERT_OK(ops->stream_create(0, &s));
+
+    ASSERT_OK(ops->memcpy(0, f, src, M, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_OK(ops->memset(0, f + 3, 0x5a, 1000));
+    ASSERT_OK(ops->memcpy(0, a, f, M, INFINIRT_PLUGIN_MEMCPY_D2D));
+    ASSERT_OK(ops->memcpy(0, g, a, M, INFINIRT_PLUGIN_MEMCPY_D2D));
+    memset(out, 0, M);
+    ASSERT_OK(ops->memcpy(0, out, g, M, INFINIRT_PLUGIN_MEMCPY_D2H));
+    memcpy(want, src, M);
+    memset(want + 3, 0x5a, 1000);
+    ASSERT_MEM_EQ(out, want, M);
+
+    ASSERT_OK(ops->memcpy_async(0, g, src, M, INFINIRT_PLUGIN_MEMCPY_H2D, s));
+    ASSERT_OK(ops->memset_async(0, g + M - 7, 0x11, 7, s));
+    ASSERT_OK(ops->memcpy_async(0, f, g, M, INFINIRT_PLUGIN_MEMCPY_D2D, s));
+    memset(out, 0, M);
+    ASSERT_OK(ops->memcpy_async(0, out, f, M, INFINIRT_PLUGIN_MEMCPY_D2H, s));
+    ASSERT_OK(ops->stream_synchronize(0, s));
+    memcpy(want, src, M);
+    memset(want + M - 7, 0x11, 7);
+    ASSERT_MEM_EQ(out, want, M);
+
+    ASSERT_OK(ops->stream_destroy(0, s));
+    ASSERT_OK(ops->free_device(0, a));
+    clSVMFree((cl_context)ctx, f);
+    clSVMFree((cl_context)ctx, g);
+    stop();
+    free(src);
+    free(out);
+    free(want);
+    return TEST_OK;
+}
+
 int test_malloc_host(void)
 {
     const size_t n = 8 * MiB;
