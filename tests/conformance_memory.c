@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,20 +267,61 @@ int test_conformance_zero_size_dead_stream(void)
     return TEST_OK;
 }
 
+/* OpenCL's SVM calls, looked up at run time: the suite does not link
+ * OpenCL.  (cl_context, cl_svm_mem_flags, size, alignment.) */
+typedef void *(*svm_alloc_fn)(void *ctx, uint64_t flags, size_t size, unsigned alignment);
+typedef void (*svm_free_fn)(void *ctx, void *ptr);
+static void *g_cl_ctx;
+static svm_free_fn g_svm_free;
+
+/* SVM memory of OpenCL device 0's context, where that device's memory is
+ * SVM (infinirtMemGetNativeHandle gives the pointer itself back, not a
+ * cl_mem) and the backend gives its context; else NULL. */
+static void *opencl_svm_alloc(size_t n)
+{
+    void *d = NULL, *native = NULL, *cl_dev = NULL;
+    infiniStatus_t st = infinirtMalloc(&d, 256);
+    if (st != INFINI_STATUS_SUCCESS)
+        return NULL;
+    st = infinirtMemGetNativeHandle(d, &native, NULL);
+    infinirtFree(d);
+    if (st != INFINI_STATUS_SUCCESS || native != d) /* buffer mode: foreign memory cannot be used */
+        return NULL;
+    if (infinirtDeviceGetNativeHandle(INFINI_DEVICE_OPENCL, 0, &cl_dev, &g_cl_ctx) != INFINI_STATUS_SUCCESS ||
+        g_cl_ctx == NULL)
+        return NULL;
+    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+        return NULL;
+    svm_alloc_fn svm_alloc = (svm_alloc_fn)dlsym(lib, "clSVMAlloc");
+    g_svm_free = (svm_free_fn)dlsym(lib, "clSVMFree");
+    if (svm_alloc == NULL || g_svm_free == NULL)
+        return NULL;
+    return svm_alloc(g_cl_ctx, 1 /* CL_MEM_READ_WRITE */, n, 0);
+}
+
 /* Device memory of the device under test that infinirt did not allocate
  * (InfiniCore's from_blob, a torch tensor), released with foreign_free;
  * NULL where the suite cannot make any.  On the CPU backend device memory
- * is host memory: malloc's is foreign device memory. */
+ * is host memory: malloc's is foreign device memory.  On OpenCL, SVM
+ * memory of the device's context, in SVM mode only. */
 static void *foreign_alloc(size_t n)
 {
     if (tc_device_type() == INFINI_DEVICE_CPU)
         return malloc(n);
+    if (tc_device_type() == INFINI_DEVICE_OPENCL)
+        return opencl_svm_alloc(n);
     return NULL;
 }
 
 static void foreign_free(void *p)
 {
-    free(p);
+    if (p == NULL)
+        return;
+    if (tc_device_type() == INFINI_DEVICE_OPENCL)
+        g_svm_free(g_cl_ctx, p);
+    else
+        free(p);
 }
 
 /* Foreign device memory in every copy kind and fill, synchronous and
@@ -357,13 +399,13 @@ int test_conformance_foreign_memory(void)
 
     /* The loader's block is still range checked; nothing is written. */
     ASSERT_OK(infinirtMemcpy(d, p1, M, INFINIRT_MEMCPY_H2D));
-    memcpy(g, f1, M);
+    ASSERT_OK(infinirtMemcpy(g, f1, M, INFINIRT_MEMCPY_D2H)); /* SVM: the host must not read it */
     ASSERT_STATUS(infinirtMemcpy(d, f1, M + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtMemcpy(f1, d, M + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtMemcpyAsync(f1, (char *)d + 1, M, INFINIRT_MEMCPY_D2D, s), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtMemcpyAsync((char *)d + 2, f1, M, INFINIRT_MEMCPY_D2D, NULL), INFINI_STATUS_BAD_PARAM);
     ASSERT_OK(infinirtStreamSynchronize(s));
-    ASSERT_MEM_EQ(f1, g, M);
+    CHECK(device_is(f1, g, M));
     CHECK(device_is(d, p1, M));
     CHECK(unchanged(&before)); /* nothing above allocated or freed */
 
