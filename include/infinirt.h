@@ -183,7 +183,8 @@ INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_
  * leave the caller's current context as it was. */
 
 /* This thread's current device.  Either pointer may be NULL (that part is
- * not written).  Returns SUCCESS. */
+ * not written), not both.  Returns SUCCESS, NULL_POINTER (both NULL, as
+ * InfiniCore's runtime answers). */
 INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *device_id_ptr);
 
 /* Free and total memory of a device, in bytes, as its backend reports them

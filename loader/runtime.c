@@ -254,6 +254,8 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    if (device_ptr == NULL && device_id_ptr == NULL) /* as InfiniCore's runtime answers */
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "device_ptr and device_id_ptr are both NULL");
     if (!tls_current.set)
         current_init();
     if (device_ptr != NULL)

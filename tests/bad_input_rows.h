@@ -63,7 +63,7 @@
     X(infinirtGetDeviceTypes, null_types, NP_, 0, infinirtGetDeviceTypes(NULL, 4, &OUT_->i))                \
     X(infinirtGetDeviceTypes, negative_capacity, BP_, 0, infinirtGetDeviceTypes(OUT_->types, -1, &OUT_->i)) \
     BI_DEVICE_ROWS(X, infinirtSetDevice, )                                                                    \
-    X(infinirtGetDevice, both_null, OK_, 0, infinirtGetDevice(NULL, NULL)) /* documented: either may be NULL */ \
+    X(infinirtGetDevice, both_null, NP_, 0, infinirtGetDevice(NULL, NULL)) /* one may be NULL, not both */ \
     X(infinirtGetMemInfo, null_free, NP_, 0, infinirtGetMemInfo(f->type, 0, NULL, &OUT_->z2))               \
     X(infinirtGetMemInfo, null_total, NP_, 0, infinirtGetMemInfo(f->type, 0, &OUT_->z1, NULL))              \
     BI_DEVICE_ROWS(X, infinirtGetMemInfo, , &OUT_->z1, &OUT_->z2)                                           \
