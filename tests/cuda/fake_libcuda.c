@@ -7,10 +7,16 @@
  * It exports the symbols the plugin resolves, under their versioned names.
  * Device memory is host memory (256-byte aligned, like cuMemAlloc's), and
  * each stream runs its queue on a thread of its own (fake_libcuda_stream.c),
- * so work is really asynchronous.  It is stricter than the real driver in
- * one way, on purpose: calls that use a context, or a stream or event, fail
- * unless the owning device's context is current on the calling thread, which
- * checks that the plugin makes the right context current before each call.
+ * so work is really asynchronous.  Stream 0 is each context's legacy default
+ * stream, ordered with the context's blocking streams as the real driver
+ * orders them.  Like the real driver it rejects destroyed or made-up streams
+ * and events (INVALID_HANDLE) and contexts that are not one of its own
+ * (INVALID_CONTEXT).  It is stricter than the real driver in one way, on
+ * purpose: calls that use a context, or a stream or event, fail unless the
+ * owning device's context is current on the calling thread, which checks
+ * that the plugin makes the right context current before each call.  The
+ * current context is per thread, as the driver's is: tests read it with
+ * cuCtxGetCurrent or fake_cuda_current_device.
  *
  * Behaviour is chosen by environment variables, read at cuInit:
  *   FAKE_CUDA_MODE    ok (default) | nodevice | old | initfail
@@ -34,6 +40,7 @@ typedef struct alloc {
     size_t size;
     int dev;        /* -1: host */
     unsigned flags; /* host allocations: cuMemHostAlloc flags */
+    int ctx_dev;    /* the device whose context was current at allocation */
 } alloc;
 
 pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,8 +53,13 @@ static size_t mem_per_dev = 64u << 20, used[FAKE_MAX_DEV];
 static fake_ctx ctxs[FAKE_MAX_DEV];
 static alloc *allocs;
 
+static _Atomic int set_current_calls;
+
 int fake_cuda_refcount(int dev) { return ctxs[dev].refcount; }
 void fake_cuda_set_current(int dev) { fake_current = dev < 0 ? NULL : &ctxs[dev]; }
+int fake_cuda_current_device(void) { return fake_current != NULL ? fake_current->dev : -1; }
+void *fake_cuda_ctx(int dev) { return &ctxs[dev]; }
+int fake_cuda_set_current_calls(void) { return set_current_calls; }
 
 int fake_cuda_live_allocs(void)
 {
@@ -212,8 +224,17 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
     if (d < 0 || d >= ndev)
         return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&fake_lock);
-    ctxs[d].refcount++;
+    int first = ctxs[d].refcount++ == 0;
     pthread_mutex_unlock(&fake_lock);
+    if (first) {
+        CUresult r = fake_legacy_create(&ctxs[d]);
+        if (r != CUDA_SUCCESS) {
+            pthread_mutex_lock(&fake_lock);
+            ctxs[d].refcount--;
+            pthread_mutex_unlock(&fake_lock);
+            return r;
+        }
+    }
     *c = (CUcontext)(void *)&ctxs[d];
     return CUDA_SUCCESS;
 }
@@ -224,15 +245,21 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d)
     if (d < 0 || d >= ndev || ctxs[d].refcount == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&fake_lock);
-    ctxs[d].refcount--;
+    int last = --ctxs[d].refcount == 0;
     pthread_mutex_unlock(&fake_lock);
+    if (last)
+        fake_legacy_destroy(&ctxs[d]);
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
 {
+    fake_ctx *x = (fake_ctx *)(void *)c;
     NEED_INIT();
-    fake_current = (fake_ctx *)(void *)c;
+    set_current_calls++;
+    if (x != NULL && (x < ctxs || x >= ctxs + ndev))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    fake_current = x;
     return CUDA_SUCCESS;
 }
 
@@ -256,7 +283,7 @@ static CUresult track(void *p, size_t size, int dev, unsigned flags)
     alloc *a = malloc(sizeof *a);
     if (a == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *a = (alloc){allocs, p, size, dev, flags};
+    *a = (alloc){allocs, p, size, dev, flags, fake_current != NULL ? fake_current->dev : -1};
     allocs = a;
     return CUDA_SUCCESS;
 }
@@ -336,6 +363,31 @@ CUresult CUDAAPI cuMemFreeHost(void *p)
         return CUDA_ERROR_INVALID_VALUE;
     free(a->p);
     free(a);
+    return CUDA_SUCCESS;
+}
+
+/* Only the attributes the plugin asks for; an unknown pointer is memory type
+ * 0, not an error, as cuPointerGetAttributes documents. */
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
+{
+    NEED_INIT();
+    if (attrs == NULL || data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fake_lock);
+    alloc *a = find((const void *)(uintptr_t)ptr);
+    unsigned type = a == NULL ? 0 : a->dev < 0 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    /* Pinned host memory reports the device it was allocated through, as
+     * the real driver may: the memory type is what tells it apart. */
+    int ordinal = a != NULL ? a->ctx_dev : -2;
+    pthread_mutex_unlock(&fake_lock);
+    for (unsigned i = 0; i < n; i++) {
+        if (attrs[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+            *(unsigned *)data[i] = type;
+        else if (attrs[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+            *(int *)data[i] = ordinal;
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     return CUDA_SUCCESS;
 }
 

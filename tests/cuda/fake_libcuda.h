@@ -10,9 +10,14 @@
 
 #define FAKE_MAX_DEV 8
 
+struct CUstream_st;
+
+/* A primary context.  `legacy` is its legacy default stream (what stream 0
+ * and CU_STREAM_LEGACY name), alive while the context is retained. */
 typedef struct {
     int dev;
     int refcount;
+    struct CUstream_st *legacy;
 } fake_ctx;
 
 /* One lock for the whole fake; `fake_progress` is broadcast whenever a
@@ -25,6 +30,10 @@ extern _Thread_local fake_ctx *fake_current;
 /* Block until every stream of ctx (NULL: of every context) is idle.
  * Called with fake_lock held. */
 void fake_wait_idle_locked(const fake_ctx *ctx);
+/* Create / drain and destroy ctx's legacy stream (primary context retained
+ * for the first time / released for the last).  Called without the lock. */
+CUresult fake_legacy_create(fake_ctx *ctx);
+void fake_legacy_destroy(fake_ctx *ctx);
 
 #define NEED_INIT()                            \
     do {                                       \
@@ -36,13 +45,6 @@ void fake_wait_idle_locked(const fake_ctx *ctx);
         NEED_INIT();                                           \
         if (fake_current == NULL || fake_current->refcount == 0) \
             return CUDA_ERROR_INVALID_CONTEXT;                 \
-    } while (0)
-/* A stream or event must belong to the current context. */
-#define NEED_OWNER(obj)                                  \
-    do {                                                 \
-        NEED_CTX();                                      \
-        if ((obj) != NULL && (obj)->ctx != fake_current) \
-            return CUDA_ERROR_INVALID_HANDLE;            \
     } while (0)
 
 /* Inspection API for the tests (exported). */
@@ -56,5 +58,13 @@ unsigned fake_cuda_stream_flags(const void *stream);
 unsigned fake_cuda_last_event_flags(void);
 int fake_cuda_wait_event_calls(void);
 void fake_cuda_set_current(int dev);
+/* The calling thread's current context, as a device (-1: none). */
+int fake_cuda_current_device(void);
+/* The CUcontext of dev's primary context. */
+void *fake_cuda_ctx(int dev);
+/* How many cuCtxSetCurrent calls were made, by any thread. */
+int fake_cuda_set_current_calls(void);
+/* The CUstream cuStreamCreate made last (NULL: none yet). */
+void *fake_cuda_last_stream(void);
 
 #endif /* FAKE_LIBCUDA_H_ */

@@ -7,6 +7,15 @@
  * the caller sees events not ready and other streams go on.  Host memory is
  * touched when the operation runs, not when it is queued, which is what the
  * API allows.
+ *
+ * The legacy default stream.  Each retained context has one (stream 0,
+ * CU_STREAM_LEGACY), and the ordering the real driver gives it: an
+ * operation queued on it waits for the work already queued on the
+ * context's blocking streams (created without CU_STREAM_NON_BLOCKING), and
+ * an operation queued on a blocking stream waits for the work already
+ * queued on it.  Each such dependency is a hidden event recorded on the
+ * busy stream and waited for on the other, inserted when the operation is
+ * queued.  cuMemcpy queues on the legacy stream and waits for its copy.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -28,13 +37,16 @@ typedef struct op {
     CUhostFn fn;
     void *data;
     struct CUevent_st *ev;
-    unsigned long gen;
+    unsigned long gen; /* OP_RECORD / OP_WAIT: the event's record number */
+    unsigned long seq; /* the stream's operation number */
 } op;
 
 struct CUstream_st {
     fake_ctx *ctx;
     unsigned flags;
+    int legacy;
     op *head, *tail;
+    unsigned long queued, done; /* operations queued / completed so far */
     int stop;
     pthread_cond_t work;
     pthread_t thread;
@@ -43,24 +55,30 @@ struct CUstream_st {
 
 /* An event counts its records: `recorded` when queued, `completed` when the
  * newest one that has run.  `refs`: the handle plus each queued operation
- * that names it, so destroying it while records are queued is safe. */
+ * that names it, so destroying it while records are queued is safe.  A
+ * hidden event (legacy-stream ordering) has no handle and is in no list. */
 struct CUevent_st {
     fake_ctx *ctx;
     unsigned flags;
     unsigned long recorded, completed;
     int refs;
     double t_ms;
+    struct CUevent_st *next_live;
 };
 
+/* Every stream (legacy ones included) and every event with a handle. */
 static struct CUstream_st *live;
+static struct CUevent_st *live_ev;
 static int live_streams, live_events, wait_event_calls;
 static unsigned last_event_flags;
+static void *last_stream;
 
 int fake_cuda_live_streams(void) { return live_streams; }
 int fake_cuda_live_events(void) { return live_events; }
 unsigned fake_cuda_stream_flags(const void *stream) { return ((const struct CUstream_st *)stream)->flags; }
 unsigned fake_cuda_last_event_flags(void) { return last_event_flags; }
 int fake_cuda_wait_event_calls(void) { return wait_event_calls; }
+void *fake_cuda_last_stream(void) { return last_stream; }
 
 static double now_ms(void)
 {
@@ -113,6 +131,7 @@ static void *worker(void *arg)
         s->head = o->next;
         if (s->head == NULL)
             s->tail = NULL;
+        s->done = o->seq;
         if (o->ev != NULL)
             event_unref_locked(o->ev);
         free(o);
@@ -122,26 +141,79 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static CUresult enqueue(struct CUstream_st *s, op o)
+/* Append o to s; its sequence number, or 0 when out of memory. */
+static unsigned long append_locked(struct CUstream_st *s, op o)
 {
     op *q = malloc(sizeof *q);
     if (q == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return 0;
     *q = o;
     q->next = NULL;
-    pthread_mutex_lock(&fake_lock);
     if (q->ev != NULL)
         q->ev->refs++;
     if (q->kind == OP_RECORD)
         q->gen = ++q->ev->recorded;
+    q->seq = ++s->queued;
     if (s->tail != NULL)
         s->tail->next = q;
     else
         s->head = q;
     s->tail = q;
     pthread_cond_signal(&s->work);
+    return q->seq;
+}
+
+/* `to` waits for the work queued on `from` so far. */
+static CUresult depend_locked(struct CUstream_st *from, struct CUstream_st *to)
+{
+    struct CUevent_st *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = from->ctx;
+    e->refs = 1; /* ours until both operations hold it */
+    if (append_locked(from, (op){.kind = OP_RECORD, .ev = e}) == 0) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = append_locked(to, (op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}) ? CUDA_SUCCESS
+                                                                                        : CUDA_ERROR_OUT_OF_MEMORY;
+    event_unref_locked(e);
+    return r;
+}
+
+static int blocking(const struct CUstream_st *s)
+{
+    return !s->legacy && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Queue o on s, after what the legacy-stream rules make it wait for.
+ * *seq (may be NULL) receives the operation's number on s. */
+static CUresult enqueue(struct CUstream_st *s, op o, unsigned long *seq)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    pthread_mutex_lock(&fake_lock);
+    if (s->legacy) {
+        for (struct CUstream_st *b = live; b != NULL && r == CUDA_SUCCESS; b = b->next_live)
+            if (b->ctx == s->ctx && blocking(b) && b->head != NULL)
+                r = depend_locked(b, s);
+    } else if (blocking(s) && s->ctx->legacy != NULL && s->ctx->legacy->head != NULL) {
+        r = depend_locked(s->ctx->legacy, s);
+    }
+    unsigned long n = r == CUDA_SUCCESS ? append_locked(s, o) : 0;
     pthread_mutex_unlock(&fake_lock);
+    if (n == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (seq != NULL)
+        *seq = n;
     return CUDA_SUCCESS;
+}
+
+/* Wait until operation `seq` of s has completed.  Called with the lock. */
+static void wait_done_locked(const struct CUstream_st *s, unsigned long seq)
+{
+    while (s->done < seq)
+        pthread_cond_wait(&fake_progress, &fake_lock);
 }
 
 void fake_wait_idle_locked(const fake_ctx *ctx)
@@ -156,15 +228,77 @@ void fake_wait_idle_locked(const fake_ctx *ctx)
     }
 }
 
-/* ---- streams ---- */
-CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags)
+/* ---- handles ---- */
+
+/* The stream a handle names, as the real driver reads it: NULL and
+ * CU_STREAM_LEGACY are the current context's legacy stream; anything else
+ * must be a live stream.  The fake's own strictness on top: the stream's
+ * context must be current (`any_ctx` lifts that, for calls that take a
+ * stream of any context). */
+static CUresult stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
+{
+    if (h == NULL || h == CU_STREAM_LEGACY) {
+        NEED_CTX();
+        pthread_mutex_lock(&fake_lock);
+        *out = fake_current->legacy;
+        pthread_mutex_unlock(&fake_lock);
+        return *out != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    }
+    NEED_INIT();
+    if (h == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses it */
+    pthread_mutex_lock(&fake_lock);
+    int found = 0;
+    for (struct CUstream_st *s = live; s != NULL && !found; s = s->next_live)
+        found = s == h && !s->legacy;
+    pthread_mutex_unlock(&fake_lock);
+    if (!found)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!any_ctx) {
+        NEED_CTX();
+        if (h->ctx != fake_current)
+            return CUDA_ERROR_INVALID_HANDLE;
+    }
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+/* A live event; of the current context unless `any_ctx`. */
+static CUresult event_ok(CUevent e, int any_ctx)
 {
     NEED_CTX();
+    pthread_mutex_lock(&fake_lock);
+    int found = 0;
+    for (struct CUevent_st *x = live_ev; x != NULL && !found; x = x->next_live)
+        found = x == e;
+    pthread_mutex_unlock(&fake_lock);
+    if (!found || (!any_ctx && e->ctx != fake_current))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+#define STREAM_OF(h, any_ctx, out)                        \
+    do {                                                  \
+        CUresult r_ = stream_of((h), (any_ctx), (out));   \
+        if (r_ != CUDA_SUCCESS)                           \
+            return r_;                                    \
+    } while (0)
+#define EVENT_OK(e, any_ctx)                              \
+    do {                                                  \
+        CUresult r_ = event_ok((e), (any_ctx));           \
+        if (r_ != CUDA_SUCCESS)                           \
+            return r_;                                    \
+    } while (0)
+
+/* ---- streams ---- */
+static CUresult stream_new(fake_ctx *ctx, unsigned flags, int legacy, struct CUstream_st **out)
+{
     struct CUstream_st *s = calloc(1, sizeof *s);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    s->ctx = fake_current;
+    s->ctx = ctx;
     s->flags = flags;
+    s->legacy = legacy;
     pthread_cond_init(&s->work, NULL);
     if (pthread_create(&s->thread, NULL, worker, s) != 0) {
         pthread_cond_destroy(&s->work);
@@ -174,47 +308,103 @@ CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags)
     pthread_mutex_lock(&fake_lock);
     s->next_live = live;
     live = s;
-    live_streams++;
+    if (!legacy) {
+        live_streams++;
+        last_stream = s;
+    }
     pthread_mutex_unlock(&fake_lock);
-    *ps = s;
+    *out = s;
     return CUDA_SUCCESS;
 }
 
 /* The real driver returns at once and releases the stream when its work is
  * done; here the queue is drained first. */
-CUresult CUDAAPI cuStreamDestroy_v2(CUstream s)
+static void stream_free(struct CUstream_st *s)
 {
-    NEED_OWNER(s);
-    if (s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&fake_lock);
-    s->stop = 1;
-    pthread_cond_signal(&s->work);
-    pthread_mutex_unlock(&fake_lock);
-    pthread_join(s->thread, NULL);
     pthread_mutex_lock(&fake_lock);
     for (struct CUstream_st **pp = &live; *pp; pp = &(*pp)->next_live)
         if (*pp == s) {
             *pp = s->next_live;
             break;
         }
-    live_streams--;
+    if (!s->legacy)
+        live_streams--;
+    s->stop = 1;
+    pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&fake_lock);
+    pthread_join(s->thread, NULL);
     pthread_cond_destroy(&s->work);
     free(s);
+}
+
+CUresult fake_legacy_create(fake_ctx *ctx)
+{
+    struct CUstream_st *s;
+    CUresult r = stream_new(ctx, 0, 1, &s);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&fake_lock);
+        ctx->legacy = s;
+        pthread_mutex_unlock(&fake_lock);
+    }
+    return r;
+}
+
+void fake_legacy_destroy(fake_ctx *ctx)
+{
+    pthread_mutex_lock(&fake_lock);
+    struct CUstream_st *s = ctx->legacy;
+    ctx->legacy = NULL;
+    pthread_mutex_unlock(&fake_lock);
+    if (s != NULL)
+        stream_free(s);
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+    NEED_CTX();
+    if (ps == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    return stream_new(fake_current, flags, 0, ps);
+}
+
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
+{
+    struct CUstream_st *s;
+    if (h == NULL || h == CU_STREAM_LEGACY)
+        return CUDA_ERROR_INVALID_HANDLE;
+    STREAM_OF(h, 0, &s);
+    stream_free(s);
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream s)
+CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *pctx)
 {
-    NEED_OWNER(s);
-    if (s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses stream 0 */
+    struct CUstream_st *s;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    STREAM_OF(h, 1, &s);
+    *pctx = (CUcontext)(void *)s->ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream h)
+{
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
-    while (s->head != NULL)
-        pthread_cond_wait(&fake_progress, &fake_lock);
+    wait_done_locked(s, s->queued);
     pthread_mutex_unlock(&fake_lock);
     return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream h)
+{
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
+    pthread_mutex_lock(&fake_lock);
+    int idle = s->done >= s->queued;
+    pthread_mutex_unlock(&fake_lock);
+    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void)
@@ -226,44 +416,62 @@ CUresult CUDAAPI cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
 {
-    NEED_OWNER(s); /* the event may be another device's */
+    struct CUstream_st *s;
     (void)flags;
-    if (s == NULL || e == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
+    STREAM_OF(h, 0, &s);
+    EVENT_OK(e, 1); /* the event may be another device's */
     pthread_mutex_lock(&fake_lock);
     unsigned long gen = e->recorded;
     int pending = e->completed < gen;
     wait_event_calls++;
     pthread_mutex_unlock(&fake_lock);
-    return pending ? enqueue(s, (op){.kind = OP_WAIT, .ev = e, .gen = gen}) : CUDA_SUCCESS;
+    return pending ? enqueue(s, (op){.kind = OP_WAIT, .ev = e, .gen = gen}, NULL) : CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
+CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data)
 {
-    NEED_OWNER(s);
-    if (s == NULL || fn == NULL)
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
+    if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enqueue(s, (op){.kind = OP_HOST, .fn = fn, .data = data});
+    return enqueue(s, (op){.kind = OP_HOST, .fn = fn, .data = data}, NULL);
 }
 
-CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
-    NEED_OWNER(s);
-    if (s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
     return enqueue(s, (op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
-                           .n = n});
+                           .n = n},
+                   NULL);
+}
+
+/* On the legacy stream, and returns once the copy is done (the real one may
+ * return earlier for D2D; waiting longer is allowed). */
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    unsigned long seq = 0;
+    struct CUstream_st *s;
+    STREAM_OF(NULL, 0, &s);
+    CUresult r = enqueue(s, (op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
+                                 .n = n},
+                         &seq);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fake_lock);
+    wait_done_locked(s, seq);
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_SUCCESS;
 }
 
 #ifndef FAKE_CUDA_OMIT_MEMSET
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream h)
 {
-    NEED_OWNER(s);
-    if (s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return enqueue(s, (op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n});
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
+    return enqueue(s, (op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
 }
 #endif
 
@@ -278,6 +486,8 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags)
     e->flags = flags;
     e->refs = 1;
     pthread_mutex_lock(&fake_lock);
+    e->next_live = live_ev;
+    live_ev = e;
     live_events++;
     last_event_flags = flags;
     pthread_mutex_unlock(&fake_lock);
@@ -287,28 +497,30 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags)
 
 CUresult CUDAAPI cuEventDestroy_v2(CUevent e)
 {
-    NEED_OWNER(e);
-    if (e == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
+    EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
+    for (struct CUevent_st **pp = &live_ev; *pp; pp = &(*pp)->next_live)
+        if (*pp == e) {
+            *pp = e->next_live;
+            break;
+        }
     live_events--;
     event_unref_locked(e);
     pthread_mutex_unlock(&fake_lock);
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s)
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
 {
-    NEED_OWNER(e);
-    NEED_OWNER(s);
-    if (e == NULL || s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return enqueue(s, (op){.kind = OP_RECORD, .ev = e});
+    struct CUstream_st *s;
+    EVENT_OK(e, 0);
+    STREAM_OF(h, 0, &s);
+    return enqueue(s, (op){.kind = OP_RECORD, .ev = e}, NULL);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e)
 {
-    NEED_OWNER(e);
+    EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
     int done = e->completed >= e->recorded;
     pthread_mutex_unlock(&fake_lock);
@@ -317,7 +529,7 @@ CUresult CUDAAPI cuEventQuery(CUevent e)
 
 CUresult CUDAAPI cuEventSynchronize(CUevent e)
 {
-    NEED_OWNER(e);
+    EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
     unsigned long gen = e->recorded;
     while (e->completed < gen)
@@ -328,8 +540,8 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
-    NEED_OWNER(a);
-    NEED_OWNER(b);
+    EVENT_OK(a, 0);
+    EVENT_OK(b, 0);
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fake_lock);
     if (a->recorded == 0 || b->recorded == 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
