@@ -7,21 +7,29 @@
  * context costs time and device memory, and many processes touch only one of
  * several GPUs), and released at shutdown.
  *
- * Any thread may call with any device: before work that needs a context, the
- * device's context is made current on the calling thread.  We ask the driver
- * which context is current (cuCtxGetCurrent reads the driver's thread-local
- * state; it is cheap) rather than trusting a thread-local cache of our own,
- * because code in the same process that calls cudaSetDevice or
- * cuCtxSetCurrent changes the current context behind our back, and a stale
- * cache would send allocations to the wrong GPU.
+ * Current context.  The caller's current context is the application's: it
+ * follows infinirtSetDevice (set_device makes the device's primary context
+ * current, as cudaSetDevice does), so the application's own kernels and
+ * library calls go to the device it chose.  Any thread may call any entry
+ * with any device: the entry makes that device's context current for its
+ * driver calls and restores the caller's afterwards (infinirt_cuda__enter
+ * and infinirt_cuda__leave), so a call routed to another device by pointer,
+ * stream or event leaves the caller where it was.  We ask the driver which
+ * context is current (cuCtxGetCurrent reads the driver's thread-local state;
+ * it is cheap) rather than trusting a thread-local cache of our own, because
+ * code in the same process that calls cudaSetDevice or cuCtxSetCurrent
+ * changes the current context behind our back.  When the device's context is
+ * already current (the common case: the call is for the caller's device),
+ * nothing is switched at all.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 
-infinirt_cuda__state_t infinirt_cuda__state;
+infinirt_cuda__state_t infinirt_cuda__state = {.wrapped_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static infiniStatus_t select_devices(const infinirt_cuda__config_t *cfg, int present, char *msg,
                                      size_t msg_size)
@@ -94,57 +102,82 @@ infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cf
     return select_devices(cfg, present, msg, msg_size);
 }
 
-/* First use of a device: retain its primary context and create the stream
- * that stands for the NULL stream. */
-static infiniStatus_t activate(infinirt_cuda__device_t *d, int dev)
+/* First use of a device: retain its primary context.  The NULL stream is
+ * the context's own legacy default stream, so nothing else is created. */
+infiniStatus_t infinirt_cuda__activate(int dev)
 {
+    infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
+    if (atomic_load_explicit(&d->active, memory_order_acquire))
+        return INFINI_STATUS_SUCCESS;
     pthread_mutex_lock(&d->lock);
-    if (atomic_load_explicit(&d->active, memory_order_relaxed))
-        goto out;
-    st = INFINIRT_CUDA__CALL(dev, DevicePrimaryCtxRetain, &d->ctx, d->cudev);
-    if (st != INFINI_STATUS_SUCCESS)
-        goto out;
-    st = INFINIRT_CUDA__CALL(dev, CtxSetCurrent, d->ctx);
-    if (st != INFINI_STATUS_SUCCESS)
-        goto release_ctx;
-    /* Non-blocking: the default stream must not serialise with the legacy
-     * NULL stream, or every infinirt stream would wait on it (see cuda.md). */
-    st = INFINIRT_CUDA__CALL(dev, StreamCreate, &d->default_stream, CU_STREAM_NON_BLOCKING);
-    if (st != INFINI_STATUS_SUCCESS)
-        goto release_ctx;
-    atomic_store_explicit(&d->active, 1, memory_order_release);
-    goto out;
-
-release_ctx:
-    infinirt_cuda__drv.DevicePrimaryCtxRelease(d->cudev);
-    d->ctx = NULL;
-out:
+    if (!atomic_load_explicit(&d->active, memory_order_relaxed)) {
+        st = INFINIRT_CUDA__CALL(dev, DevicePrimaryCtxRetain, &d->ctx, d->cudev);
+        if (st == INFINI_STATUS_SUCCESS)
+            atomic_store_explicit(&d->active, 1, memory_order_release);
+        else
+            d->ctx = NULL;
+    }
     pthread_mutex_unlock(&d->lock);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__enter(int dev, infinirt_cuda__device_t **out)
+infiniStatus_t infinirt_cuda__enter(int dev, infinirt_cuda__scope_t *sc)
 {
     infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
-    CUcontext cur = NULL;
-    infiniStatus_t st;
+    infiniStatus_t st = infinirt_cuda__activate(dev);
 
-    if (!atomic_load_explicit(&d->active, memory_order_acquire)) {
-        st = activate(d, dev);
-        if (st != INFINI_STATUS_SUCCESS)
-            return st;
-    }
-    st = INFINIRT_CUDA__CALL(dev, CtxGetCurrent, &cur);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    if (cur != d->ctx) {
+    sc->d = d;
+    sc->prev = NULL;
+    st = INFINIRT_CUDA__CALL(dev, CtxGetCurrent, &sc->prev);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (sc->prev != d->ctx)
         st = INFINIRT_CUDA__CALL(dev, CtxSetCurrent, d->ctx);
-        if (st != INFINI_STATUS_SUCCESS)
-            return st;
-    }
-    *out = d;
+    return st;
+}
+
+void infinirt_cuda__leave(const infinirt_cuda__scope_t *sc)
+{
+    /* A failure here cannot undo the work done; it is logged, and the
+     * entry's own status stands. */
+    if (sc->prev != sc->d->ctx)
+        (void)INFINIRT_CUDA__CALL((int)(sc->d - infinirt_cuda__state.devices), CtxSetCurrent, sc->prev);
+}
+
+/* infinirtSetDevice: the device's primary context becomes the thread's
+ * current one and stays so, as after cudaSetDevice. */
+infiniStatus_t infinirt_cuda__set_device(int dev)
+{
+    infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
+    infiniStatus_t st = infinirt_cuda__activate(dev);
+    CUcontext cur = NULL;
+
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, CtxGetCurrent, &cur);
+    if (st != INFINI_STATUS_SUCCESS || cur == d->ctx)
+        return st;
+    return INFINIRT_CUDA__CALL(dev, CtxSetCurrent, d->ctx);
+}
+
+/* The CUdevice (an int ordinal, carried through intptr_t) and the primary
+ * context, retained if this is the device's first use but made current
+ * nowhere. */
+infiniStatus_t infinirt_cuda__device_get_native(int dev, void **device, void **context)
+{
+    infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
+    infiniStatus_t st = infinirt_cuda__activate(dev);
+
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (device != NULL)
+        *device = (void *)(intptr_t)d->cudev;
+    if (context != NULL)
+        *context = (void *)d->ctx;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -172,8 +205,6 @@ void infinirt_cuda__devices_release(void)
 
         if (atomic_load(&d->active)) {
             cur_is_ours |= cur == d->ctx;
-            quiet_check(drv->CtxSetCurrent(d->ctx), infinirt_cuda__drv_names.CtxSetCurrent, i);
-            quiet_check(drv->StreamDestroy(d->default_stream), infinirt_cuda__drv_names.StreamDestroy, i);
             quiet_check(drv->DevicePrimaryCtxRelease(d->cudev), infinirt_cuda__drv_names.DevicePrimaryCtxRelease,
                         i);
             atomic_store(&d->active, 0);
@@ -187,4 +218,12 @@ void infinirt_cuda__devices_release(void)
     free(s->devices);
     s->devices = NULL;
     s->count = 0;
+    /* Wrapped streams are the application's: forget them, destroy none. */
+    pthread_mutex_lock(&s->wrapped_lock);
+    while (s->wrapped != NULL) {
+        infinirt_cuda__wrapped_t *w = s->wrapped;
+        s->wrapped = w->next;
+        free(w);
+    }
+    pthread_mutex_unlock(&s->wrapped_lock);
 }

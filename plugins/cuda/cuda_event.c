@@ -1,10 +1,17 @@
 /*
  * cuda_event.c - events.
  *
+ * The plugin's event object is a small wrapper: the CUevent and the
+ * infinirt flags.  The application holds the CUevent itself
+ * (event_get_native), so other libraries can record it and wait for it;
+ * that is why every entry asks the driver rather than a state of our own:
+ * a record made natively, with cudaEventRecord, must be seen too.
+ *
  * The ABI says a never-recorded event is complete and has no elapsed time.
- * CUDA agrees on the first (cuEventQuery gives CUDA_SUCCESS) but answers
- * the second with CUDA_ERROR_INVALID_HANDLE, which would read as "bad
- * handle", so each event carries its own `recorded` flag.
+ * CUDA agrees: cuEventQuery and cuEventSynchronize succeed at once and
+ * cuStreamWaitEvent does nothing, while cuEventElapsedTime answers
+ * CUDA_ERROR_INVALID_HANDLE, which for an event the loader has checked is
+ * live means "not recorded" (or timing disabled): INVALID_STATE.
  */
 #include <stdlib.h>
 
@@ -15,7 +22,7 @@
 infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event)
 {
     unsigned int cu_flags = CU_EVENT_DEFAULT;
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infinirt_cuda__event_t *e;
     infiniStatus_t st;
 
@@ -26,19 +33,19 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
     if (flags & INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC)
         cu_flags |= CU_EVENT_BLOCKING_SYNC;
 
-    st = infinirt_cuda__enter(dev, &d);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
     e = malloc(sizeof *e);
     if (e == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    st = INFINIRT_CUDA__CALL(dev, EventCreate, &e->ev, cu_flags);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st == INFINI_STATUS_SUCCESS) {
+        st = INFINIRT_CUDA__CALL(dev, EventCreate, &e->ev, cu_flags);
+        infinirt_cuda__leave(&sc);
+    }
     if (st != INFINI_STATUS_SUCCESS) {
         free(e);
         return st;
     }
     e->flags = flags;
-    atomic_init(&e->recorded, 0);
     *event = e;
     return INFINI_STATUS_SUCCESS;
 }
@@ -46,14 +53,15 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
 infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
 {
     infinirt_cuda__event_t *e = event;
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* Queued records of the event still complete: the driver defers the
      * release of an event that is in use. */
     st = INFINIRT_CUDA__CALL(dev, EventDestroy, e->ev);
+    infinirt_cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     free(e);
@@ -63,69 +71,75 @@ infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
 infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream)
 {
     infinirt_cuda__event_t *e = event;
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, EventRecord, e->ev, infinirt_cuda__stream_of(d, stream));
-    if (st == INFINI_STATUS_SUCCESS)
-        atomic_store_explicit(&e->recorded, 1, memory_order_release);
+    st = INFINIRT_CUDA__CALL(dev, EventRecord, e->ev, infinirt_cuda__stream_of(stream));
+    infinirt_cuda__leave(&sc);
     return st;
 }
 
 infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
 {
     infinirt_cuda__event_t *e = event;
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
     CUresult r;
 
-    if (!atomic_load_explicit(&e->recorded, memory_order_acquire)) {
-        *complete = 1;
-        return INFINI_STATUS_SUCCESS;
-    }
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     r = infinirt_cuda__drv.EventQuery(e->ev);
-    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) {
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *complete = r == CUDA_SUCCESS;
-        return INFINI_STATUS_SUCCESS;
-    }
-    return infinirt_cuda__check(r, infinirt_cuda__drv_names.EventQuery, dev);
+    else
+        st = infinirt_cuda__check(r, infinirt_cuda__drv_names.EventQuery, dev);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event)
 {
     infinirt_cuda__event_t *e = event;
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st;
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
-    if (!atomic_load_explicit(&e->recorded, memory_order_acquire))
-        return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, EventSynchronize, e->ev);
+    st = INFINIRT_CUDA__CALL(dev, EventSynchronize, e->ev);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__event_elapsed_time(int dev, float *ms, void *start, void *end)
 {
     infinirt_cuda__event_t *a = start, *b = end;
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
     CUresult r;
 
-    if (!atomic_load_explicit(&a->recorded, memory_order_acquire) ||
-        !atomic_load_explicit(&b->recorded, memory_order_acquire) ||
-        ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING))
+    if ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING)
         return INFINI_STATUS_INVALID_STATE;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     r = infinirt_cuda__drv.EventElapsedTime(ms, a->ev, b->ev);
+    infinirt_cuda__leave(&sc);
+    /* Answers, not failures: no log. */
     if (r == CUDA_ERROR_NOT_READY)
-        return INFINI_STATUS_NOT_READY; /* an answer, not a failure: no log */
+        return INFINI_STATUS_NOT_READY;
+    if (r == CUDA_ERROR_INVALID_HANDLE)
+        return INFINI_STATUS_INVALID_STATE; /* never recorded */
     return infinirt_cuda__check(r, infinirt_cuda__drv_names.EventElapsedTime, dev);
+}
+
+/* The handle the application holds: the CUevent itself, so that
+ * cudaEventRecord / cudaStreamWaitEvent of other libraries take it. */
+infiniStatus_t infinirt_cuda__event_get_native(int dev, void *event, void **native)
+{
+    (void)dev;
+    *native = ((infinirt_cuda__event_t *)event)->ev;
+    return INFINI_STATUS_SUCCESS;
 }

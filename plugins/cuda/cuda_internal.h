@@ -50,6 +50,8 @@
     X(StreamCreate, "cuStreamCreate", NULL, PFN_cuStreamCreate_v2000)                   \
     X(StreamDestroy, "cuStreamDestroy_v2", NULL, PFN_cuStreamDestroy_v4000)             \
     X(StreamSynchronize, "cuStreamSynchronize", NULL, PFN_cuStreamSynchronize_v2000)    \
+    X(StreamQuery, "cuStreamQuery", NULL, PFN_cuStreamQuery_v2000)                      \
+    X(StreamGetCtx, "cuStreamGetCtx", NULL, PFN_cuStreamGetCtx_v9020)                   \
     X(StreamWaitEvent, "cuStreamWaitEvent", NULL, PFN_cuStreamWaitEvent_v3020)          \
     X(LaunchHostFunc, "cuLaunchHostFunc", NULL, PFN_cuLaunchHostFunc_v10000)            \
     X(EventCreate, "cuEventCreate", NULL, PFN_cuEventCreate_v2000)                      \
@@ -65,7 +67,10 @@
     X(MemHostAlloc, "cuMemHostAlloc", NULL, PFN_cuMemHostAlloc_v2020)                   \
     X(MemFreeHost, "cuMemFreeHost", NULL, PFN_cuMemFreeHost_v2000)                      \
     X(MemGetInfo, "cuMemGetInfo_v2", NULL, PFN_cuMemGetInfo_v3020)                      \
+    X(Memcpy, "cuMemcpy", NULL, PFN_cuMemcpy_v4000)                                     \
     X(MemcpyAsync, "cuMemcpyAsync", NULL, PFN_cuMemcpyAsync_v4000)                      \
+    X(PointerGetAttributes, "cuPointerGetAttributes", NULL,                             \
+      PFN_cuPointerGetAttributes_v7000)                                                 \
     X(MemsetD8Async, "cuMemsetD8Async", NULL, PFN_cuMemsetD8Async_v3020)
 
 typedef struct {
@@ -84,22 +89,30 @@ typedef struct {
 extern infinirt_cuda__driver_t infinirt_cuda__drv;
 extern infinirt_cuda__driver_names_t infinirt_cuda__drv_names;
 
-/* One exposed device.  ctx and default_stream are set once, under `lock`,
- * before `active` becomes 1; readers check `active` with acquire order. */
+/* One exposed device.  ctx is set once, under `lock`, before `active`
+ * becomes 1; readers check `active` with acquire order. */
 typedef struct {
     int ordinal;    /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
     CUdevice cudev;
     atomic_int active;
     pthread_mutex_t lock;
-    CUcontext ctx;            /* primary context, retained once */
-    CUstream default_stream;  /* what the NULL stream means */
+    CUcontext ctx;  /* primary context, retained once */
 } infinirt_cuda__device_t;
+
+/* A native stream the application made and wrapped (stream_create_from_native):
+ * destroyed by the application, never by us. */
+typedef struct infinirt_cuda__wrapped {
+    struct infinirt_cuda__wrapped *next;
+    CUstream stream;
+} infinirt_cuda__wrapped_t;
 
 typedef struct {
     void *lib;                 /* libcuda handle; never dlclosed */
     int driver_version;        /* cuDriverGetVersion, e.g. 13000 */
     int count;
     infinirt_cuda__device_t *devices;
+    pthread_mutex_t wrapped_lock;
+    infinirt_cuda__wrapped_t *wrapped; /* the live wrapped native streams */
 } infinirt_cuda__state_t;
 
 extern infinirt_cuda__state_t infinirt_cuda__state;
@@ -111,11 +124,11 @@ typedef struct {
     int device_count;
 } infinirt_cuda__config_t;
 
-/* An event object as the loader sees it (a CUstream is passed bare). */
+/* An event object as the loader sees it (a CUstream is passed bare); the
+ * application holds `ev`. */
 typedef struct {
     CUevent ev;
     uint32_t flags;     /* INFINIRT_PLUGIN_EVENT_* */
-    atomic_int recorded;
 } infinirt_cuda__event_t;
 
 /* ---- logging and errors (cuda_driver.c) ---- */
@@ -152,13 +165,36 @@ void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg);
 /* Build the device table from the driver's devices and cfg's selection. */
 infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cfg, char *msg,
                                                size_t msg_size);
-/* Retain the device's primary context (first use only), make it current on
- * this thread, and return the device. */
-infiniStatus_t infinirt_cuda__enter(int dev, infinirt_cuda__device_t **out);
-/* The CUstream for a plugin stream argument (NULL: the default stream). */
-static inline CUstream infinirt_cuda__stream_of(const infinirt_cuda__device_t *d, void *stream)
+/*
+ * Around every entry that needs a context:
+ *
+ *     infinirt_cuda__scope_t sc;
+ *     st = infinirt_cuda__enter(dev, &sc);      retain (first use), make current
+ *     ... driver calls on sc.d ...
+ *     infinirt_cuda__leave(&sc);                the caller's context again
+ *
+ * enter remembers the context the caller had current and leave restores it,
+ * so a call routed to another device (by pointer, stream or event) does not
+ * move the application's current device; both are a cuCtxGetCurrent only
+ * when the device's context is already current.  leave is called exactly
+ * when enter succeeded.
+ */
+typedef struct {
+    infinirt_cuda__device_t *d;
+    CUcontext prev; /* current on entry; NULL: none */
+} infinirt_cuda__scope_t;
+
+infiniStatus_t infinirt_cuda__enter(int dev, infinirt_cuda__scope_t *sc);
+void infinirt_cuda__leave(const infinirt_cuda__scope_t *sc);
+/* Retain the device's primary context on its first use; current nowhere. */
+infiniStatus_t infinirt_cuda__activate(int dev);
+infiniStatus_t infinirt_cuda__set_device(int dev);
+infiniStatus_t infinirt_cuda__device_get_native(int dev, void **device, void **context);
+/* The CUstream for a plugin stream argument.  NULL stays NULL: the legacy
+ * default stream of the current context (see cuda_stream.c). */
+static inline CUstream infinirt_cuda__stream_of(void *stream)
 {
-    return stream != NULL ? (CUstream)stream : d->default_stream;
+    return (CUstream)stream;
 }
 void infinirt_cuda__devices_release(void);
 
@@ -169,6 +205,10 @@ infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream);
 infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *event);
 infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn,
                                                void *user_data);
+infiniStatus_t infinirt_cuda__stream_create_with_flags(int dev, uint32_t flags, void **stream);
+infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, void **stream);
+infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle);
+infiniStatus_t infinirt_cuda__stream_get_native(int dev, void *stream, void **native);
 
 infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event);
 infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event);
@@ -176,6 +216,7 @@ infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream);
 infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete);
 infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event);
 infiniStatus_t infinirt_cuda__event_elapsed_time(int dev, float *ms, void *start, void *end);
+infiniStatus_t infinirt_cuda__event_get_native(int dev, void *event, void **native);
 
 infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size);
 infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr);
@@ -186,5 +227,6 @@ infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, 
                                            void *stream);
 infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size);
 infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
+infiniStatus_t infinirt_cuda__pointer_get_device(const void *ptr, int *dev);
 
 #endif /* INFINIRT_CUDA_INTERNAL_H_ */

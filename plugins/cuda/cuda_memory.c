@@ -8,12 +8,15 @@
  * as "fully synchronous with respect to the host" without promising that it
  * waits for the stream, so we wait for the stream and copy on the host.
  *
- * The synchronous copy and fill are queued on the device's default stream
- * and then waited for.  That orders them after work already queued on the
- * default stream, as cudaMemcpy is ordered after stream-0 work, whereas
- * cuMemcpy would run on the legacy NULL stream, which our non-blocking
- * default stream does not wait for.  (cuMemsetD8 would not even wait for
- * itself: on device memory it returns before the fill is done.)
+ * The synchronous copy and fill run on the legacy default stream, as
+ * cudaMemcpy and cudaMemset do: the driver orders them after the work
+ * already queued on the device's blocking streams and the NULL stream, and
+ * holds back the work queued on them afterwards (see cuda_stream.c).  The
+ * copy is cuMemcpy, the driver's own synchronous copy.  The ABI also says
+ * memcpy and memset return once the data has landed, which cuMemcpy
+ * promises only for D2H and H2H (a D2D copy, or an H2D copy from pageable
+ * memory, may return before the DMA is done) and cuMemsetD8 never promises:
+ * those are followed by a cuStreamSynchronize of the legacy stream.
  */
 #include <stdint.h>
 #include <string.h>
@@ -27,7 +30,7 @@ static CUdeviceptr dptr(const void *p)
 
 infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     CUdeviceptr p = 0;
     infiniStatus_t st;
 
@@ -35,10 +38,11 @@ infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
         *ptr = NULL;
         return INFINI_STATUS_SUCCESS;
     }
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     st = INFINIRT_CUDA__CALL(dev, MemAlloc, &p, size);
+    infinirt_cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     *ptr = (void *)(uintptr_t)p;
@@ -47,46 +51,52 @@ infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
 
 infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, MemFree, dptr(ptr));
+    st = INFINIRT_CUDA__CALL(dev, MemFree, dptr(ptr));
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0) {
         *ptr = NULL;
         return INFINI_STATUS_SUCCESS;
     }
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* PORTABLE: pinned for every context, so a buffer allocated through one
      * GPU is fast with the others too (the API promises "that backend's
      * devices"). */
-    return INFINIRT_CUDA__CALL(dev, MemHostAlloc, ptr, size, CU_MEMHOSTALLOC_PORTABLE);
+    st = INFINIRT_CUDA__CALL(dev, MemHostAlloc, ptr, size, CU_MEMHOSTALLOC_PORTABLE);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, MemFreeHost, ptr);
+    st = INFINIRT_CUDA__CALL(dev, MemFreeHost, ptr);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 static int kind_ok(int kind)
@@ -94,21 +104,20 @@ static int kind_ok(int kind)
     return kind >= INFINIRT_PLUGIN_MEMCPY_H2H && kind <= INFINIRT_PLUGIN_MEMCPY_D2D;
 }
 
-/* Queue the copy on s; with `wait`, also wait for it. */
-static infiniStatus_t copy(int dev, void *dst, const void *src, size_t size, int kind, void *stream, int wait)
+infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
+                                           void *stream)
 {
-    infinirt_cuda__device_t *d;
+    CUstream s = infinirt_cuda__stream_of(stream);
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
-    CUstream s;
 
     if (!kind_ok(kind))
         return INFINI_STATUS_BAD_PARAM;
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    s = infinirt_cuda__stream_of(d, stream);
     if (kind == INFINIRT_PLUGIN_MEMCPY_H2H) {
         /* In stream order: after the work queued before (which may write
          * src), and done before the work queued after, since we return
@@ -116,51 +125,94 @@ static infiniStatus_t copy(int dev, void *dst, const void *src, size_t size, int
         st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, s);
         if (st == INFINI_STATUS_SUCCESS)
             memcpy(dst, src, size);
-        return st;
+    } else {
+        st = INFINIRT_CUDA__CALL(dev, MemcpyAsync, dptr(dst), dptr(src), size, s);
     }
-    st = INFINIRT_CUDA__CALL(dev, MemcpyAsync, dptr(dst), dptr(src), size, s);
-    if (st != INFINI_STATUS_SUCCESS || !wait)
-        return st;
-    return INFINIRT_CUDA__CALL(dev, StreamSynchronize, s);
-}
-
-infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
-                                           void *stream)
-{
-    return copy(dev, dst, src, size, kind, stream, 0);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    return copy(dev, dst, src, size, kind, NULL, 1);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+
+    if (!kind_ok(kind))
+        return INFINI_STATUS_BAD_PARAM;
+    if (size == 0)
+        return INFINI_STATUS_SUCCESS;
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    /* Unified addressing: cuMemcpy tells host from device memory (and one
+     * device from another) by the pointers, host-to-host included. */
+    st = INFINIRT_CUDA__CALL(dev, Memcpy, dptr(dst), dptr(src), size);
+    if (st == INFINI_STATUS_SUCCESS && (kind == INFINIRT_PLUGIN_MEMCPY_H2D || kind == INFINIRT_PLUGIN_MEMCPY_D2D))
+        st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size,
-                               infinirt_cuda__stream_of(d, stream));
+    st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size,
+                             infinirt_cuda__stream_of(stream));
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size)
 {
-    infinirt_cuda__device_t *d;
+    infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, d->default_stream);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    return INFINIRT_CUDA__CALL(dev, StreamSynchronize, d->default_stream);
+    /* On the legacy stream, as cudaMemset; then waited for, since the fill
+     * of device memory returns before it is done. */
+    st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, NULL);
+    if (st == INFINI_STATUS_SUCCESS)
+        st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+/*
+ * A device pointer infinirt did not allocate (a tensor from another
+ * library): which of our devices holds it.  One cuPointerGetAttributes call
+ * reads the memory type and the ordinal; unlike cuPointerGetAttribute it
+ * answers (memory type 0) for a pointer the driver does not know, and needs
+ * no current context.  Host memory, unknown pointers and devices that
+ * `devices =` does not expose are BAD_PARAM without a log line: the loader
+ * asks for every foreign pointer, and then uses the current device.
+ */
+infiniStatus_t infinirt_cuda__pointer_get_device(const void *ptr, int *dev)
+{
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned int type = 0;
+    int ordinal = -1;
+    void *data[2] = {&type, &ordinal};
+    CUresult r = infinirt_cuda__drv.PointerGetAttributes(2, attrs, data, dptr(ptr));
+
+    if (r != CUDA_SUCCESS)
+        return infinirt_cuda__check(r, infinirt_cuda__drv_names.PointerGetAttributes, -1);
+    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
+        return INFINI_STATUS_BAD_PARAM;
+    for (int i = 0; i < infinirt_cuda__state.count; i++)
+        if (infinirt_cuda__state.devices[i].ordinal == ordinal) {
+            *dev = i;
+            return INFINI_STATUS_SUCCESS;
+        }
+    return INFINI_STATUS_BAD_PARAM;
 }

@@ -103,23 +103,28 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
 
 static infiniStatus_t cuda_get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
 {
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, MemGetInfo, free_bytes, total_bytes);
+    st = INFINIRT_CUDA__CALL(dev, MemGetInfo, free_bytes, total_bytes);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 static infiniStatus_t cuda_device_synchronize(int dev)
 {
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    /* Every stream of the device lives in its primary context. */
-    return infinirt_cuda__check(infinirt_cuda__drv.CtxSynchronize(), infinirt_cuda__drv_names.CtxSynchronize, dev);
+    /* Every stream of the device lives in its primary context (wrapped
+     * ones too: stream_create_from_native checks it). */
+    st = infinirt_cuda__check(infinirt_cuda__drv.CtxSynchronize(), infinirt_cuda__drv_names.CtxSynchronize, dev);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 static const infinirtPluginOps cuda_ops = {
@@ -157,6 +162,16 @@ static const infinirtPluginOps cuda_ops = {
     .memcpy_async = infinirt_cuda__memcpy_async,
     .memset = infinirt_cuda__memset,
     .memset_async = infinirt_cuda__memset_async,
+
+    .stream_get_native = infinirt_cuda__stream_get_native,
+    .event_get_native = infinirt_cuda__event_get_native,
+    .stream_create_with_flags = infinirt_cuda__stream_create_with_flags,
+    .stream_create_from_native = infinirt_cuda__stream_create_from_native,
+    .stream_query = infinirt_cuda__stream_query,
+    .device_get_native = infinirt_cuda__device_get_native,
+    /* mem_get_native: none, memory is addressable (the pointer, offset 0). */
+    .set_device = infinirt_cuda__set_device,
+    .pointer_get_device = infinirt_cuda__pointer_get_device,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)

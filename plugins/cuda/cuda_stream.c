@@ -1,72 +1,220 @@
 /*
  * cuda_stream.c - streams and host functions.
  *
- * A plugin stream is a bare CUstream created with CU_STREAM_NON_BLOCKING:
- * it never waits on the legacy NULL stream, so infinirt streams (and the
- * per-device default stream, which is one of them) run concurrently with
- * each other and with CUDA runtime code that uses stream 0.
+ * Streams behave as CUDA's own, because InfiniCore's kernels and its
+ * synchronous copies rely on CUDA's semantics; so the plugin lets the
+ * driver provide them rather than imitating them:
+ *  - stream_create and stream_create_with_flags(0) make a blocking stream,
+ *    cuStreamCreate(CU_STREAM_DEFAULT), as cudaStreamCreate does: the
+ *    driver orders it with the legacy default stream of its context;
+ *  - the NULL stream is that legacy default stream (stream 0), passed to
+ *    the driver as NULL: work on it waits for the work already queued on
+ *    the device's blocking streams, and work queued on them afterwards
+ *    waits for it.  The synchronous memcpy and memset run on it too
+ *    (cuda_memory.c), so they are ordered by the driver;
+ *  - INFINIRT_PLUGIN_STREAM_NON_BLOCKING gives
+ *    cuStreamCreate(CU_STREAM_NON_BLOCKING), which never waits for the
+ *    legacy stream, nor it for them.
+ *
+ * A plugin stream is the bare CUstream, and stream_get_native gives that
+ * same value, so the handle the application holds is a CUstream (usable as
+ * a cudaStream_t) on which any library can launch kernels.  The driver
+ * reports work queued that way too (cuStreamQuery), which is why the
+ * plugin has stream_query: the loader's own counts miss it.
+ *
+ * A wrapped stream (stream_create_from_native) is the application's own
+ * CUstream, also passed bare.  The plugin remembers which values it wraps,
+ * so that stream_destroy waits for them but never destroys them.
  */
+#include <stdlib.h>
+
 #include "cuda_internal.h"
+
+/* 1 when s was wrapped (and is forgotten now), 0 when it is ours. */
+static int unwrap(CUstream s)
+{
+    infinirt_cuda__state_t *st = &infinirt_cuda__state;
+    int found = 0;
+
+    pthread_mutex_lock(&st->wrapped_lock);
+    for (infinirt_cuda__wrapped_t **pp = &st->wrapped; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->stream == s) {
+            infinirt_cuda__wrapped_t *w = *pp;
+            *pp = w->next;
+            free(w);
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&st->wrapped_lock);
+    return found;
+}
+
+infiniStatus_t infinirt_cuda__stream_create_with_flags(int dev, uint32_t flags, void **stream)
+{
+    infinirt_cuda__scope_t sc;
+    CUstream s = NULL;
+    infiniStatus_t st;
+
+    if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown stream flags 0x%x", dev, (unsigned)flags);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, StreamCreate, &s,
+                             (flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING
+                                                                           : CU_STREAM_DEFAULT);
+    infinirt_cuda__leave(&sc);
+    if (st == INFINI_STATUS_SUCCESS)
+        *stream = s;
+    return st;
+}
 
 infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream)
 {
-    infinirt_cuda__device_t *d;
-    CUstream s = NULL;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    return infinirt_cuda__stream_create_with_flags(dev, 0, stream);
+}
 
-    if (st != INFINI_STATUS_SUCCESS)
+/*
+ * The stream must belong to the device's primary context: the plugin's
+ * calls for the device run with that context current, and the driver
+ * refuses a stream of another context there.  cuStreamGetCtx tells, and
+ * also rejects a destroyed stream (a made-up pointer it may not survive,
+ * as with any CUDA call).  The special handles are refused: the legacy
+ * stream is what NULL already means, and the per-thread stream names a
+ * different stream on every thread.
+ */
+infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, void **stream)
+{
+    infinirt_cuda__state_t *state = &infinirt_cuda__state;
+    CUstream s = (CUstream)native;
+    infinirt_cuda__wrapped_t *w;
+    infinirt_cuda__scope_t sc;
+    CUcontext ctx = NULL;
+    infiniStatus_t st;
+
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                           "device %d: cannot wrap stream %p: NULL and CU_STREAM_LEGACY are the default stream "
+                           "(use NULL), CU_STREAM_PER_THREAD differs on every thread",
+                           dev, native);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    w = malloc(sizeof *w);
+    if (w == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS) {
+        free(w);
         return st;
-    st = INFINIRT_CUDA__CALL(dev, StreamCreate, &s, CU_STREAM_NON_BLOCKING);
-    if (st != INFINI_STATUS_SUCCESS)
+    }
+    st = INFINIRT_CUDA__CALL(dev, StreamGetCtx, s, &ctx);
+    if (st == INFINI_STATUS_SUCCESS && ctx != sc.d->ctx) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                           "device %d: cannot wrap stream %p: it belongs to context %p, not to CUDA device %d's "
+                           "primary context %p",
+                           dev, native, (void *)ctx, sc.d->ordinal, (void *)sc.d->ctx);
+        st = INFINI_STATUS_BAD_PARAM;
+    }
+    infinirt_cuda__leave(&sc);
+    if (st != INFINI_STATUS_SUCCESS) {
+        free(w);
         return st;
+    }
+
+    pthread_mutex_lock(&state->wrapped_lock);
+    for (infinirt_cuda__wrapped_t *o = state->wrapped; o != NULL; o = o->next)
+        if (o->stream == s)
+            st = INFINI_STATUS_BAD_PARAM;
+    if (st == INFINI_STATUS_SUCCESS) {
+        w->stream = s;
+        w->next = state->wrapped;
+        state->wrapped = w;
+    }
+    pthread_mutex_unlock(&state->wrapped_lock);
+    if (st != INFINI_STATUS_SUCCESS) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: stream %p is wrapped already", dev, native);
+        free(w);
+        return st;
+    }
     *stream = s;
     return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t infinirt_cuda__stream_destroy(int dev, void *stream)
 {
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
 
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
     /* The loader never passes the default stream here (it has no handle),
-     * but destroying it would break the device, so refuse. */
+     * and the legacy stream cannot be destroyed. */
     if (stream == NULL)
         return INFINI_STATUS_BAD_PARAM;
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
     /* The ABI promises the queued work completes before the stream goes;
      * cuStreamDestroy alone would return at once. */
     st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, (CUstream)stream);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    return INFINIRT_CUDA__CALL(dev, StreamDestroy, (CUstream)stream);
+    if (st == INFINI_STATUS_SUCCESS && !unwrap((CUstream)stream))
+        st = INFINIRT_CUDA__CALL(dev, StreamDestroy, (CUstream)stream);
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+infiniStatus_t infinirt_cuda__stream_get_native(int dev, void *stream, void **native)
+{
+    (void)dev;
+    *native = stream;
+    return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream)
 {
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return INFINIRT_CUDA__CALL(dev, StreamSynchronize, infinirt_cuda__stream_of(d, stream));
+    st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, infinirt_cuda__stream_of(stream));
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+/* Everything queued so far, through the plugin or by the application's own
+ * kernels, has completed.  cuStreamQuery never blocks. */
+infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
+{
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    CUresult r;
+
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    r = infinirt_cuda__drv.StreamQuery(infinirt_cuda__stream_of(stream));
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
+        *idle = r == CUDA_SUCCESS; /* an answer, not a failure: no log */
+    else
+        st = infinirt_cuda__check(r, infinirt_cuda__drv_names.StreamQuery, dev);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *event)
 {
     infinirt_cuda__event_t *e = event;
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st;
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
-    /* A never-recorded event is complete: nothing to wait for. */
-    if (!atomic_load_explicit(&e->recorded, memory_order_acquire))
-        return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &d);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* The event may come from another device's context; the driver allows
-     * that and inserts the cross-device dependency itself. */
-    return INFINIRT_CUDA__CALL(dev, StreamWaitEvent, infinirt_cuda__stream_of(d, stream), e->ev, 0);
+     * that and inserts the cross-device dependency itself.  A never-recorded
+     * event is complete: the driver then waits for nothing. */
+    st = INFINIRT_CUDA__CALL(dev, StreamWaitEvent, infinirt_cuda__stream_of(stream), e->ev, 0);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
 
 /*
@@ -79,11 +227,13 @@ infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *eve
  */
 infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
 {
-    infinirt_cuda__device_t *d;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &d);
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* CUhostFn and infinirtPluginHostFn are both void (*)(void *). */
-    return INFINIRT_CUDA__CALL(dev, LaunchHostFunc, infinirt_cuda__stream_of(d, stream), fn, user_data);
+    st = INFINIRT_CUDA__CALL(dev, LaunchHostFunc, infinirt_cuda__stream_of(stream), fn, user_data);
+    infinirt_cuda__leave(&sc);
+    return st;
 }
