@@ -7,6 +7,7 @@
  * tests (label "gpu") need an NVIDIA GPU and exit 77 (skip) without one.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <cuda.h> /* types and values only; the driver is dlopened */
 #include <errno.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -55,6 +56,17 @@ static int test_handshake(void)
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         ASSERT(entries[i] != NULL);
+    /* ABI 1.1: all but mem_get_native (memory is addressable). */
+    ASSERT_GE(ops->struct_size, INFINIRT_PLUGIN_OPS_SIZE_1_1);
+    const void *const entries_1_1[] = {
+        (const void *)ops->stream_get_native, (const void *)ops->event_get_native,
+        (const void *)ops->stream_create_with_flags, (const void *)ops->stream_create_from_native,
+        (const void *)ops->stream_query, (const void *)ops->device_get_native, (const void *)ops->set_device,
+        (const void *)ops->pointer_get_device,
+    };
+    for (size_t i = 0; i < sizeof entries_1_1 / sizeof entries_1_1[0]; i++)
+        ASSERT(entries_1_1[i] != NULL);
+    ASSERT(ops->mem_get_native == NULL);
     return TEST_OK;
 }
 
@@ -571,6 +583,136 @@ static int test_gpu_threads(void)
     return TEST_OK;
 }
 
+static void *open_gate_after_100ms(void *arg)
+{
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    gate_open(arg);
+    return NULL;
+}
+
+/* The driver's legacy-stream ordering, which the plugin relies on: a
+ * synchronous copy or fill comes after the work queued on a blocking
+ * stream (a gate opened by another thread holds that work), and does not
+ * wait for a non-blocking stream. */
+static int test_gpu_blocking_streams(void)
+{
+    enum { N = 8 << 20 };
+    cuda_plugin p;
+    unsigned char *h;
+    void *d, *s, *nb, *e;
+    int done = -1, idle = -1;
+    pthread_t th;
+
+    CHECK(gpu_open(&p));
+    h = malloc(N);
+    ASSERT(h != NULL);
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->memset(0, d, 0, N));
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->stream_create_with_flags(0, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &nb));
+    ASSERT_OK(p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &e));
+
+    gate g1 = GATE_INIT;
+    ASSERT_OK(p.ops->launch_host_func(0, s, gate_wait, &g1));
+    ASSERT_OK(p.ops->memset_async(0, d, 0x5A, N, s));
+    ASSERT_OK(p.ops->stream_query(0, s, &idle));
+    ASSERT_EQ(idle, 0);
+    ASSERT_EQ(pthread_create(&th, NULL, open_gate_after_100ms, &g1), 0);
+    ASSERT_OK(p.ops->memcpy(0, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_EQ(g1.timed_out, 0);
+    for (size_t i = 0; i < N; i += 4093)
+        ASSERT_EQ(h[i], 0x5A);
+    ASSERT_OK(p.ops->stream_query(0, s, &idle));
+    ASSERT_EQ(idle, 1);
+
+    gate g2 = GATE_INIT;
+    ASSERT_OK(p.ops->launch_host_func(0, s, gate_wait, &g2));
+    ASSERT_OK(p.ops->memset_async(0, d, 0x77, N, s));
+    ASSERT_EQ(pthread_create(&th, NULL, open_gate_after_100ms, &g2), 0);
+    ASSERT_OK(p.ops->memset(0, d, 0x11, 64));
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(p.ops->memcpy(0, h, d, 128, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_EQ(h[0], 0x11);
+    ASSERT_EQ(h[63], 0x11);
+    ASSERT_EQ(h[64], 0x77);
+
+    gate g3 = GATE_INIT;
+    ASSERT_OK(p.ops->launch_host_func(0, nb, gate_wait, &g3));
+    ASSERT_OK(p.ops->event_record(0, e, nb));
+    ASSERT_OK(p.ops->memcpy(0, h, d, 128, INFINIRT_PLUGIN_MEMCPY_D2H)); /* does not wait for nb */
+    ASSERT_OK(p.ops->event_query(0, e, &done));
+    ASSERT_EQ(done, 0);
+    gate_open(&g3);
+    ASSERT_OK(p.ops->event_synchronize(0, e));
+    ASSERT_EQ(g3.timed_out, 0);
+
+    ASSERT_OK(p.ops->event_destroy(0, e));
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_OK(p.ops->stream_destroy(0, nb));
+    ASSERT_OK(p.ops->free_device(0, d));
+    free(h);
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
+/* On the real driver: set_device makes the primary context current, a call
+ * for another device leaves it current, pointer_get_device finds the
+ * device of cuMemAlloc'd memory, and the stream handle is a CUstream of the
+ * device's context.  With one GPU, "another device" is exercised only by
+ * the no-context case. */
+static int test_gpu_current_context(void)
+{
+    cuda_plugin p;
+    void *drv, *sym, *d, *s, *ctx = NULL;
+    CUresult (*get_current)(CUcontext *);
+    CUresult (*set_current)(CUcontext);
+    CUresult (*stream_get_ctx)(CUstream, CUcontext *);
+    CUcontext cur = NULL;
+    int dev = -1, last;
+
+    CHECK(gpu_open(&p));
+    drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    ASSERT(drv != NULL);
+    sym = dlsym(drv, "cuCtxGetCurrent");
+    ASSERT(sym != NULL);
+    memcpy(&get_current, &sym, sizeof sym);
+    sym = dlsym(drv, "cuCtxSetCurrent");
+    ASSERT(sym != NULL);
+    memcpy(&set_current, &sym, sizeof sym);
+    sym = dlsym(drv, "cuStreamGetCtx");
+    ASSERT(sym != NULL);
+    memcpy(&stream_get_ctx, &sym, sizeof sym);
+
+    last = p.count - 1;
+    ASSERT_EQ(set_current(NULL), CUDA_SUCCESS);
+    ASSERT_OK(p.ops->malloc_device(last, &d, 4096));
+    ASSERT_EQ(get_current(&cur), CUDA_SUCCESS);
+    ASSERT_PTR_EQ(cur, NULL); /* none before, none after */
+    ASSERT_OK(p.ops->pointer_get_device((char *)d + 100, &dev));
+    ASSERT_EQ(dev, last);
+    ASSERT_STATUS(p.ops->pointer_get_device(&dev, &dev), INFINI_STATUS_BAD_PARAM);
+
+    ASSERT_OK(p.ops->set_device(0));
+    ASSERT_OK(p.ops->device_get_native(0, NULL, &ctx));
+    ASSERT_EQ(get_current(&cur), CUDA_SUCCESS);
+    ASSERT_PTR_EQ(cur, ctx);
+    ASSERT_OK(p.ops->stream_create(last, &s));
+    ASSERT_OK(p.ops->memset_async(last, d, 1, 4096, s));
+    ASSERT_OK(p.ops->stream_synchronize(last, s));
+    ASSERT_EQ(get_current(&cur), CUDA_SUCCESS);
+    ASSERT_PTR_EQ(cur, ctx); /* still device 0's */
+    void *last_ctx = NULL;
+    ASSERT_OK(p.ops->device_get_native(last, NULL, &last_ctx));
+    ASSERT_EQ(stream_get_ctx((CUstream)s, &cur), CUDA_SUCCESS);
+    ASSERT_PTR_EQ(cur, last_ctx);
+    ASSERT_OK(p.ops->stream_destroy(last, s));
+    ASSERT_OK(p.ops->free_device(last, d));
+    p.ops->shutdown();
+    return TEST_OK;
+}
+
 static const test_entry tests[] = {
     {"handshake", test_handshake},
     {"init", test_init},
@@ -583,6 +725,8 @@ static const test_entry tests[] = {
     {"gpu_stream_wait_event", test_gpu_stream_wait_event},
     {"gpu_pinned_host", test_gpu_pinned_host},
     {"gpu_threads", test_gpu_threads},
+    {"gpu_blocking_streams", test_gpu_blocking_streams},
+    {"gpu_current_context", test_gpu_current_context},
     {NULL, NULL},
 };
 
