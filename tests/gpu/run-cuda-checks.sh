@@ -59,9 +59,13 @@ fi
 # A GPU test that finds no device on this machine is a failure, not a skip.
 export INFINIRT_CUDA_TEST_REQUIRE_GPU=1
 
+# nvcc builds the kernel tests (tests/cuda/kernels_test.cu), found even when
+# it is not on PATH.
+nvcc_arg=()
+if [ -x "$cuda/bin/nvcc" ]; then nvcc_arg=(-DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc"); fi
 step configure cmake -S "$root" -B "$build" \
     -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
-    -DCUDAToolkit_ROOT="$cuda" \
+    -DCUDAToolkit_ROOT="$cuda" ${nvcc_arg[@]+"${nvcc_arg[@]}"} \
     -DINFINIRT_PLUGIN_CUDA=ON -DINFINIRT_BUILD_TESTS=ON -DINFINIRT_BUILD_BENCH=ON || {
     echo "configure failed; see above"
     exit 1
