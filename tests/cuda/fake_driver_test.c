@@ -4,7 +4,10 @@
  * (label "cuda") and cover what a GPU-less CI could otherwise not reach:
  * the "no device" / "driver too old" / broken-driver reasons, the config
  * keys, lazy primary contexts and their release, context switching across
- * threads, event state, memory routing and error logging.
+ * threads, event state, memory routing and error logging; and ABI 1.1:
+ * native handles, blocking streams against the legacy default stream,
+ * set_device and the caller's context kept, pointer ownership, wrapped
+ * application streams.
  *
  * FAKE_CUDA_PATH / FAKE_CUDA_NOSYM_PATH are the fake driver builds;
  * CUDA_STUB_LIBCUDA is the toolkit's link-time stub libcuda.so.
