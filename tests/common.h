@@ -47,4 +47,13 @@ void tc_sleep_ms(int ms);
 TEST_LIST(TC_DECLARE)
 #undef TC_DECLARE
 
+/* A stream that does not wait for the NULL stream (nor it for the stream):
+ * INFINIRT_STREAM_NON_BLOCKING, or a plain stream on a backend that has
+ * only one kind. */
+static inline infiniStatus_t tc_stream_create_nonblocking(infinirtStream_t *s)
+{
+    infiniStatus_t st = infinirtStreamCreateWithFlags(s, INFINIRT_STREAM_NON_BLOCKING);
+    return st == INFINI_STATUS_NOT_IMPLEMENTED ? infinirtStreamCreate(s) : st;
+}
+
 #endif

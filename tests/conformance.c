@@ -695,8 +695,10 @@ int test_conformance_destroy_pending_free(void)
 {
     CHECK(tc_use_device(0));
     enum { N = 64 * 1024 };
+    /* Non-blocking: the synchronous copies below must not wait for the
+     * gated stream (a blocking one would order them after it). */
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(tc_stream_create_nonblocking(&s));
     void *p;
     ASSERT_OK(infinirtMallocAsync(&p, N, s));
     static tc_gate gate;
