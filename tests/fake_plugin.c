@@ -249,13 +249,17 @@ static const infinirtPluginOps fake_ops = {
 #else
     .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
 #endif
-#if defined(FAKE_PTRDEV)
+#if defined(FAKE_PTRDEV) || defined(FAKE_SHORT11)
     .abi_minor = 1,
 #else
     .abi_minor = 0,
 #endif
 #if defined(FAKE_SMALL_TABLE)
     .struct_size = 40,
+#elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV)) || defined(FAKE_SHORT11)
+    /* A plugin built against ABI 1.0: its table ends after memset_async
+     * (short11 claims minor 1 with such a table, and is refused). */
+    .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_0,
 #else
     .struct_size = sizeof(infinirtPluginOps),
 #endif

@@ -116,6 +116,57 @@ int test_loader_table_too_small(void)
                            "40 bytes");
 }
 
+/* A table that claims minor 1 must hold the 1.1 entries. */
+int test_loader_table_short_for_minor(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_short11.so", "short11", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "ABI 1.1 needs at least");
+}
+
+/* A plugin built against ABI 1.0 (its table ends after memset_async) keeps
+ * working: its stream and event objects are the handles, the 1.1 calls
+ * answer from the loader's defaults, and what needs an entry it lacks is
+ * NOT_IMPLEMENTED. */
+int test_loader_abi_1_0_plugin(void)
+{
+    use_config("[plugin.streams]\nlibrary = " FAKE_DIR "/libfake_streams.so\nanswer = 42\ndevices = 1\n");
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    infinirtPluginInfo_t info;
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, 1);
+    ASSERT_OK(infinirtGetPluginInfo(0, &info));
+    ASSERT_EQ(info.abi_minor, 0);
+    infinirtStream_t s, s0;
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreateWithFlags(&s0, INFINIRT_STREAM_DEFAULT));
+    ASSERT_STATUS(infinirtStreamCreateWithFlags(&s, INFINIRT_STREAM_NON_BLOCKING), INFINI_STATUS_NOT_IMPLEMENTED);
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *native = NULL;
+    ASSERT_OK(infinirtStreamGetNativeHandle(s, &native));
+    ASSERT_PTR_EQ(native, s);
+    ASSERT_STATUS(infinirtStreamCreateFromNative(&s0, (void *)&native), INFINI_STATUS_NOT_IMPLEMENTED);
+    void *d = (void *)1, *c = (void *)1;
+    ASSERT_OK(infinirtDeviceGetNativeHandle(INFINI_DEVICE_ASCEND, 0, &d, &c));
+    ASSERT_PTR_EQ(d, NULL);
+    ASSERT_PTR_EQ(c, NULL);
+    void *p = NULL;
+    size_t off = 9;
+    ASSERT_OK(infinirtMallocAsync(&p, 256, s));
+    ASSERT_OK(infinirtMemGetNativeHandle((char *)p + 8, &native, &off));
+    ASSERT_PTR_EQ(native, (char *)p + 8);
+    ASSERT_EQ(off, 0);
+    ASSERT_OK(infinirtMemsetAsync(p, 7, 256, s));
+    ASSERT_OK(infinirtEventRecord(e, s));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_OK(infinirtEventSynchronize(e));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+    return TEST_OK;
+}
+
 /* Tables whose entries do not make sense together are refused at load,
  * with the reason, instead of failing (or crashing) at the first call. */
 int test_loader_incoherent_no_query(void)

@@ -44,6 +44,8 @@
     X(loader, no_entry)                   \
     X(loader, abi_major)                  \
     X(loader, table_too_small)            \
+    X(loader, table_short_for_minor)      \
+    X(loader, abi_1_0_plugin)             \
     X(loader, init_failure)               \
     X(loader, zero_devices)               \
     X(loader, duplicate_type)             \
