@@ -78,6 +78,10 @@ infiniStatus_t clp__event_record(int dev, void *event, void *stream)
     st = clp__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    /* On the default stream the record covers the blocking streams' earlier
+     * work too (the loader's fences for synchronous frees rely on it). */
+    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+        return st;
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
     if (err != CL_SUCCESS)
         return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
@@ -135,12 +139,32 @@ infiniStatus_t clp__event_synchronize(int dev, void *event)
     return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clWaitForEvents", err);
 }
 
+/* Whether the marker's queue was made with CL_QUEUE_PROFILING_ENABLE (a
+ * queue the application wrapped may not be). */
+static int profiled(cl_event m)
+{
+    cl_command_queue q = NULL;
+    cl_command_queue_properties props = 0;
+
+    if (clGetEventInfo(m, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) != CL_SUCCESS ||
+        clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL) != CL_SUCCESS)
+        return 1;
+    return (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+}
+
 static infiniStatus_t marker_end(cl_event m, cl_ulong *ns)
 {
     cl_int err = clGetEventProfilingInfo(m, CL_PROFILING_COMMAND_END, sizeof *ns, ns, NULL);
 
-    if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
-        return INFINI_STATUS_NOT_READY; /* not complete yet, checked first */
+    if (err == CL_PROFILING_INFO_NOT_AVAILABLE) {
+        /* Completion was checked first: either the driver has not written
+         * the time yet, or the queue never records times. */
+        if (profiled(m))
+            return INFINI_STATUS_NOT_READY;
+        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "event_elapsed_time: an event was recorded on a stream whose queue "
+                                            "was made without CL_QUEUE_PROFILING_ENABLE");
+        return INFINI_STATUS_INVALID_STATE;
+    }
     if (err != CL_SUCCESS)
         return clp__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
     return INFINI_STATUS_SUCCESS;

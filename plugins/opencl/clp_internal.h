@@ -9,9 +9,14 @@
  *    init; the context and the default queue are created lazily on first use
  *    (clp__device_ready), so init costs only what the ICD loader and the
  *    drivers cost to enumerate.
- *  - clp__stream: an in-order command queue with profiling on.  Every live
- *    queue of a device, the default one included, is on the device's list so
- *    device_synchronize can finish them all.
+ *  - clp__stream: an in-order command queue with profiling on (or one the
+ *    application made and handed in, see stream_create_from_native).  Every
+ *    live queue of a device, the default one included, is on the device's
+ *    list so device_synchronize can finish them all.  The handle the
+ *    application holds is the queue itself (stream_get_native); the plugin
+ *    keeps this struct for its own state.  Blocking streams are ordered with
+ *    the default one as CUDA orders streams with its legacy default stream
+ *    (clp_order.c).
  *  - clp__event: the marker of the last record (NULL until recorded).
  *  - clp__alloc: one raw allocation, found by address through a range map;
  *    either coarse-grained SVM (the pointer is real) or a cl_mem buffer
@@ -88,6 +93,8 @@ typedef struct clp__stream {
     cl_command_queue queue;
     clp__device *dev;
     clp__hostq *hostq;               /* host-function thread, made on first use */
+    int blocking;                    /* ordered with the default stream; fixed at creation */
+    int wrapped;                     /* the application's queue: we hold one reference */
     struct clp__stream *prev, *next; /* the device's list of live queues */
 } clp__stream;
 
@@ -108,6 +115,7 @@ struct clp__device {
     cl_context context;
     clp__stream default_stream;
     clp__stream queues;       /* list head (sentinel) */
+    atomic_int blocking_streams; /* live blocking streams (not the default one) */
 };
 
 typedef struct {
@@ -140,6 +148,15 @@ infiniStatus_t clp__queue_create(clp__device *d, cl_command_queue *q);
 infiniStatus_t clp__device_finish(clp__device *d);
 /* Release everything the device holds (shutdown). */
 void clp__device_teardown(clp__device *d);
+
+/* Blocking-stream order (clp_order.c).  Call clp__order_before before
+ * queueing work on s and clp__order_after once asynchronous work has been
+ * queued on it: on the default stream they make the work wait for what the
+ * device's blocking streams already hold, and the blocking streams' later
+ * work wait for it.  Both do nothing for other streams, and nothing but an
+ * atomic load while the device has no blocking stream. */
+infiniStatus_t clp__order_before(clp__stream *s);
+infiniStatus_t clp__order_after(clp__stream *s);
 
 /* Run fn(user_data) in stream order on the stream's host-function thread
  * (clp_hostfn.c); discard(user_data) instead, if not NULL, when earlier
@@ -215,6 +232,12 @@ infiniStatus_t clp__get_mem_info(int dev, size_t *free_bytes, size_t *total_byte
 infiniStatus_t clp__device_synchronize(int dev);
 
 infiniStatus_t clp__stream_create(int dev, void **stream);
+infiniStatus_t clp__stream_create_with_flags(int dev, uint32_t flags, void **stream);
+infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stream);
+infiniStatus_t clp__stream_query(int dev, void *stream, int *idle);
+infiniStatus_t clp__stream_get_native(int dev, void *stream, void **native);
+infiniStatus_t clp__device_get_native(int dev, void **device, void **context);
+infiniStatus_t clp__mem_get_native(int dev, void *ptr, void **native, size_t *offset);
 infiniStatus_t clp__stream_destroy(int dev, void *stream);
 infiniStatus_t clp__stream_synchronize(int dev, void *stream);
 infiniStatus_t clp__stream_wait_event(int dev, void *stream, void *event);

@@ -1,6 +1,13 @@
 /*
- * clp_stream.c - streams (in-order profiling queues) and cross-queue waits.
- * Host functions are in clp_hostfn.c.
+ * clp_stream.c - streams (in-order profiling queues, or queues the
+ * application made and handed in), their query, and cross-queue waits.
+ * Host functions are in clp_hostfn.c, the ordering of blocking streams with
+ * the default one in clp_order.c.
+ *
+ * A wrapped queue is the application's: we take one reference and give it
+ * back at stream_destroy, after clFinish.  It is in-order (streams run
+ * their work in order) and of the device's own context, since copies use
+ * the device's memory and wait lists cannot cross contexts.
  *
  * Waits across devices.  Each device has its own context and OpenCL forbids
  * waiting on an event of another context, so a callback on the foreign
@@ -11,7 +18,18 @@
 
 #include <stdlib.h>
 
-infiniStatus_t clp__stream_create(int dev, void **stream)
+/* Put s on the device's list of live queues (caller holds d->lock). */
+static void link_locked(clp__device *d, clp__stream *s)
+{
+    s->next = d->queues.next;
+    s->prev = &d->queues;
+    d->queues.next->prev = s;
+    d->queues.next = s;
+    if (s->blocking)
+        atomic_fetch_add_explicit(&d->blocking_streams, 1, memory_order_release);
+}
+
+infiniStatus_t clp__stream_create_with_flags(int dev, uint32_t flags, void **stream)
 {
     clp__device *d = clp__dev(dev);
     clp__stream *s;
@@ -19,6 +37,11 @@ infiniStatus_t clp__stream_create(int dev, void **stream)
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING) {
+        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_with_flags: unknown flags 0x%x",
+                 (unsigned)(flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING));
+        return INFINI_STATUS_BAD_PARAM;
+    }
     st = clp__device_ready(d);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -31,12 +54,95 @@ infiniStatus_t clp__stream_create(int dev, void **stream)
         return st;
     }
     s->dev = d;
+    s->blocking = !(flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING);
     pthread_mutex_lock(&d->lock);
-    s->next = d->queues.next;
-    s->prev = &d->queues;
-    d->queues.next->prev = s;
-    d->queues.next = s;
+    link_locked(d, s);
     pthread_mutex_unlock(&d->lock);
+    *stream = s;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t clp__stream_create(int dev, void **stream)
+{
+    return clp__stream_create_with_flags(dev, 0, stream);
+}
+
+/* Why `native` cannot be wrapped on d, or NULL when it can.  Only queries:
+ * nothing is changed before the answer is known. */
+static const char *foreign_queue_problem(clp__device *d, cl_command_queue q, cl_int *err)
+{
+    cl_context ctx = NULL;
+    cl_device_id id = NULL;
+    cl_command_queue_properties props = 0;
+
+    *err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+    if (*err != CL_SUCCESS)
+        return "clGetCommandQueueInfo(CL_QUEUE_CONTEXT) failed: not a command queue";
+    if (ctx != d->context)
+        return "the queue belongs to another context (use the device's, from device_get_native)";
+    *err = clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof id, &id, NULL);
+    if (*err != CL_SUCCESS)
+        return "clGetCommandQueueInfo(CL_QUEUE_DEVICE) failed";
+    if (id != d->id)
+        return "the queue is for another OpenCL device";
+    *err = clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+    if (*err != CL_SUCCESS)
+        return "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES) failed";
+    /* Streams run their work in order; a device-side queue takes no host
+     * commands at all. */
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return "the queue is out-of-order (a stream must be in-order)";
+    if (props & CL_QUEUE_ON_DEVICE)
+        return "the queue is a device-side queue";
+    for (clp__stream *s = d->queues.next; s != &d->queues; s = s->next)
+        if (s->queue == q)
+            return "the queue is already a stream of this plugin";
+    return NULL;
+}
+
+infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stream)
+{
+    clp__device *d = clp__dev(dev);
+    cl_command_queue q = native;
+    const char *why;
+    clp__stream *s;
+    infiniStatus_t st;
+    cl_int err = CL_SUCCESS;
+
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (q == NULL) {
+        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native: NULL queue");
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    st = clp__device_ready(d);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    /* Checked and linked under the lock, so the same queue cannot be
+     * wrapped twice by two threads at once. */
+    pthread_mutex_lock(&d->lock);
+    why = foreign_queue_problem(d, q, &err);
+    if (why == NULL) {
+        clRetainCommandQueue(q);
+        s->queue = q;
+        s->dev = d;
+        s->blocking = 1; /* as a stream made with cudaStreamCreate */
+        s->wrapped = 1;
+        link_locked(d, s);
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (why != NULL) {
+        if (err != CL_SUCCESS)
+            clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s: %s (%d)", native,
+                     dev, why, clp__cl_error_name(err), (int)err);
+        else
+            clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s", native, dev, why);
+        free(s);
+        return INFINI_STATUS_BAD_PARAM;
+    }
     *stream = s;
     return INFINI_STATUS_SUCCESS;
 }
@@ -54,9 +160,12 @@ infiniStatus_t clp__stream_destroy(int dev, void *stream)
     pthread_mutex_lock(&d->lock);
     s->prev->next = s->next;
     s->next->prev = s->prev;
+    if (s->blocking)
+        atomic_fetch_sub_explicit(&d->blocking_streams, 1, memory_order_release);
     pthread_mutex_unlock(&d->lock);
     err = clFinish(s->queue);
     clp__hostq_stop(s);
+    /* A wrapped queue loses only our reference: it stays the application's. */
     clReleaseCommandQueue(s->queue);
     free(s);
     return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clFinish", err);
@@ -76,8 +185,49 @@ infiniStatus_t clp__stream_synchronize(int dev, void *stream)
     st = clp__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    /* The default stream's work includes what the blocking streams held
+     * before it (as cudaStreamSynchronize(0) with the legacy stream). */
+    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+        return st;
     err = clFinish(s->queue);
     return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clFinish", err);
+}
+
+infiniStatus_t clp__stream_query(int dev, void *stream, int *idle)
+{
+    clp__device *d = clp__dev(dev);
+    clp__stream *s;
+    cl_event m = NULL;
+    cl_int err, status = CL_QUEUED;
+    infiniStatus_t st;
+
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (idle == NULL)
+        return INFINI_STATUS_NULL_POINTER;
+    if (stream == NULL && !atomic_load_explicit(&d->ready, memory_order_acquire)) {
+        *idle = 1; /* default stream never used */
+        return INFINI_STATUS_SUCCESS;
+    }
+    st = clp__stream_resolve(d, stream, &s);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+        return st;
+    /* A marker sees everything queued before it, by us or natively by the
+     * application; the flush makes it progress without anyone waiting. */
+    err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
+    if (err != CL_SUCCESS)
+        return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+    clFlush(s->queue);
+    err = clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    clReleaseEvent(m);
+    if (err != CL_SUCCESS)
+        return clp__cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
+    if (status < 0)
+        return clp__cl_fail("stream_query (earlier work on the stream failed)", status);
+    *idle = status == CL_COMPLETE;
+    return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t clp__device_synchronize(int dev)
@@ -102,7 +252,10 @@ infiniStatus_t clp__launch_host_func(int dev, void *stream, infinirtPluginHostFn
     st = clp__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    return clp__enqueue_host_fn(s, fn, NULL, user_data);
+    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS ||
+        (st = clp__enqueue_host_fn(s, fn, NULL, user_data)) != INFINI_STATUS_SUCCESS)
+        return st;
+    return clp__order_after(s);
 }
 
 /* ------------------------------------------------------------------- waits */
@@ -154,6 +307,8 @@ infiniStatus_t clp__stream_wait_event(int dev, void *stream, void *event)
     if (marker == NULL)
         return INFINI_STATUS_SUCCESS; /* never recorded: complete */
     st = clp__stream_resolve(d, stream, &s);
+    if (st == INFINI_STATUS_SUCCESS)
+        st = clp__order_before(s);
     if (st != INFINI_STATUS_SUCCESS)
         goto out;
     err = clGetEventInfo(marker, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
@@ -169,6 +324,8 @@ infiniStatus_t clp__stream_wait_event(int dev, void *stream, void *event)
         st = wait_foreign(s, marker);
     }
     clFlush(s->queue);
+    if (st == INFINI_STATUS_SUCCESS)
+        st = clp__order_after(s);
 out:
     clReleaseEvent(marker);
     return st;

@@ -150,6 +150,17 @@ static const infinirtPluginOps clp_ops = {
     .memcpy_async = clp__memcpy_async,
     .memset = clp__memset,
     .memset_async = clp__memset_async,
+
+    /* ABI 1.1.  No event_get_native: OpenCL events are one-shot (each
+     * record is a new marker), so an event handle stays the plugin's
+     * object.  No set_device: OpenCL has no current device.  No
+     * pointer_get_device: the loader knows every pointer of ours. */
+    .stream_get_native = clp__stream_get_native,
+    .stream_create_with_flags = clp__stream_create_with_flags,
+    .stream_create_from_native = clp__stream_create_from_native,
+    .stream_query = clp__stream_query,
+    .device_get_native = clp__device_get_native,
+    .mem_get_native = clp__mem_get_native,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(clp_ops)

@@ -1,0 +1,135 @@
+/*
+ * clp_order.c - blocking streams, ordered with the default stream as CUDA
+ * orders streams with its legacy default stream (InfiniCore relies on it:
+ * a synchronous D2H after kernels on its own stream reads their results).
+ *
+ *  before: work on the default queue (and a synchronous copy or fill, which
+ *          runs there) waits for everything already queued on the device's
+ *          blocking queues.  A marker on each blocking queue captures that
+ *          work, queued through the plugin or natively by the application,
+ *          which no counter of ours can see; markers already complete are
+ *          dropped, and the default queue gets one barrier on the rest, or
+ *          none when all were complete (an idle queue completes a marker at
+ *          once on PoCL: about 1 us per queue).
+ *  after:  asynchronous work queued on the default queue is waited for by
+ *          whatever the blocking queues get later: a marker on the default
+ *          queue and a barrier on each blocking queue, unless that marker is
+ *          already complete.  The barrier goes in eagerly because work the
+ *          application queues natively on a blocking queue passes no code of
+ *          ours.  Synchronous operations need no "after": they have
+ *          completed when the call returns.
+ *
+ * Non-blocking streams take part in neither.  Work the application queues
+ * natively on the default queue itself is seen by "before" (it precedes the
+ * barrier in the queue) but starts no "after".
+ *
+ * No cycle can form: every wait list names events that were already queued
+ * when the waiting command is queued, so waits only point back in time.
+ * The device lock is held while markers and barriers are queued (they do
+ * not block), so no queue is destroyed under us.
+ */
+#include "clp_internal.h"
+
+#include <stdlib.h>
+
+/* 1: done (completed, or terminated by an earlier failure: nothing left to
+ * wait for), 0: pending. */
+static int settled(cl_event e)
+{
+    cl_int status = CL_QUEUED;
+
+    if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+        return 0; /* wait for it: never skip a wait on doubt */
+    return status == CL_COMPLETE || status < 0;
+}
+
+static int is_default(const clp__stream *s)
+{
+    return s == &s->dev->default_stream;
+}
+
+infiniStatus_t clp__order_before(clp__stream *s)
+{
+    clp__device *d = s->dev;
+    cl_event local[8], *marks = local;
+    size_t n = 0, cap = sizeof local / sizeof local[0];
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    cl_int err;
+
+    if (!is_default(s) || atomic_load_explicit(&d->blocking_streams, memory_order_acquire) == 0)
+        return INFINI_STATUS_SUCCESS;
+
+    pthread_mutex_lock(&d->lock);
+    for (clp__stream *q = d->queues.next; q != &d->queues; q = q->next) {
+        cl_event m = NULL;
+
+        if (q == s || !q->blocking)
+            continue;
+        err = clEnqueueMarkerWithWaitList(q->queue, 0, NULL, &m);
+        if (err != CL_SUCCESS) {
+            st = clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+            break;
+        }
+        if (settled(m)) {
+            clReleaseEvent(m);
+            continue;
+        }
+        /* The marker must reach the device even if nobody flushes q. */
+        clFlush(q->queue);
+        if (n == cap) {
+            size_t c = cap * 2;
+            cl_event *grown = marks == local ? malloc(c * sizeof *grown) : realloc(marks, c * sizeof *grown);
+            if (grown == NULL) {
+                clReleaseEvent(m);
+                st = INFINI_STATUS_OUT_OF_MEMORY;
+                break;
+            }
+            if (marks == local)
+                for (size_t i = 0; i < n; i++)
+                    grown[i] = local[i];
+            marks = grown;
+            cap = c;
+        }
+        marks[n++] = m;
+    }
+    pthread_mutex_unlock(&d->lock);
+
+    if (st == INFINI_STATUS_SUCCESS && n > 0) {
+        err = clEnqueueBarrierWithWaitList(s->queue, (cl_uint)n, marks, NULL);
+        if (err != CL_SUCCESS)
+            st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+    }
+    for (size_t i = 0; i < n; i++)
+        clReleaseEvent(marks[i]);
+    if (marks != local)
+        free(marks);
+    return st;
+}
+
+infiniStatus_t clp__order_after(clp__stream *s)
+{
+    clp__device *d = s->dev;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    cl_event m = NULL;
+    cl_int err;
+
+    if (!is_default(s) || atomic_load_explicit(&d->blocking_streams, memory_order_acquire) == 0)
+        return INFINI_STATUS_SUCCESS;
+    err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
+    if (err != CL_SUCCESS)
+        return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+    clFlush(s->queue);
+    if (!settled(m)) {
+        pthread_mutex_lock(&d->lock);
+        for (clp__stream *q = d->queues.next; q != &d->queues; q = q->next) {
+            if (q == s || !q->blocking)
+                continue;
+            err = clEnqueueBarrierWithWaitList(q->queue, 1, &m, NULL);
+            if (err != CL_SUCCESS && st == INFINI_STATUS_SUCCESS)
+                st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    clReleaseEvent(m);
+    return st;
+}
