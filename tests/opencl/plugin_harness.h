@@ -49,7 +49,13 @@
     X(cross_device)      \
     X(device_sync)       \
     X(threads)           \
-    X(shutdown_pending)
+    X(shutdown_pending)  \
+    X(native_handles)    \
+    X(native_mem)        \
+    X(native_kernel)     \
+    X(stream_query)      \
+    X(from_native)       \
+    X(blocking_order)
 
 #define TEST_DECLARE_(name) int test_##name(void);
 TEST_LIST(TEST_DECLARE_)
