@@ -94,7 +94,6 @@ typedef struct clp__stream {
     clp__device *dev;
     clp__hostq *hostq;               /* host-function thread, made on first use */
     int blocking;                    /* ordered with the default stream; fixed at creation */
-    int wrapped;                     /* the application's queue: we hold one reference */
     struct clp__stream *prev, *next; /* the device's list of live queues */
 } clp__stream;
 

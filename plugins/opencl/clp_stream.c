@@ -130,7 +130,6 @@ infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stre
         s->queue = q;
         s->dev = d;
         s->blocking = 1; /* as a stream made with cudaStreamCreate */
-        s->wrapped = 1;
         link_locked(d, s);
     }
     pthread_mutex_unlock(&d->lock);
