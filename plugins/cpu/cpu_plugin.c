@@ -8,6 +8,10 @@
  *                        OUT_OF_MEMORY (suffixes K, M, G, T).  Lets tests drive
  *                        multi-device routing and out-of-memory without
  *                        hardware.
+ *   streams = MODE       inline (default): every operation is done on the
+ *                        caller's thread before the call returns, as in
+ *                        InfiniCore's CPU runtime; async: a worker thread per
+ *                        stream (see cpu.h).
  */
 #define _GNU_SOURCE
 #include "cpu.h"
@@ -99,6 +103,7 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
     cpu__log = args->log;
     int count = 1;
     size_t limit = 0;
+    bool inline_mode = true;
     for (size_t i = 0; i < args->config_count; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
         if (strcmp(k, "devices") == 0) {
@@ -110,6 +115,15 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
                 return INFINI_STATUS_BAD_PARAM;
             }
             count = (int)n;
+        } else if (strcmp(k, "streams") == 0) {
+            if (strcmp(v, "inline") == 0) {
+                inline_mode = true;
+            } else if (strcmp(v, "async") == 0) {
+                inline_mode = false;
+            } else {
+                snprintf(args->message, args->message_size, "streams = '%s' is not inline or async", v);
+                return INFINI_STATUS_BAD_PARAM;
+            }
         } else if (strcmp(k, "memory_limit") == 0) {
             if (parse_size(v, &limit) != 0) {
                 snprintf(args->message, args->message_size, "memory_limit = '%s' is not a size (e.g. 64M, 2G, 1T)",
@@ -125,6 +139,7 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
         *device_count = 0;
         return INFINI_STATUS_SUCCESS;
     }
+    cpu__inline = inline_mode;
     read_cpu_model();
     for (int i = 0; i < count; i++) {
         cpu_device *d = &g_devices[i];
@@ -132,8 +147,8 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
         d->index = i;
         d->memory_limit = limit;
         atomic_init(&d->used, 0);
+        atomic_init(&d->default_stream, NULL);
         pthread_mutex_init(&d->lock, NULL);
-        pthread_cond_init(&d->unpinned, NULL);
     }
     g_count = count;
     *device_count = count;
@@ -265,41 +280,37 @@ static infiniStatus_t cpu_free_host(int dev, void *ptr)
     return INFINI_STATUS_SUCCESS;
 }
 
-/* A synchronous copy is ordered after the work queued on the default
- * stream, as a legacy-stream cudaMemcpy is. */
-static void drain_default(int dev)
-{
-    cpu_device *d = cpu__device(dev);
-    pthread_mutex_lock(&d->lock);
-    cpu_stream *s = d->default_stream;
-    pthread_mutex_unlock(&d->lock);
-    if (s != NULL)
-        cpu__stream_sync(s);
-}
-
+/* A synchronous copy or fill comes after the work queued on the default
+ * stream and the blocking streams, as a legacy-stream cudaMemcpy does (in
+ * inline mode there is none). */
 static infiniStatus_t cpu_memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    drain_default(dev);
-    memmove(dst, src, size);
-    return INFINI_STATUS_SUCCESS;
+    infiniStatus_t st = cpu__sync_point(dev);
+    if (st == INFINI_STATUS_SUCCESS)
+        memmove(dst, src, size);
+    return st;
 }
 
 static infiniStatus_t cpu_memset(int dev, void *ptr, int value, size_t size)
 {
-    drain_default(dev);
-    memset(ptr, value, size);
-    return INFINI_STATUS_SUCCESS;
+    infiniStatus_t st = cpu__sync_point(dev);
+    if (st == INFINI_STATUS_SUCCESS)
+        memset(ptr, value, size);
+    return st;
 }
 
 /* --------------------------------------------------------------- streams */
 
+static infiniStatus_t cpu_stream_create_with_flags(int dev, uint32_t flags, void **stream)
+{
+    if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING)
+        return INFINI_STATUS_BAD_PARAM;
+    return cpu__stream_new(dev, flags, stream);
+}
+
 static infiniStatus_t cpu_stream_create(int dev, void **stream)
 {
-    cpu_stream *s;
-    if (cpu__stream_new(cpu__device(dev), &s) != 0)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    *stream = s;
-    return INFINI_STATUS_SUCCESS;
+    return cpu__stream_new(dev, 0, stream);
 }
 
 static infiniStatus_t cpu_stream_destroy(int dev, void *stream)
@@ -308,46 +319,49 @@ static infiniStatus_t cpu_stream_destroy(int dev, void *stream)
     return INFINI_STATUS_SUCCESS;
 }
 
-#define RESOLVE(s, dev, stream)                        \
-    cpu_stream *s = cpu__resolve((dev), (stream));     \
-    if (s == NULL)                                     \
-        return INFINI_STATUS_OUT_OF_MEMORY
-
 static infiniStatus_t cpu_stream_synchronize(int dev, void *stream)
 {
-    RESOLVE(s, dev, stream);
-    cpu__stream_sync(s);
+    return cpu__stream_sync(dev, stream);
+}
+
+/* Also counts what was queued natively (infinirt_cpu.h), which the loader
+ * does not see. */
+static infiniStatus_t cpu_stream_query(int dev, void *stream, int *idle)
+{
+    cpu__stream_query(dev, stream, idle);
     return INFINI_STATUS_SUCCESS;
 }
 
 static infiniStatus_t cpu_device_synchronize(int dev)
 {
-    cpu__device_sync(cpu__device(dev));
+    return cpu__device_sync(dev);
+}
+
+static infiniStatus_t cpu_device_get_native(int dev, void **device, void **context)
+{
+    *device = NULL; /* host memory and threads: no native device object */
+    *context = NULL;
     return INFINI_STATUS_SUCCESS;
 }
 
 static infiniStatus_t cpu_stream_wait_event(int dev, void *stream, void *event)
 {
-    RESOLVE(s, dev, stream);
-    return cpu__enqueue_wait(s, event) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+    return cpu__wait_event(dev, stream, event);
 }
 
 static infiniStatus_t cpu_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
 {
-    RESOLVE(s, dev, stream);
-    return cpu__enqueue_host_fn(s, fn, user_data) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+    return cpu__host_fn(dev, stream, fn, user_data);
 }
 
 static infiniStatus_t cpu_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
-    RESOLVE(s, dev, stream);
-    return cpu__enqueue_copy(s, dst, src, size) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+    return cpu__copy(dev, stream, dst, src, size);
 }
 
 static infiniStatus_t cpu_memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    RESOLVE(s, dev, stream);
-    return cpu__enqueue_fill(s, ptr, value, size) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+    return cpu__fill(dev, stream, ptr, value, size);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -369,8 +383,7 @@ static infiniStatus_t cpu_event_destroy(int dev, void *event)
 
 static infiniStatus_t cpu_event_record(int dev, void *event, void *stream)
 {
-    RESOLVE(s, dev, stream);
-    return cpu__enqueue_record(s, event) == 0 ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+    return cpu__record(dev, stream, event);
 }
 
 static infiniStatus_t cpu_event_query(int dev, void *event, int *complete)
@@ -446,6 +459,12 @@ static const infinirtPluginOps cpu_ops = {
     .memcpy_async = cpu_memcpy_async,
     .memset = cpu_memset,
     .memset_async = cpu_memset_async,
+    /* ABI 1.1.  No stream_get_native / event_get_native: the handles are
+     * the plugin's objects, a stream beginning with its public table
+     * (infinirt_cpu.h). */
+    .stream_create_with_flags = cpu_stream_create_with_flags,
+    .stream_query = cpu_stream_query,
+    .device_get_native = cpu_device_get_native,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cpu_ops)
