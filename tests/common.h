@@ -35,8 +35,13 @@ typedef struct {
 } tc_gate;
 void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
 void tc_gate_open(tc_gate *g);
+/* 1 when the backend runs work queued on s on the caller's thread before
+ * the call returns (the CPU backend's `streams = inline`), found with a
+ * probe host function; 0 otherwise, or without host functions. */
+int tc_stream_is_inline(infinirtStream_t s);
 /* Block stream s on g with a host function; TEST_SKIP when the backend has
- * no host functions (NOT_IMPLEMENTED), TEST_FAIL on any other error. */
+ * no host functions (NOT_IMPLEMENTED) or runs them inline (a gate would
+ * block the caller), TEST_FAIL on any other error. */
 int tc_hold_stream(infinirtStream_t s, tc_gate *g);
 /* Open every gate tc_hold_stream was given (the runner, after each test). */
 void tc_open_all_gates(void);
