@@ -13,10 +13,12 @@
 
 #define MiB ((size_t)1 << 20)
 
+/* Worker-thread streams (streams = async): the tests hold streams with gates
+ * to keep work queued behind freed memory. */
 static void cpu_config(const char *extra)
 {
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\n%s", CPU_PLUGIN, extra);
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\nstreams = async\n%s", CPU_PLUGIN, extra);
     tc_use_config(cfg);
 }
 

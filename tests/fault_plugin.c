@@ -262,6 +262,10 @@ static infiniStatus_t f_stream_create(int dev, void **s)
 {
     FORWARD(stream_create, dev, s);
 }
+static infiniStatus_t f_stream_create_with_flags(int dev, uint32_t flags, void **s)
+{
+    FORWARD(stream_create_with_flags, dev, flags, s);
+}
 static infiniStatus_t f_stream_destroy(int dev, void *s)
 {
     FORWARD_RELEASE(stream_destroy, s, dev, s);

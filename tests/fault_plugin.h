@@ -11,7 +11,8 @@
     X(get_device_info) X(get_mem_info) X(device_synchronize) X(stream_create) X(stream_destroy)           \
     X(stream_synchronize) X(stream_wait_event) X(launch_host_func) X(event_create) X(event_destroy)       \
     X(event_record) X(event_query) X(event_synchronize) X(event_elapsed_time) X(malloc_device)            \
-    X(free_device) X(malloc_host) X(free_host) X(memcpy) X(memcpy_async) X(memset) X(memset_async)
+    X(free_device) X(malloc_host) X(free_host) X(memcpy) X(memcpy_async) X(memset) X(memset_async)       \
+    X(stream_create_with_flags)
 
 /* Modes of fault_set. */
 #define FAULT_OFF 0

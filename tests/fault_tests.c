@@ -36,12 +36,19 @@ const char *ft_log_path(void)
 void ft_config(const char *omit, const char *extra)
 {
     char cfg[4096];
-    snprintf(cfg, sizeof cfg, "[plugin.fault]\nlibrary = %s\ninner = %s\nmemory_limit = %zu\n%s\n", FAULT_PLUGIN,
-             CPU_PLUGIN, LIMIT, extra ? extra : "");
+    /* The inner cpu plugin with worker-thread streams (streams = async):
+     * the tests hold streams with gates while calls fail around them. */
+    snprintf(cfg, sizeof cfg, "[plugin.fault]\nlibrary = %s\ninner = %s\nmemory_limit = %zu\nstreams = async\n%s\n",
+             FAULT_PLUGIN, CPU_PLUGIN, LIMIT, extra ? extra : "");
     tc_use_config(cfg);
     tc_setenv("FAULT_OMIT", omit ? omit : "");
     tc_setenv("INFINIRT_LOG_FILE", ft_log_path());
     tc_setenv("INFINIRT_LOG", "info");
+}
+
+infiniStatus_t ft_stream(infinirtStream_t *s)
+{
+    return infinirtStreamCreateWithFlags(s, INFINIRT_STREAM_NON_BLOCKING);
 }
 
 /* The control functions of the loaded fault plugin (after the loader's
@@ -268,8 +275,8 @@ int test_fault_no_events(void)
     ASSERT_STATUS(infinirtEventCreate(&e), INFINI_STATUS_NOT_IMPLEMENTED);
     ASSERT_STATUS(infinirtEventCreateWithFlags(&e, INFINIRT_EVENT_DISABLE_TIMING), INFINI_STATUS_NOT_IMPLEMENTED);
     infinirtStream_t s, s2;
-    ASSERT_OK(infinirtStreamCreate(&s));
-    ASSERT_OK(infinirtStreamCreate(&s2));
+    ASSERT_OK(ft_stream(&s));
+    ASSERT_OK(ft_stream(&s2));
     CHECK(reuse_is_safe(s, false, NULL, BLK));  /* Free, reused on the default stream */
     CHECK(reuse_is_safe(s, true, s2, BLK));     /* FreeAsync, reused on another stream */
     CHECK(reuse_is_safe(s, false, NULL, LIMIT)); /* the whole device */
@@ -288,7 +295,7 @@ int test_fault_omitted_entries(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     infinirtEvent_t a, b;
     ASSERT_OK(infinirtEventCreate(&a));
     ASSERT_OK(infinirtEventCreate(&b));
@@ -327,8 +334,8 @@ static int fence_unavailable(const char *op)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s, s2;
-    ASSERT_OK(infinirtStreamCreate(&s));
-    ASSERT_OK(infinirtStreamCreate(&s2));
+    ASSERT_OK(ft_stream(&s));
+    ASSERT_OK(ft_stream(&s2));
     ASSERT_EQ(api.set(op, FAULT_ALWAYS, 0, FAIL_ST), 0);
     CHECK(reuse_is_safe(s, false, NULL, BLK));
     CHECK(reuse_is_safe(s, true, s2, BLK));
@@ -383,8 +390,8 @@ int test_fault_event_query_fails(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s, s2;
-    ASSERT_OK(infinirtStreamCreate(&s));
-    ASSERT_OK(infinirtStreamCreate(&s2));
+    ASSERT_OK(ft_stream(&s));
+    ASSERT_OK(ft_stream(&s2));
     ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
     void *old, *p;
     for (int way = 0; way < 2; way++) {
@@ -420,7 +427,7 @@ int test_fault_event_wait_fails(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
     ASSERT_EQ(api.set("event_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
     tc_gate g = {0};
@@ -445,7 +452,7 @@ int test_fault_device_sync_fails(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     ASSERT_EQ(api.set("event_query", FAULT_ALWAYS, 0, FAIL_ST), 0);
     ASSERT_EQ(api.set("event_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
     ASSERT_EQ(api.set("device_synchronize", FAULT_ALWAYS, 0, FAIL_ST), 0);
@@ -500,7 +507,7 @@ int test_fault_device_sync_late_work(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     static unsigned char a[BLK], b[BLK], got[BLK];
     tc_pattern(a, BLK, 1);
     tc_pattern(b, BLK, 2);
@@ -556,7 +563,7 @@ static void *ft_stream_create(void *p)
 {
     ft_call *c = p;
     infinirtSetDevice(DEV, 0);
-    c->st = infinirtStreamCreate(&c->s);
+    c->st = ft_stream(&c->s);
     __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
@@ -567,7 +574,7 @@ int test_fault_sync_by_stream_unlocked(void)
     fault_api api;
     CHECK(ft_start(&api));
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     static tc_gate gate;
     CHECK(tc_hold_stream(s, &gate));
     ft_call sync = {0}, create = {0};
@@ -601,7 +608,7 @@ int test_fault_passthrough_wait_fails(void)
     CHECK(ft_start(&api));
     enum { N = 64 * 1024 };
     infinirtStream_t s;
-    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(ft_stream(&s));
     void *p, *q;
     ASSERT_OK(infinirtMalloc(&p, N));
     static tc_gate gate;

@@ -27,6 +27,10 @@ typedef struct {
  * logging at info level to ft_log_path(). */
 void ft_config(const char *omit, const char *extra);
 const char *ft_log_path(void);
+/* A non-blocking stream of the current device: the tests hold streams with
+ * gates and check what other streams and the default stream do meanwhile,
+ * which blocking streams would order behind the gates. */
+infiniStatus_t ft_stream(infinirtStream_t *s);
 /* The plugin's report entry named `name` into *out: its index, or -1. */
 int ft_find_plugin(const char *name, infinirtPluginInfo_t *out);
 /* The fault plugin is loaded: make its device 0 current, fill *api. */

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <time.h>
 
-static const char k_cpu_config[] = "[plugin.cpu]\nlibrary = " CPU_PLUGIN "\ndevices = 2\n";
+/* Worker-thread streams (streams = async): the tests hold streams and race
+ * calls against their workers. */
+static const char k_cpu_config[] = "[plugin.cpu]\nlibrary = " CPU_PLUGIN "\ndevices = 2\nstreams = async\n";
 
 /* ----------------------------------------------- destroy waits for a holder */
 

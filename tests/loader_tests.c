@@ -543,7 +543,8 @@ int test_loader_default_device_negative(void)
 int test_routing_two_devices(void)
 {
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\n", CPU_PLUGIN);
+    /* async: a stream of device 1 is held while calls route to it. */
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\nstreams = async\n", CPU_PLUGIN);
     use_config(cfg);
     ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 1));
     void *p;
@@ -618,7 +619,7 @@ int test_routing_other_backend(void)
     char ledger[600], cfg[2048];
     snprintf(ledger, sizeof ledger, "%s/fake.ledger", tc_temp_dir());
     snprintf(cfg, sizeof cfg,
-             "[plugin.cpu]\nlibrary = %s\ndevices = 2\n\n[plugin.streams]\nlibrary = " FAKE_DIR
+             "[plugin.cpu]\nlibrary = %s\ndevices = 2\nstreams = async\n\n[plugin.streams]\nlibrary = " FAKE_DIR
              "/libfake_streams.so\nanswer = 42\ndevices = 2\nledger = %s\n",
              CPU_PLUGIN, ledger);
     use_config(cfg);
@@ -1016,7 +1017,8 @@ static void *event_teardown_worker(void *arg)
 int test_threads_event_teardown(void)
 {
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n", CPU_PLUGIN);
+    /* async: the events are destroyed on the streams' worker threads. */
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = async\n", CPU_PLUGIN);
     use_config(cfg);
     ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[0]));
     ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[1]));
