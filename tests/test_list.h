@@ -107,7 +107,13 @@
     X(allocator, wait_event_in_flight)    \
     X(allocator, retired_stream_merged)   \
     X(loader, incoherent_no_query)        \
-    X(loader, incoherent_no_stream_destroy)
+    X(loader, incoherent_no_stream_destroy) \
+    X(cpu, inline_done_on_return)         \
+    X(cpu, bad_streams_key)               \
+    X(cpu, blocking_streams)              \
+    X(cpu, native_enqueue_inline)         \
+    X(cpu, native_enqueue_async)          \
+    X(cpu, native_work_free)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -1,0 +1,426 @@
+/*
+ * cpu_tests.c - the CPU backend's own behaviour, through the public API and
+ * its native stream table (infinirt_cpu.h): the two stream modes, blocking
+ * streams ordered with the default stream (async mode), work queued
+ * natively on a stream handle, and the allocator's respect for that work.
+ * CPU_PLUGIN comes from CMake.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+#include "infinirt_cpu.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB ((size_t)1 << 20)
+
+static void cpu_config(const char *streams)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\n%s%s%s", CPU_PLUGIN,
+             streams ? "streams = " : "", streams ? streams : "", streams ? "\n" : "");
+    tc_use_config(cfg);
+}
+
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void set_flag(void *flag)
+{
+    atomic_store((atomic_int *)flag, 1);
+}
+
+static void sleep_20ms(void *unused)
+{
+    (void)unused;
+    tc_sleep_ms(20);
+}
+
+/* ------------------------------------------------------------ inline mode */
+
+/* The default mode: every "asynchronous" operation is done when its call
+ * returns, on the caller's thread, with no worker thread anywhere. */
+int test_cpu_inline_done_on_return(void)
+{
+    cpu_config(NULL); /* inline is the default */
+    CHECK(tc_use_device(0));
+    int threads = thread_count();
+    ASSERT_GT(threads, 0);
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    for (int k = 0; k < 2; k++) {
+        infinirtStream_t on = k == 0 ? s : NULL; /* a created stream, the NULL stream */
+        atomic_int flag = 0;
+        ASSERT_OK(infinirtLaunchHostFunc(on, set_flag, &flag));
+        ASSERT_EQ(atomic_load(&flag), 1);
+
+        size_t n = 1 * MiB;
+        unsigned char *a = malloc(n), *b = calloc(1, n);
+        ASSERT(a && b);
+        tc_pattern(a, n, 21u + (unsigned)k);
+        void *d;
+        ASSERT_OK(infinirtMalloc(&d, n));
+        ASSERT_OK(infinirtMemcpyAsync(d, a, n, INFINIRT_MEMCPY_H2D, on));
+        ASSERT_MEM_EQ(d, a, n); /* CPU device memory is host memory */
+        ASSERT_OK(infinirtMemsetAsync(d, 0x3c, 64, on));
+        ASSERT_EQ(((unsigned char *)d)[63], 0x3c);
+        ASSERT_OK(infinirtMemcpyAsync(b, d, n, INFINIRT_MEMCPY_D2H, on));
+        ASSERT_EQ(b[0], 0x3c);
+        ASSERT_MEM_EQ(b + 64, a + 64, n - 64);
+        ASSERT_OK(infinirtFree(d));
+        free(a);
+        free(b);
+
+        /* A record completes at once, with its time: the elapsed time
+         * covers the host function queued between the two records. */
+        infinirtEvent_t e0, e1;
+        infinirtEventStatus_t st;
+        ASSERT_OK(infinirtEventCreate(&e0));
+        ASSERT_OK(infinirtEventCreate(&e1));
+        ASSERT_OK(infinirtEventRecord(e0, on));
+        ASSERT_OK(infinirtEventQuery(e0, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtLaunchHostFunc(on, sleep_20ms, NULL));
+        ASSERT_OK(infinirtEventRecord(e1, on));
+        ASSERT_OK(infinirtEventQuery(e1, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        float ms = -1;
+        ASSERT_OK(infinirtEventElapsedTime(&ms, e0, e1));
+        ASSERT(ms >= 15.0f && ms < 60000.0f);
+        ASSERT_OK(infinirtStreamWaitEvent(s, e1));
+        ASSERT_OK(infinirtEventDestroy(e0));
+        ASSERT_OK(infinirtEventDestroy(e1));
+    }
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_EQ(thread_count(), threads); /* no worker thread was started */
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* streams = anything else: the plugin is refused with the reason, the
+ * others serve on (as for its other keys). */
+int test_cpu_bad_streams_key(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = sometimes\n", CPU_PLUGIN);
+    tc_use_config(cfg);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    infinirtPluginInfo_t pi;
+    int found = 0;
+    for (int i = 0; i < n; i++)
+        if (infinirtGetPluginInfo(i, &pi) == INFINI_STATUS_SUCCESS && strcmp(pi.name, "cpu") == 0) {
+            found = 1;
+            break;
+        }
+    ASSERT(found);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_INIT_FAILED);
+    ASSERT_STR_CONTAINS(pi.message, "streams = 'sometimes' is not inline or async");
+    int count = -1;
+    infinirtGetDeviceCount(INFINI_DEVICE_CPU, &count);
+    ASSERT_EQ(count, 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ blocking streams (async) */
+
+/* Each host function writes its turn: the order work really ran in. */
+typedef struct {
+    atomic_int next;
+    atomic_int at[8];
+} order_log;
+
+typedef struct {
+    order_log *log;
+    int slot;
+} order_arg;
+
+static void log_turn(void *arg)
+{
+    order_arg *a = arg;
+    atomic_store(&a->log->at[a->slot], atomic_fetch_add(&a->log->next, 1) + 1);
+}
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+    order_log *log;
+    int slot;
+    infiniStatus_t st;
+} sync_copy_arg;
+
+static void *sync_copy(void *arg)
+{
+    sync_copy_arg *c = arg;
+    c->st = infinirtMemcpy(c->dst, c->src, c->n, INFINIRT_MEMCPY_H2D);
+    atomic_store(&c->log->at[c->slot], atomic_fetch_add(&c->log->next, 1) + 1);
+    return NULL;
+}
+
+/* Wait (up to 5 s) for an event without risking a hang. */
+static int completes_soon(infinirtEvent_t e)
+{
+    infinirtEventStatus_t st = INFINIRT_EVENT_NOT_READY;
+    for (int i = 0; i < 5000 && st != INFINIRT_EVENT_COMPLETE; i++) {
+        if (infinirtEventQuery(e, &st) != INFINI_STATUS_SUCCESS)
+            return 0;
+        if (st != INFINIRT_EVENT_COMPLETE)
+            tc_sleep_ms(1);
+    }
+    return st == INFINIRT_EVENT_COMPLETE;
+}
+
+static void *watchdog(void *gate)
+{
+    tc_gate *g = gate;
+    for (int i = 0; i < 2000 && !__atomic_load_n(&g->open, __ATOMIC_SEQ_CST); i++)
+        tc_sleep_ms(1);
+    tc_gate_open(g);
+    return NULL;
+}
+
+/* As with CUDA's legacy default stream: NULL-stream work and a synchronous
+ * Memcpy run after the work already queued on a blocking stream, and work
+ * queued on the blocking stream afterwards runs after the NULL-stream work;
+ * a non-blocking stream waits for none of it and holds none of it up. */
+int test_cpu_blocking_streams(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    infinirtStream_t b, nb;
+    ASSERT_OK(infinirtStreamCreate(&b));
+    ASSERT_OK(infinirtStreamCreateWithFlags(&nb, INFINIRT_STREAM_NON_BLOCKING));
+    ASSERT_STATUS(infinirtStreamCreateWithFlags(&nb, 0x10), INFINI_STATUS_BAD_PARAM);
+    infinirtEvent_t nb_done, null_done;
+    ASSERT_OK(infinirtEventCreate(&nb_done));
+    ASSERT_OK(infinirtEventCreate(&null_done));
+    enum { B1, NUL, COPY, B2, NB };
+    static order_log log;
+    static order_arg args[5];
+    for (int i = 0; i < 5; i++)
+        args[i] = (order_arg){&log, i};
+    size_t n = 4096;
+    unsigned char src[4096];
+    tc_pattern(src, n, 5);
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, n));
+
+    static tc_gate gate;
+    CHECK(tc_hold_stream(b, &gate));
+    ASSERT_OK(infinirtLaunchHostFunc(b, log_turn, &args[B1]));
+    /* Slow NULL-stream work: B2 must still wait for it. */
+    ASSERT_OK(infinirtLaunchHostFunc(NULL, sleep_20ms, NULL));
+    ASSERT_OK(infinirtLaunchHostFunc(NULL, log_turn, &args[NUL]));
+    ASSERT_OK(infinirtEventRecord(null_done, NULL));
+    sync_copy_arg c = {d, src, n, &log, COPY, INFINI_STATUS_INTERNAL_ERROR};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, sync_copy, &c), 0);
+    ASSERT_OK(infinirtLaunchHostFunc(b, log_turn, &args[B2]));
+    /* The non-blocking stream runs while b is held. */
+    ASSERT_OK(infinirtLaunchHostFunc(nb, log_turn, &args[NB]));
+    ASSERT_OK(infinirtEventRecord(nb_done, nb));
+    int nb_ran = completes_soon(nb_done);
+    tc_sleep_ms(30); /* time for a wrong order to show */
+    int copy_early = atomic_load(&log.at[COPY]) != 0, null_early = atomic_load(&log.at[NUL]) != 0;
+    infinirtEventStatus_t st;
+    ASSERT_OK(infinirtEventQuery(null_done, &st));
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(c.st);
+    ASSERT(nb_ran);
+    ASSERT_EQ(copy_early, 0);
+    ASSERT_EQ(null_early, 0);
+    ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_MEM_EQ(d, src, n);
+    ASSERT_EQ(atomic_load(&log.at[NB]), 1);
+    ASSERT_EQ(atomic_load(&log.at[B1]), 2);
+    ASSERT_EQ(atomic_load(&log.at[NUL]), 3);
+    ASSERT_GT(atomic_load(&log.at[COPY]), 3); /* after the NULL-stream work it was issued after */
+    ASSERT_GT(atomic_load(&log.at[B2]), 3);   /* after the NULL-stream work queued before it */
+
+    /* A held non-blocking stream holds up neither the NULL stream nor a
+     * synchronous copy or fill (a watchdog opens the gate after 2 s, so a
+     * wrong wait shows as slowness, not a hang). */
+    static tc_gate gate2;
+    CHECK(tc_hold_stream(nb, &gate2));
+    pthread_t dog;
+    ASSERT_EQ(pthread_create(&dog, NULL, watchdog, &gate2), 0);
+    atomic_int flag = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(NULL, set_flag, &flag));
+    ASSERT_OK(infinirtEventRecord(null_done, NULL));
+    int null_ran = completes_soon(null_done);
+    ASSERT_OK(infinirtMemset(d, 0x77, n));
+    ASSERT_OK(infinirtMemcpy(d, src, 16, INFINIRT_MEMCPY_H2D));
+    int held = !__atomic_load_n(&gate2.open, __ATOMIC_SEQ_CST);
+    tc_gate_open(&gate2);
+    ASSERT_EQ(pthread_join(dog, NULL), 0);
+    ASSERT(held);
+    ASSERT(null_ran);
+    ASSERT_EQ(atomic_load(&flag), 1);
+    ASSERT_EQ(((unsigned char *)d)[n - 1], 0x77);
+
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtEventDestroy(nb_done));
+    ASSERT_OK(infinirtEventDestroy(null_done));
+    ASSERT_OK(infinirtStreamDestroy(b));
+    ASSERT_OK(infinirtStreamDestroy(nb));
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ native path */
+
+typedef struct {
+    unsigned char *d;
+    size_t n;
+    int saw_first; /* the copy queued before this work had landed */
+} native_arg;
+
+static void native_work(void *arg)
+{
+    native_arg *a = arg;
+    a->saw_first = a->d[0] == 0x11 && a->d[a->n - 1] == 0x11;
+    memset(a->d, 0x22, a->n);
+}
+
+/* Work queued through the stream handle's own table runs in stream order
+ * with infinirt's copies on the same stream. */
+static int native_enqueue_case(const char *mode, int inline_mode)
+{
+    cpu_config(mode);
+    CHECK(tc_use_device(0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *native = NULL;
+    ASSERT_OK(infinirtStreamGetNativeHandle(s, &native));
+    ASSERT_PTR_EQ(native, s); /* the handle is the plugin's stream object */
+    const infinirtCpuStreamOps *ops = infinirtCpuStreamGetOps(s);
+    ASSERT(ops != NULL);
+    ASSERT_GE(ops->struct_size, sizeof(infinirtCpuStreamOps));
+    ASSERT(INFINIRT_CPU_STREAM_OPS_HAS(ops, synchronize));
+    ASSERT_EQ((ops->flags & INFINIRT_CPU_STREAM_INLINE) != 0, inline_mode);
+    ASSERT_EQ(ops->enqueue(s, NULL, NULL), INFINI_STATUS_NULL_POINTER);
+    ASSERT_EQ(ops->enqueue(NULL, set_flag, NULL), INFINI_STATUS_NULL_POINTER);
+
+    size_t n = 2 * MiB;
+    unsigned char *ones = malloc(n), *back = calloc(1, n);
+    ASSERT(ones && back);
+    memset(ones, 0x11, n);
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, n));
+    ASSERT_OK(infinirtMemset(d, 0, n));
+    static tc_gate gate;
+    if (!inline_mode)
+        CHECK(tc_hold_stream(s, &gate)); /* everything below queues behind it */
+    native_arg a = {d, n, 0};
+    ASSERT_OK(infinirtMemcpyAsync(d, ones, n, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_EQ(ops->enqueue(s, native_work, &a), INFINI_STATUS_SUCCESS);
+    ASSERT_OK(infinirtMemcpyAsync(back, d, n, INFINIRT_MEMCPY_D2H, s));
+    int idle = -1;
+    ASSERT_EQ(ops->query(s, &idle), INFINI_STATUS_SUCCESS);
+    ASSERT_EQ(idle, inline_mode); /* inline: done already; async: held */
+    if (!inline_mode)
+        tc_gate_open(&gate);
+    ASSERT_EQ(ops->synchronize(s), INFINI_STATUS_SUCCESS);
+    ASSERT_EQ(ops->query(s, &idle), INFINI_STATUS_SUCCESS);
+    ASSERT_EQ(idle, 1);
+    ASSERT_EQ(a.saw_first, 1);
+    for (size_t i = 0; i < n; i += 4093)
+        ASSERT_EQ(back[i], 0x22);
+
+    /* Native work from another thread's view: queued natively, waited for
+     * through infinirt. */
+    atomic_int flag = 0;
+    ASSERT_EQ(ops->enqueue(s, set_flag, &flag), INFINI_STATUS_SUCCESS);
+    if (inline_mode)
+        ASSERT_EQ(atomic_load(&flag), 1); /* done before enqueue returned */
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_EQ(atomic_load(&flag), 1);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    free(ones);
+    free(back);
+    return TEST_OK;
+}
+
+int test_cpu_native_enqueue_inline(void)
+{
+    return native_enqueue_case(NULL, 1);
+}
+
+int test_cpu_native_enqueue_async(void)
+{
+    return native_enqueue_case("async", 0);
+}
+
+typedef struct {
+    tc_gate *gate;
+    unsigned char *p;
+    size_t n;
+} late_write_arg;
+
+static void late_write(void *arg)
+{
+    late_write_arg *a = arg;
+    tc_gate_wait_fn(a->gate);
+    memset(a->p, 0xAA, a->n);
+}
+
+/* Work queued natively is invisible to the loader's submission counts: a
+ * block freed behind it (Free, or FreeAsync on that stream) must still not
+ * be handed to anyone before it completes.  The plugin's stream_query tells
+ * the loader the stream is busy. */
+int test_cpu_native_work_free(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    for (int k = 0; k < 2; k++) {
+        infinirtStream_t s, other;
+        ASSERT_OK(infinirtStreamCreateWithFlags(&s, INFINIRT_STREAM_NON_BLOCKING));
+        ASSERT_OK(infinirtStreamCreateWithFlags(&other, INFINIRT_STREAM_NON_BLOCKING));
+        const size_t n = 1 * MiB;
+        void *p;
+        ASSERT_OK(infinirtMalloc(&p, n));
+        ASSERT_OK(infinirtDeviceSynchronize()); /* the loader saw everything idle */
+        static tc_gate gates[2];
+        late_write_arg a = {&gates[k], p, n};
+        ASSERT_EQ(infinirtCpuStreamGetOps(s)->enqueue(s, late_write, &a), INFINI_STATUS_SUCCESS);
+        if (k == 0)
+            ASSERT_OK(infinirtFree(p));
+        else
+            ASSERT_OK(infinirtFreeAsync(p, s));
+        void *q;
+        ASSERT_OK(infinirtMallocAsync(&q, n, other));
+        unsigned char *want = malloc(n), *got = malloc(n);
+        ASSERT(want && got);
+        tc_pattern(want, n, 33u + (unsigned)k);
+        ASSERT_OK(infinirtMemcpyAsync(q, want, n, INFINIRT_MEMCPY_H2D, other));
+        ASSERT_OK(infinirtStreamSynchronize(other));
+        tc_gate_open(&gates[k]);
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        ASSERT_OK(infinirtMemcpy(got, q, n, INFINIRT_MEMCPY_D2H));
+        if (memcmp(got, want, n) != 0)
+            TEST_FAILED_("block %p (freed %p with native work on it queued) was overwritten by that work%s", q, p,
+                         q == p ? ": handed out again too early" : "");
+        ASSERT_OK(infinirtFreeAsync(q, other));
+        ASSERT_OK(infinirtStreamDestroy(s));
+        ASSERT_OK(infinirtStreamDestroy(other));
+        free(want);
+        free(got);
+    }
+    return TEST_OK;
+}
