@@ -13,7 +13,7 @@ step() { echo "-- install test: $*"; }
 
 step "cmake --install into $T/prefix"
 cmake --install "$build" --prefix "$T/prefix" >/dev/null
-for f in lib/libinfinirt.so include/infinirt.h include/infinicore.h include/infinirt_plugin.h \
+for f in lib/libinfinirt.so include/infinirt.h include/infinicore.h include/infinirt_plugin.h include/infinirt_cpu.h \
          etc/infinirt/infinirt.ini lib/cmake/infinirt/infinirtConfig.cmake \
          lib/cmake/infinirt/infinirtConfigVersion.cmake lib/pkgconfig/infinirt.pc \
          bin/infinirt-info bin/infinirt-conformance lib/infinirt/libinfinirt_cpu.so; do
