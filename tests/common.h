@@ -6,6 +6,7 @@
 #include "test.h"
 #include "test_list.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 /* The device type a conformance run targets: INFINIRT_TEST_DEVICE (cpu,
@@ -32,16 +33,20 @@ void tc_setenv(const char *name, const char *value);
 typedef struct {
     volatile int open;
     volatile int reached;
+    /* Set by tc_hold_stream: the thread that queued the gate.  Run on that
+     * same thread (a backend that does stream work inline, as the CPU
+     * backend's `streams = inline`), the gate notes it and does not wait:
+     * it would block its own opener. */
+    int armed;
+    pthread_t launcher;
+    volatile int ran_inline;
 } tc_gate;
 void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
 void tc_gate_open(tc_gate *g);
-/* 1 when the backend runs work queued on s on the caller's thread before
- * the call returns (the CPU backend's `streams = inline`), found with a
- * probe host function; 0 otherwise, or without host functions. */
-int tc_stream_is_inline(infinirtStream_t s);
 /* Block stream s on g with a host function; TEST_SKIP when the backend has
- * no host functions (NOT_IMPLEMENTED) or runs them inline (a gate would
- * block the caller), TEST_FAIL on any other error. */
+ * no host functions (NOT_IMPLEMENTED) or runs them inline (the gate cannot
+ * hold anything there), TEST_FAIL on any other error.  Queues exactly one
+ * host function: tests count on what the loader sees submitted. */
 int tc_hold_stream(infinirtStream_t s, tc_gate *g);
 /* Open every gate tc_hold_stream was given (the runner, after each test). */
 void tc_open_all_gates(void);

@@ -678,3 +678,33 @@ int test_fault_no_events_default_stream(void)
     free(got);
     return TEST_OK;
 }
+
+/* The loader's own submission counts decide where the plugin has no
+ * stream_query (the fault plugin has none; the CPU plugin's, which answers
+ * for native work too, makes the loader ask it instead).  The only work
+ * queued since the device was synchronised is one host function: a block
+ * freed behind it is one submission past the idle mark and must stay
+ * pending (allocator.fence_one_past_sync, on the counters).  Half the
+ * device each: the allocation would be served from p's segment. */
+int test_fault_counted_host_fn_in_flight(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, LIMIT / 2));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    static tc_gate gate;
+    CHECK(tc_hold_stream(a, &gate)); /* may use p, as far as the loader knows */
+    ASSERT_OK(infinirtFreeAsync(p, a));
+    ASSERT_OK(infinirtMalloc(&q, LIMIT / 2));
+    ASSERT_PTR_NE(q, p);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(a));
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtStreamDestroy(a));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}

@@ -101,6 +101,7 @@
     X(fault, sync_by_stream_unlocked)     \
     X(fault, passthrough_wait_fails)      \
     X(fault, no_events_default_stream)    \
+    X(fault, counted_host_fn_in_flight)   \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
