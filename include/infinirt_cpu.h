@@ -38,7 +38,10 @@
  *
  * Thread-safety: every function of the table may be called from any thread,
  * concurrently, and from work running on a stream (a function may queue
- * more work, on its own stream or another).
+ * more work, on its own stream or another).  As with CUDA's host functions,
+ * work running on a stream in async mode must not wait for streams of its
+ * device (synchronize, or a synchronous infinirtMemcpy/Memset, which waits
+ * for the blocking streams): it would wait for itself.
  *
  * Compatibility: members are only ever appended.  struct_size is the size of
  * the table the plugin was built with; a member whose end lies past it is
