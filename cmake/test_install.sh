@@ -57,7 +57,10 @@ check_prefix() { # prefix
     INFINIRT_CONFIG="$T/conf/vendor.ini" INFINIRT_TEST_DEVICE=ascend "$p/bin/infinirt-conformance" --all \
         >"$T/conformance.out" 2>"$T/conformance.err" || true
     tail -1 "$T/conformance.out"
-    tail -1 "$T/conformance.out" | grep -Eq '^1[0-9] passed, 0 failed' ||
+    # Nothing failed, and most of the suite ran (the vendor example has no
+    # gates or second device, so some tests skip).
+    passed=$(tail -1 "$T/conformance.out" | sed -n 's/^\([0-9]*\) passed, 0 failed.*/\1/p')
+    [ -n "$passed" ] && [ "$passed" -ge 15 ] ||
         { echo "conformance on the vendor plugin failed:"; cat "$T/conformance.out" "$T/conformance.err"; exit 1; }
 }
 
