@@ -151,6 +151,37 @@ int tc_hold_stream(infinirtStream_t s, tc_gate *g)
     return TEST_OK;
 }
 
+typedef struct {
+    pthread_t t;
+    int ran;
+} ran_on;
+
+static void note_thread(void *p)
+{
+    ran_on *r = p;
+    r->t = pthread_self();
+    __atomic_store_n(&r->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+int tc_needs_async(void)
+{
+    infinirtStream_t s;
+    if (infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS)
+        return TEST_FAIL;
+    ran_on seen = {0};
+    infiniStatus_t st = infinirtLaunchHostFunc(s, note_thread, &seen);
+    bool inline_ran = st == INFINI_STATUS_SUCCESS && __atomic_load_n(&seen.ran, __ATOMIC_SEQ_CST) &&
+                      pthread_equal(seen.t, pthread_self());
+    infinirtStreamSynchronize(s);
+    infinirtStreamDestroy(s);
+    if (inline_ran) {
+        fprintf(stderr, "the backend runs stream work inline (cpu: streams = inline): "
+                        "this test needs asynchronous streams and is skipped\n");
+        return TEST_SKIP;
+    }
+    return TEST_OK; /* no host functions: tc_hold_stream says so later */
+}
+
 void tc_gate_open(tc_gate *g)
 {
     __atomic_store_n(&g->open, 1, __ATOMIC_SEQ_CST);

@@ -43,6 +43,10 @@ typedef struct {
 } tc_gate;
 void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
 void tc_gate_open(tc_gate *g);
+/* TEST_SKIP when the current device runs stream work inline (on the
+ * caller's thread): call it first in tests that hold a stream, before they
+ * allocate anything a skip would leak. */
+int tc_needs_async(void);
 /* Block stream s on g with a host function; TEST_SKIP when the backend has
  * no host functions (NOT_IMPLEMENTED) or runs them inline (the gate cannot
  * hold anything there), TEST_FAIL on any other error.  Queues exactly one

@@ -379,6 +379,7 @@ int test_conformance_event_rerecord(void)
 int test_conformance_stream_wait_event(void)
 {
     CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
     size_t n = 4 * MiB;
     unsigned char *a = malloc(n), *b = calloc(1, n);
     ASSERT(a && b);
@@ -835,6 +836,8 @@ static void *free_and_reuse(void *p)
 
 int test_conformance_pinned_other_device(void)
 {
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
     CHECK(tc_use_device(1));
     enum { N = 256 * 1024 };
     infinirtStream_t s1;
@@ -919,6 +922,8 @@ int test_conformance_peer_memset_free(void)
 int test_conformance_pinned_other_backend(void)
 {
     enum { N = 256 * 1024 };
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
     ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
     void *h;
     ASSERT_OK(infinirtMallocHost(&h, N)); /* the CPU plugin's pool */
