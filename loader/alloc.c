@@ -44,7 +44,8 @@ static infinirt__arena *arena_new(infinirt__pool *pool)
     infinirt__arena *a = infinirt__line_calloc(sizeof *a);
     if (a == NULL)
         return NULL;
-    atomic_init(&a->lock, 0);
+    atomic_init(&a->lock.held, 0);
+    atomic_init(&a->lock.epoch, 0);
     a->pool = pool;
     if (infinirt__ht_init(a) != 0) {
         free(a);

@@ -181,8 +181,17 @@ typedef struct {
     infinirt__blk *head, *tail;
 } infinirt__pq;
 
+/* A spinlock with an epoch: every holder bumps the epoch when it takes the
+ * lock, so a reader that copied something while holding it can later tell,
+ * with one load and no lock, that nobody has held it since (and so that
+ * nothing it protects has changed). */
+typedef struct {
+    atomic_int held;
+    atomic_uint_fast64_t epoch;
+} infinirt__spinlock;
+
 struct infinirt__arena {
-    atomic_int lock;
+    infinirt__spinlock lock;
     infinirt__pool *pool;
     void *stream;
     bool in_use;
@@ -268,16 +277,28 @@ static inline void infinirt__spin_lock_slow(atomic_int *l)
     }
 }
 
-static inline void infinirt__spin_lock(atomic_int *l)
+static inline void infinirt__spin_lock(infinirt__spinlock *l)
 {
-    if (__builtin_expect(!atomic_exchange_explicit(l, 1, memory_order_acquire), 1))
-        return;
-    infinirt__spin_lock_slow(l);
+    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
+        infinirt__spin_lock_slow(&l->held);
+    /* Only the holder writes the epoch: a load and a store, no locked
+     * instruction.  The store comes before every change the holder makes,
+     * so whoever learns of a change (a free, by the thread that made it or
+     * through the application's own synchronisation with it) also sees the
+     * new epoch. */
+    atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1,
+                          memory_order_release);
 }
 
-static inline void infinirt__spin_unlock(atomic_int *l)
+static inline void infinirt__spin_unlock(infinirt__spinlock *l)
 {
-    atomic_store_explicit(l, 0, memory_order_release);
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* Whether l is not held (a hint for callers that skip busy locks). */
+static inline bool infinirt__spin_free(infinirt__spinlock *l)
+{
+    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0;
 }
 
 /* ---------------------------------------------------------- alloc_bins.c */

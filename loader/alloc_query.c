@@ -12,6 +12,22 @@
  * freed, so it is validated, not trusted). */
 static _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__seg *tl_seg;
 
+/* The block of this thread's last successful lookup, as found under its
+ * arena's lock.  It is answered again with no lock while nobody has taken
+ * that lock since (the epoch): a block changes only under its arena's lock
+ * (freed, moved with its segment), so an untouched arena means the block
+ * is still live with the same size.  The loop of a program that copies
+ * to and from one buffer then costs a few loads per lookup. */
+typedef struct {
+    uintptr_t start;
+    size_t req;
+    infinirt__seg *seg;
+    infinirt__arena *arena;
+    uint_fast64_t epoch;
+    uint_fast64_t gen;
+} lookup_hit;
+static _Thread_local __attribute__((tls_model("initial-exec"))) lookup_hit tl_hit;
+
 /* --------------------------------------------------------- pass-through */
 
 /* Every allocation is a raw allocation of exactly `size` bytes (so that
@@ -100,6 +116,22 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0)
         return 0;
+    const lookup_hit *h = &tl_hit;
+    if (p - h->start < h->req && atomic_load_explicit(&h->seg->arena, memory_order_acquire) == h->arena &&
+        atomic_load_explicit(&h->arena->lock.epoch, memory_order_acquire) == h->epoch &&
+        atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen) {
+        if (info != NULL) {
+            infinirt__pool *pool = h->arena->pool;
+            info->pool = pool;
+            info->device_type = pool->be.device_type;
+            info->device_id = pool->be.device_id;
+            info->block_base = (void *)h->start;
+            info->block_size = h->req;
+            info->offset = p - h->start;
+        }
+        return 1;
+    }
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
     infinirt__seg *s = tl_seg;
     infinirt__arena *a = NULL;
     if (s != NULL && (a = atomic_load_explicit(&s->arena, memory_order_acquire)) != NULL) {
@@ -115,6 +147,8 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     uintptr_t start = infinirt__seg_block_start(s, p, pool->gshift);
     infinirt__blk *b = infinirt__ht_get(a, start);
     int found = b != NULL && p - start < b->req;
+    if (found)
+        tl_hit = (lookup_hit){start, b->req, s, a, atomic_load_explicit(&a->lock.epoch, memory_order_relaxed), gen};
     if (found && info != NULL) {
         info->pool = pool;
         info->device_type = pool->be.device_type;

@@ -287,7 +287,7 @@ infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t
          start += na) {
         for (unsigned i = 0; i < na; i++) {
             infinirt__arena *a = arenas[i];
-            if (a == to || atomic_load_explicit(&a->lock, memory_order_relaxed) != 0)
+            if (a == to || !infinirt__spin_free(&a->lock))
                 continue; /* busy: not worth waiting for on this path */
             infinirt__spin_lock(&a->lock);
             unsigned looked = 0;

@@ -483,3 +483,40 @@ int test_conformance_foreign_refused(void)
     free(pd);
     return TEST_OK;
 }
+
+/* A pointer looked up a moment ago (the loader remembers the last block
+ * each thread found) must be looked up afresh once its block is freed or
+ * reused: a copy into a freed block, or past the end of a smaller block
+ * that took its address, is still refused; a block at the same address
+ * with the same size works. */
+int test_conformance_lookup_after_free(void)
+{
+    CHECK(tc_use_device(0));
+    infinirtAllocatorSettings_t as;
+    ASSERT_OK(infinirtGetAllocatorSettings(&as));
+    if (!as.enabled || as.release_on_free) {
+        fprintf(stderr, "freed memory goes back to the backend: nothing of it to refuse; skipped\n");
+        return TEST_SKIP;
+    }
+    enum { LN = 4096 };
+    static unsigned char h[LN], back[LN];
+    tc_pattern(h, LN, 5);
+    for (int round = 0; round < 3; round++) {
+        void *p;
+        ASSERT_OK(infinirtMalloc(&p, LN));
+        ASSERT_OK(infinirtMemcpy(p, h, LN, INFINIRT_MEMCPY_H2D)); /* remembered now */
+        ASSERT_OK(infinirtMemcpy(back, p, LN, INFINIRT_MEMCPY_D2H));
+        ASSERT_MEM_EQ(back, h, LN);
+        ASSERT_OK(infinirtFree(p));
+        ASSERT_STATUS(infinirtMemcpy(p, h, LN, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemset(p, 0, 16), INFINI_STATUS_BAD_PARAM);
+        /* A smaller block may now sit at p: the old size is not its size. */
+        void *q;
+        ASSERT_OK(infinirtMalloc(&q, LN / 4));
+        ASSERT_OK(infinirtMemcpy(q, h, LN / 4, INFINIRT_MEMCPY_H2D));
+        ASSERT_STATUS(infinirtMemcpy(q, h, LN, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(back, q, LN, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_OK(infinirtFree(q));
+    }
+    return TEST_OK;
+}

@@ -36,6 +36,7 @@
     X(conformance, d2d_across_backends)   \
     X(conformance, free_async_other_device) \
     X(conformance, foreign_memory)        \
+    X(conformance, lookup_after_free)     \
     X(conformance, foreign_refused)
 
 #define OTHER_LIST(X)                     \
