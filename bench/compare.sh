@@ -47,11 +47,15 @@ if [ -n "${INFINICORE_SRC:-}" ]; then
     libs="$libs infinicore"
 fi
 
+# Every run on one CPU (BENCH_CPU, default 0): on a shared VM the CPUs
+# differ in speed by up to 2x, more than the libraries do.
+pin=
+command -v taskset >/dev/null 2>&1 && pin="taskset -c ${BENCH_CPU:-0}"
 run() { # lib case
     case $1 in
-    current) INFINIRT_CONFIG=$cfg "$bench" "$2" "$calls" ;;
-    base) LD_LIBRARY_PATH=$tmp/lib-base INFINIRT_CONFIG=$cfg "$bench" "$2" "$calls" ;;
-    infinicore) LD_LIBRARY_PATH=$tmp/lib-infinicore "$bench" "$2" "$calls" ;;
+    current) INFINIRT_CONFIG=$cfg $pin "$bench" "$2" "$calls" ;;
+    base) LD_LIBRARY_PATH=$tmp/lib-base INFINIRT_CONFIG=$cfg $pin "$bench" "$2" "$calls" ;;
+    infinicore) LD_LIBRARY_PATH=$tmp/lib-infinicore $pin "$bench" "$2" "$calls" ;;
     esac | awk '{ print $2 }'
 }
 
@@ -74,4 +78,4 @@ for c in $cases; do
     awk -v c="$c" -v a="$cur" -v b="$base" -v i="$ic" 'BEGIN {
         printf "%-12s %12.1f %12.1f %12s %14.2f %16s\n", c, a, b, i, a / b, (i == "-") ? "-" : sprintf("%.2f", a / i) }'
 done
-echo "(median of $rounds rounds of $calls calls, best of 7 batches each; baseline revision $rev)"
+echo "(median of $rounds rounds of $calls calls, best of 7 batches each, ${pin:-unpinned}; baseline revision $rev)"

@@ -620,7 +620,7 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
         if (st != INFINI_STATUS_SUCCESS)
             return st;
         infinirt__seg *s;
-        infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
+        infinirt__arena *a = infinirt__dir_lock_owner(key, &s, false);
         infinirt__blk *b = NULL;
         if (a != NULL && a->pool == pool)
             b = infinirt__ht_del(a, key);

@@ -28,6 +28,9 @@
 
 #include "infinirt.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 typedef struct infinirt__pool infinirt__pool;
 typedef struct infinirt__fence infinirt__fence; /* opaque, loader-defined */
 
@@ -99,11 +102,24 @@ void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream);
 
 typedef struct {
     infinirt__pool *pool;
+    void *owner;                /* the pool's backend ctx (the loader's device, or plugin for host pools) */
     int device_type, device_id; /* from the pool's backend */
     void *block_base;           /* start of the live block containing ptr */
     size_t block_size;          /* the size requested for that block */
     size_t offset;              /* ptr - block_base */
 } infinirt__ptr_info;
+
+/* Every segment ever given to a pool lies in [infinirt__dir_lo,
+ * infinirt__dir_hi) (alloc_dir.c: only widened, under the directory's
+ * lock, before any pointer into the segment is handed out). */
+extern atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
+/* Whether p lies outside every pool's memory (no lock): a host buffer on
+ * the stack or the heap, the other side of most copies. */
+static inline bool infinirt__dir_outside(uintptr_t p)
+{
+    return p < atomic_load_explicit(&infinirt__dir_lo, memory_order_acquire) ||
+           p >= atomic_load_explicit(&infinirt__dir_hi, memory_order_acquire);
+}
 
 /* Find the live block containing ptr (interior pointers too).
  * Returns 1 and fills *info when found, 0 otherwise. */

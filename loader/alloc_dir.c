@@ -19,12 +19,13 @@ static pthread_rwlock_t g_dir_lock = PTHREAD_RWLOCK_INITIALIZER;
  * answered "not ours" with no lock.  Only ever widened, under the write
  * lock; a segment is inserted before any pointer into it is handed out, so
  * a reader that holds such a pointer sees bounds that cover it. */
-static atomic_uintptr_t g_lo = UINTPTR_MAX, g_hi;
+atomic_uintptr_t infinirt__dir_lo = UINTPTR_MAX, infinirt__dir_hi;
+#define g_lo infinirt__dir_lo
+#define g_hi infinirt__dir_hi
 
 static inline bool outside_all(uintptr_t p)
 {
-    return p < atomic_load_explicit(&g_lo, memory_order_acquire) ||
-           p >= atomic_load_explicit(&g_hi, memory_order_acquire);
+    return infinirt__dir_outside(p);
 }
 static infinirt__seg *g_root;
 static infinirt__seg *g_seg_free; /* recycled structs; never freed */
@@ -203,7 +204,7 @@ void infinirt__dir_remove(infinirt__seg *s)
     pthread_rwlock_unlock(&g_dir_lock);
 }
 
-infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out)
+infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out, bool read_only)
 {
     infinirt__arena *a = NULL;
     if (outside_all(p)) {
@@ -219,7 +220,10 @@ infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out)
         a = atomic_load_explicit(&s->arena, memory_order_acquire);
         if (a == NULL)
             break; /* detached: being released or moved; holds no live block */
-        infinirt__spin_lock(&a->lock);
+        if (read_only)
+            infinirt__spin_lock_read(&a->lock);
+        else
+            infinirt__spin_lock(&a->lock);
         if (atomic_load_explicit(&s->arena, memory_order_relaxed) == a)
             break;
         infinirt__spin_unlock(&a->lock);

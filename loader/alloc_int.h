@@ -290,6 +290,14 @@ static inline void infinirt__spin_lock(infinirt__spinlock *l)
                           memory_order_release);
 }
 
+/* Take the lock to read only: the epoch stays, so what other threads
+ * remember of the protected data stays valid. */
+static inline void infinirt__spin_lock_read(infinirt__spinlock *l)
+{
+    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
+        infinirt__spin_lock_slow(&l->held);
+}
+
 static inline void infinirt__spin_unlock(infinirt__spinlock *l)
 {
     atomic_store_explicit(&l->held, 0, memory_order_release);
@@ -522,7 +530,7 @@ void infinirt__dir_insert(infinirt__seg *s);
 void infinirt__dir_remove(infinirt__seg *s);
 /* Lock the arena owning the segment holding p and return it, with the
  * segment in *seg_out; NULL when no attached segment holds p. */
-infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out);
+infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out, bool read_only);
 infinirt__pool *infinirt__dir_pool_of(uintptr_t p);
 
 /* ----------------------------------------------------------- alloc_seg.c */

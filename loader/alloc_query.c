@@ -77,7 +77,7 @@ infiniStatus_t infinirt__passthrough_free(infinirt__pool *pool, uintptr_t key, v
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__seg *s;
-    infinirt__arena *a = infinirt__dir_lock_owner(key, &s);
+    infinirt__arena *a = infinirt__dir_lock_owner(key, &s, false);
     infinirt__blk *b = a != NULL ? infinirt__ht_del(a, key) : NULL;
     if (b == NULL) {
         if (a != NULL)
@@ -123,6 +123,7 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
         if (info != NULL) {
             infinirt__pool *pool = h->arena->pool;
             info->pool = pool;
+            info->owner = pool->be.ctx;
             info->device_type = pool->be.device_type;
             info->device_id = pool->be.device_id;
             info->block_base = (void *)h->start;
@@ -131,17 +132,21 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
         }
         return 1;
     }
+    /* Host memory on the stack or the heap, the other side of most
+     * copies: no lock, and the thread's remembered block stays. */
+    if (infinirt__dir_outside(p))
+        return 0;
     uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
     infinirt__seg *s = tl_seg;
     infinirt__arena *a = NULL;
     if (s != NULL && (a = atomic_load_explicit(&s->arena, memory_order_acquire)) != NULL) {
-        infinirt__spin_lock(&a->lock);
+        infinirt__spin_lock_read(&a->lock); /* a look-up changes nothing */
         if (atomic_load_explicit(&s->arena, memory_order_relaxed) != a || p - s->base >= s->size) {
             infinirt__spin_unlock(&a->lock);
             a = NULL;
         }
     }
-    if (a == NULL && (a = infinirt__dir_lock_owner(p, &s)) == NULL)
+    if (a == NULL && (a = infinirt__dir_lock_owner(p, &s, true)) == NULL)
         return 0;
     infinirt__pool *pool = a->pool;
     uintptr_t start = infinirt__seg_block_start(s, p, pool->gshift);
@@ -151,6 +156,7 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
         tl_hit = (lookup_hit){start, b->req, s, a, atomic_load_explicit(&a->lock.epoch, memory_order_relaxed), gen};
     if (found && info != NULL) {
         info->pool = pool;
+        info->owner = pool->be.ctx;
         info->device_type = pool->be.device_type;
         info->device_id = pool->be.device_id;
         info->block_base = (void *)start;

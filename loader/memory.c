@@ -170,7 +170,7 @@ static const char *place_name(const infinirt__ptr_info *info)
 }
 
 /* One side [ptr, ptr+size) of a copy or fill (size <= PTRDIFF_MAX). */
-static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn,
+static inline __attribute__((always_inline)) infiniStatus_t check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn,
                                  mem_side *out)
 {
     out->dev = NULL;
@@ -179,6 +179,8 @@ static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side,
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s range of %zu bytes at %p wraps around the address space",
                               what, size, ptr);
     infinirt__ptr_info info;
+    if (!device_side && infinirt__dir_outside((uintptr_t)ptr))
+        return INFINI_STATUS_SUCCESS; /* host memory no pool holds */
     if (!infinirt__pool_lookup(ptr, &info)) {
         if (!device_side)
             return INFINI_STATUS_SUCCESS; /* foreign host memory */
@@ -207,7 +209,8 @@ static infiniStatus_t check_side(const void *ptr, size_t size, bool device_side,
                               what, size, info.offset, info.block_size, place_name(&info));
     if (!device_side)
         return INFINI_STATUS_SUCCESS;
-    return infinirt__device_lookup((infiniDevice_t)info.device_type, info.device_id, fn, &out->dev);
+    out->dev = info.owner; /* a device pool's backend is its device (fence.c) */
+    return INFINI_STATUS_SUCCESS;
 }
 
 /* Give a foreign device side its device: the one base's plugin says owns
@@ -251,7 +254,7 @@ static infiniStatus_t check_stream_alive(infinirtStream_t stream, const char *fn
 
 /* Check both sides of a copy (see above).  Device sides the loader knows
  * get their device; foreign ones are marked, for resolve_foreign. */
-static infiniStatus_t copy_check(void *dst, const void *src, size_t size, int kind, const char *fn, mem_side *d,
+static inline __attribute__((always_inline)) infiniStatus_t copy_check(void *dst, const void *src, size_t size, int kind, const char *fn, mem_side *d,
                                  mem_side *s)
 {
     infiniStatus_t st;
