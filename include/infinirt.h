@@ -3,7 +3,12 @@
  *
  * One API over every accelerator: the loader (libinfinirt.so) routes each call
  * to the backend plugin that owns the device, stream, event or pointer.
- * Source-compatible with InfiniCore's infinirt.h for every name it defines.
+ * Source-compatible with InfiniCore's infinirt.h for every name it defines,
+ * and, where InfiniCore defines a behaviour, with that behaviour too.
+ * Which is which: every declaration above "our additions" is InfiniCore's
+ * unless its paragraph starts with "(ours)"; everything from "our
+ * additions" on is ours.  A program that uses only InfiniCore's names sees
+ * only InfiniCore's behaviour.  docs/infinicore.md has the details.
  *
  * Conventions that hold for every function below unless its paragraph says
  * otherwise:
@@ -158,7 +163,7 @@ INFINIRT_API infiniStatus_t infinirtInit(void);
  * fails because a plugin did.  Returns SUCCESS or NULL_POINTER. */
 INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array);
 
-/* (Ours.)  Every device type this library knows, InfiniCore's first (in
+/* (ours) Every device type this library knows, InfiniCore's first (in
  * value order) and then ours: the first min(capacity, *count) are written
  * to types, and *count is set to how many there are (call with capacity 0
  * to size the array).  Whether a type has devices is infinirtGetDeviceCount's
