@@ -641,7 +641,10 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
         dev->streams->prev = s;
     dev->streams = s;
     pthread_mutex_unlock(&dev->lock);
-    int rc = handle_new(KIND_STREAM, s, (uintptr_t)s->native, &s->slot);
+    /* Once the handle is live another thread may destroy it (a guessed
+     * value) and free s: nothing of s is read after handle_new. */
+    void *native = s->native;
+    int rc = handle_new(KIND_STREAM, s, (uintptr_t)native, &s->slot);
     if (rc != 0) {
         stream_unlink(s);
         ops->stream_destroy(dev->index, s->ps);
@@ -652,7 +655,7 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
         return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn,
                               "%s", register_error(rc));
     }
-    *out = (infinirtStream_t)s->native;
+    *out = (infinirtStream_t)native;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -867,14 +870,15 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     }
     e->dev = dev;
     e->flags = flags;
-    int rc = handle_new(KIND_EVENT, e, (uintptr_t)e->native, &e->slot);
+    void *native = e->native; /* e may be gone once the handle is live */
+    int rc = handle_new(KIND_EVENT, e, (uintptr_t)native, &e->slot);
     if (rc != 0) {
         dev->plugin->ops->event_destroy(dev->index, e->pe);
         free(e);
         return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, __func__, "%s",
                               register_error(rc));
     }
-    *event_ptr = (infinirtEvent_t)e->native;
+    *event_ptr = (infinirtEvent_t)native;
     return INFINI_STATUS_SUCCESS;
 }
 
