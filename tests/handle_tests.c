@@ -78,9 +78,10 @@ typedef struct {
     long destroyed;   /* handles the guesser destroyed */
 } guess_state;
 
-/* Handles are opaque, but consecutive creations of one kind, each destroyed
- * before the next, are usually one slot apart; the guesser tries the
- * successor of the last handle it saw until the creator moves on. */
+/* Handles are the backend's objects: a stream created right after one was
+ * destroyed usually gets the same address back from the heap, so the
+ * guesser tries the last handle it saw (and its neighbours) until the
+ * creator moves on. */
 static void *guesser(void *p)
 {
     guess_state *g = p;
@@ -88,7 +89,7 @@ static void *guesser(void *p)
         uintptr_t last = __atomic_load_n(&g->last, __ATOMIC_SEQ_CST);
         if (last == 0)
             continue;
-        for (uintptr_t step = 1; step <= 2; step++) {
+        for (uintptr_t step = 0; step <= 2; step++) {
             if (infinirtStreamDestroy((infinirtStream_t)(last + (step << 3))) == INFINI_STATUS_SUCCESS)
                 __atomic_fetch_add(&g->destroyed, 1, __ATOMIC_SEQ_CST);
         }
