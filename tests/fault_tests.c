@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "fault_tests.h"
+#include "infinirt_cpu.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -703,6 +704,48 @@ int test_fault_counted_host_fn_in_flight(void)
     ASSERT_PTR_NE(q, p);
     tc_gate_open(&gate);
     ASSERT_OK(infinirtStreamSynchronize(a));
+    ASSERT_OK(infinirtFree(q));
+    ASSERT_OK(infinirtStreamDestroy(a));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* The same for an asynchronous copy.  The stream is held by work queued
+ * natively through infinirt_cpu.h (the fault plugin passes the CPU
+ * plugin's streams through), which the loader does not count, so the copy
+ * is the only counted work since the device was synchronised: a block
+ * freed right behind it must stay pending. */
+static atomic_int g_native_open;
+
+static void native_hold(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&g_native_open))
+        tc_sleep_ms(1);
+}
+
+int test_fault_counted_memcpy_async_in_flight(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    const infinirtCpuStreamOps *ops = infinirtCpuStreamGetOps(a);
+    ASSERT(ops != NULL && !(ops->flags & INFINIRT_CPU_STREAM_INLINE));
+    static unsigned char host[LIMIT / 2];
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, LIMIT / 2));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    atomic_store(&g_native_open, 0);
+    ASSERT_OK(ops->enqueue(a, native_hold, NULL));
+    ASSERT_OK(infinirtMemcpyAsync(p, host, LIMIT / 2, INFINIRT_MEMCPY_H2D, a));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtMalloc(&q, LIMIT / 2));
+    int reused = q == p;
+    atomic_store(&g_native_open, 1);
+    ASSERT_OK(infinirtStreamSynchronize(a));
+    ASSERT(!reused);
     ASSERT_OK(infinirtFree(q));
     ASSERT_OK(infinirtStreamDestroy(a));
     CHECK(all_memory_back());

@@ -103,6 +103,7 @@
     X(fault, passthrough_wait_fails)      \
     X(fault, no_events_default_stream)    \
     X(fault, counted_host_fn_in_flight)   \
+    X(fault, counted_memcpy_async_in_flight) \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
