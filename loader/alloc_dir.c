@@ -14,19 +14,12 @@
 #include <stdlib.h>
 
 static pthread_rwlock_t g_dir_lock = PTHREAD_RWLOCK_INITIALIZER;
-/* Every segment ever inserted lies in [g_lo, g_hi): a pointer outside (a
+/* Every segment ever inserted lies in [infinirt__dir_lo, infinirt__dir_hi): a pointer outside (a
  * host buffer on the stack or the heap, the other side of most copies) is
  * answered "not ours" with no lock.  Only ever widened, under the write
  * lock; a segment is inserted before any pointer into it is handed out, so
  * a reader that holds such a pointer sees bounds that cover it. */
 atomic_uintptr_t infinirt__dir_lo = UINTPTR_MAX, infinirt__dir_hi;
-#define g_lo infinirt__dir_lo
-#define g_hi infinirt__dir_hi
-
-static inline bool outside_all(uintptr_t p)
-{
-    return infinirt__dir_outside(p);
-}
 static infinirt__seg *g_root;
 static infinirt__seg *g_seg_free; /* recycled structs; never freed */
 
@@ -188,10 +181,10 @@ void infinirt__dir_insert(infinirt__seg *s)
 {
     pthread_rwlock_wrlock(&g_dir_lock);
     g_root = avl_insert(g_root, s);
-    if (s->base < atomic_load_explicit(&g_lo, memory_order_relaxed))
-        atomic_store_explicit(&g_lo, s->base, memory_order_release);
-    if (s->base + s->size > atomic_load_explicit(&g_hi, memory_order_relaxed))
-        atomic_store_explicit(&g_hi, s->base + s->size, memory_order_release);
+    if (s->base < atomic_load_explicit(&infinirt__dir_lo, memory_order_relaxed))
+        atomic_store_explicit(&infinirt__dir_lo, s->base, memory_order_release);
+    if (s->base + s->size > atomic_load_explicit(&infinirt__dir_hi, memory_order_relaxed))
+        atomic_store_explicit(&infinirt__dir_hi, s->base + s->size, memory_order_release);
     pthread_rwlock_unlock(&g_dir_lock);
 }
 
@@ -207,7 +200,7 @@ void infinirt__dir_remove(infinirt__seg *s)
 infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out, bool read_only)
 {
     infinirt__arena *a = NULL;
-    if (outside_all(p)) {
+    if (infinirt__dir_outside(p)) {
         *seg_out = NULL;
         return NULL;
     }
@@ -236,7 +229,7 @@ infinirt__arena *infinirt__dir_lock_owner(uintptr_t p, infinirt__seg **seg_out, 
 
 infinirt__pool *infinirt__dir_pool_of(uintptr_t p)
 {
-    if (outside_all(p))
+    if (infinirt__dir_outside(p))
         return NULL;
     pthread_rwlock_rdlock(&g_dir_lock);
     infinirt__seg *s = avl_find(p);
