@@ -68,9 +68,8 @@
 typedef void *infinirtStream_t;
 typedef void *infinirtEvent_t;
 
-/* (InfiniCore's types for stream capture, graphs and the device resource
- * snapshot.  Declared so code written against InfiniCore's header compiles;
- * the functions that use them are not provided yet.) */
+/* InfiniCore's types for stream capture, graphs and the device resource
+ * snapshot (the functions are in the "graph" and "device" parts below). */
 typedef void *infinirtGraph_t;
 typedef void *infinirtGraphNode_t;
 typedef void *infinirtGraphExec_t;
@@ -198,6 +197,18 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
  * DEVICE_NOT_FOUND, NOT_IMPLEMENTED. */
 INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id,
                                                size_t *free_bytes, size_t *total_bytes);
+
+/* A snapshot of a device's resources into *snapshot (cleared first):
+ * memory on every backend (free_bytes and total_bytes from the backend,
+ * used_bytes = total - free, reserved_bytes held by infinirt's caching
+ * allocator; MEMORY_CAPACITY in valid_fields), and where the backend can
+ * observe them the utilisation fields (on CUDA from NVML when it is
+ * installed) with their bits in valid_fields; estimated_fields marks
+ * figures that are estimates.  Read only the fields whose bit is set.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
+ * DEVICE_NOT_FOUND, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtGetDeviceResourceSnapshot(infiniDevice_t device, int device_id,
+                                                              infinirtDeviceResourceSnapshot_t *snapshot);
 
 /* Block until all work queued on every stream of the current device has
  * completed (on a backend without a device-wide wait, each stream in turn).
@@ -460,6 +471,102 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
  * OpenCL SVM) ptr itself and offset 0.  Either output may be NULL.
  * Returns SUCCESS, BAD_PARAM (ptr is not inside live infinirt memory). */
 INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **native, size_t *offset);
+
+/* ------------------------------------------------------------------- graph */
+
+/*
+ * Stream capture and graphs, on every backend (docs/graphs.md).
+ *
+ * Between infinirtStreamBeginCapture and infinirtStreamEndCapture nothing
+ * queued on the capturing stream runs: it is recorded into a graph.  An
+ * executable graph made from it by infinirtGraphInstantiate runs the
+ * recorded work again, in order, at every infinirtGraphLuanch, on the launch
+ * stream, reading memory as it is at launch time.
+ *
+ *  - CUDA captures natively (cuStreamBeginCapture on the native stream):
+ *    kernels the application launches on the stream handle are captured
+ *    too.  A capture the application began natively on an infinirt stream
+ *    is seen by the allocator and can be ended with infinirtStreamEndCapture.
+ *  - Every other backend (CPU, OpenCL, a vendor plugin without native
+ *    graphs): the loader records the infinirt operations issued on the
+ *    stream (MemcpyAsync, MemsetAsync, LaunchHostFunc, EventRecord and
+ *    StreamWaitEvent as dependencies, MallocAsync/FreeAsync).  Only what
+ *    goes through infinirt is in the graph; work queued natively on the
+ *    stream during the capture runs at once.  A stream that waits on an
+ *    event recorded inside a capture joins it (fork), and must be joined
+ *    back (the capturing stream waits on an event recorded on it after its
+ *    last operation) before the capture ends; the graph then runs as one
+ *    sequence, in the order the operations were issued.
+ *
+ * Calls that cannot be captured fail with INVALID_STATE and invalidate the
+ * capture, as CUDA's do: StreamSynchronize, StreamDestroy or EventQuery /
+ * EventSynchronize of an event recorded in the capture; DeviceSynchronize
+ * and synchronous Memcpy/Memset on a device where a blocking stream is
+ * capturing; StreamWaitEvent on an event recorded outside the capture (or
+ * in another one).  Every later operation on the invalidated stream fails
+ * with INVALID_STATE until infinirtStreamEndCapture ends the capture (it
+ * returns INVALID_STATE and no graph); the stream is usable afterwards.
+ *
+ * Memory (the caching allocator): MallocAsync on a capturing stream is
+ * served from memory private to the capture, never from blocks other
+ * streams may still use; its addresses are the same at every launch.  Such
+ * a block, and a block allocated before the capture but freed with
+ * FreeAsync during it, stays out of every other use until the graph and
+ * every executable graph made from it are destroyed and the last launch
+ * has completed.  A block allocated during the capture and not freed in it
+ * belongs to the application once the graph is gone (free it as usual; a
+ * Free while the graph still lives is honoured when the graph goes).  The
+ * allocator never records or queries a fence on a capturing stream, and
+ * calls from other threads during a capture (Malloc, Free, FreeAsync,
+ * EventQuery) do not invalidate it.
+ *
+ * Graph and executable-graph handles are checked like streams: made-up or
+ * destroyed ones give BAD_PARAM.
+ */
+
+/* Begin capturing `stream` (a created stream: the NULL stream cannot be
+ * captured, as CUDA's legacy stream cannot).  mode: GLOBAL, THREAD_LOCAL or
+ * RELAXED (CUDA's rules for other threads' unsafe calls; the loader's own
+ * captures treat them alike).  Returns SUCCESS, BAD_PARAM (dead stream,
+ * unknown mode), INVALID_STATE (the NULL stream, a stream already
+ * capturing), or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, infinirtStreamCaptureMode_t mode);
+
+/* End the capture on `stream` (the stream it began on) and give the graph in
+ * *graph_ptr, owned by the caller (infinirtGraphDestroy).  Returns SUCCESS,
+ * NULL_POINTER, BAD_PARAM, INVALID_STATE (the stream is not capturing, was
+ * joined to another stream's capture, the capture was invalidated, or a
+ * forked stream was not joined back: the capture ends, *graph_ptr = NULL). */
+INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, infinirtGraph_t *graph_ptr);
+
+/* Destroy a graph.  Executable graphs made from it stay valid; memory the
+ * capture holds is released once the last of them is destroyed too.
+ * Returns SUCCESS, BAD_PARAM (not a live graph). */
+INFINIRT_API infiniStatus_t infinirtGraphDestroy(infinirtGraph_t graph);
+
+/* Make an executable graph from `graph` into *graph_exec_ptr.  node_ptr,
+ * when not NULL, receives NULL (no node failed; kept for InfiniCore's
+ * signature).  On failure a readable reason is written to log_buffer (when
+ * not NULL, at most buffer_size bytes, NUL-terminated); on success
+ * log_buffer holds "".  Returns SUCCESS, NULL_POINTER, BAD_PARAM,
+ * OUT_OF_MEMORY, or the backend's error. */
+INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_exec_ptr, infinirtGraph_t graph,
+                                                     infinirtGraphNode_t *node_ptr, char *log_buffer,
+                                                     size_t buffer_size);
+
+/* Destroy an executable graph; launches already queued still run.
+ * Returns SUCCESS, BAD_PARAM (not a live executable graph). */
+INFINIRT_API infiniStatus_t infinirtGraphExecDestroy(infinirtGraphExec_t graph_exec);
+
+/* Queue one run of the executable graph on `stream` (NULL: the default
+ * stream of the graph's device).  Returns SUCCESS, BAD_PARAM (dead handle,
+ * a stream of another device), INVALID_STATE (the stream is capturing on a
+ * backend without native graphs), or the backend's error.  (InfiniCore's
+ * spelling; infinirtGraphLaunch is the same call.) */
+INFINIRT_API infiniStatus_t infinirtGraphLuanch(infinirtGraphExec_t graph_exec, infinirtStream_t stream);
+
+/* (ours) infinirtGraphLuanch, spelled correctly. */
+INFINIRT_API infiniStatus_t infinirtGraphLaunch(infinirtGraphExec_t graph_exec, infinirtStream_t stream);
 
 /* ---------------------------------------------------------- our additions */
 

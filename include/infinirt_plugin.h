@@ -54,7 +54,7 @@
 #include "infinicore.h"
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 1
+#define INFINIRT_PLUGIN_ABI_MINOR 2
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -114,6 +114,27 @@ typedef struct {
 } infinirtPluginDeviceInfo;
 
 typedef void (*infinirtPluginHostFn)(void *user_data);
+
+/* Values of stream_begin_capture's mode (= infinirtStreamCaptureMode_t). */
+#define INFINIRT_PLUGIN_CAPTURE_GLOBAL 0
+#define INFINIRT_PLUGIN_CAPTURE_THREAD_LOCAL 1
+#define INFINIRT_PLUGIN_CAPTURE_RELAXED 2
+
+/* Bits of infinirtPluginUtilization.valid / .estimated (the values of
+ * infinirtResourceField_t). */
+#define INFINIRT_PLUGIN_UTIL_COMPUTE (1ull << 1)
+#define INFINIRT_PLUGIN_UTIL_MEMORY_BANDWIDTH (1ull << 2)
+#define INFINIRT_PLUGIN_UTIL_KERNEL_TIME (1ull << 3)
+
+/* What get_utilization reports: fractions in [0, 1]; only the fields whose
+ * bit is in `valid` hold a value, `estimated` marks estimates among them. */
+typedef struct {
+    uint64_t valid;
+    uint64_t estimated;
+    float compute;          /* share of time a kernel was running */
+    float memory_bandwidth; /* share of time device memory was read or written */
+    float kernel_time;      /* share of time spent in kernels */
+} infinirtPluginUtilization;
 
 /*
  * The ops table.  `dev` is always a valid plugin-local index; `stream` is
@@ -227,6 +248,45 @@ typedef struct infinirtPluginOps {
      * NOT_IMPLEMENTED when the plugin cannot tell: the loader then uses
      * the calling thread's current device. */
     infiniStatus_t (*pointer_get_device)(const void *ptr, int *dev);
+
+    /* ---- ABI 1.2: native stream capture and graphs, utilisation ---- */
+    /* Native graphs: a plugin brings all seven entries below or none.
+     * Without them the loader captures the operations it issues on a
+     * stream itself and replays them through the entries above; with them
+     * the backend captures (so work the application queues natively on the
+     * stream is captured too) and the loader only keeps the handles and
+     * the allocator's rules.  `stream` is never NULL (the default stream is
+     * not captured).  Errors a capture causes map to INFINI_STATUS_INVALID_STATE.
+     *
+     * Begin capturing: mode is INFINIRT_PLUGIN_CAPTURE_*.  While a stream
+     * captures, the plugin's entries that would run or wait for work on it
+     * must not (the backend's own rules; CUDA fails them and invalidates
+     * the capture).  Allocator entries (malloc_device, free_device,
+     * event_query, event_synchronize) must neither fail nor invalidate a
+     * capture of any thread in any mode (CUDA: exchange the thread's capture
+     * mode to relaxed around the driver call). */
+    infiniStatus_t (*stream_begin_capture)(int dev, void *stream, int mode);
+    /* End the capture; *graph = the backend's graph.  INVALID_STATE (capture
+     * ended, *graph NULL) when it was invalidated or is not capturing. */
+    infiniStatus_t (*stream_end_capture)(int dev, void *stream, void **graph);
+    /* *capturing = 1 while the stream captures (also a capture begun
+     * natively by the application, or invalidated and not yet ended), and
+     * *id = an identifier of that capture, unique in the process (streams
+     * that joined one capture give the same id).  Never blocks, never
+     * affects the capture. */
+    infiniStatus_t (*stream_is_capturing)(int dev, void *stream, int *capturing, uint64_t *id);
+    /* An executable graph from `graph`; on failure a reason in log
+     * (log_size bytes, NUL-terminated). */
+    infiniStatus_t (*graph_instantiate)(int dev, void *graph, void **exec, char *log, size_t log_size);
+    /* Queue one run of exec on stream (NULL: the default stream). */
+    infiniStatus_t (*graph_launch)(int dev, void *exec, void *stream);
+    /* Launches already queued still run. */
+    infiniStatus_t (*graph_exec_destroy)(int dev, void *exec);
+    infiniStatus_t (*graph_destroy)(int dev, void *graph);
+    /* Utilisation for infinirtGetDeviceResourceSnapshot (optional, on its
+     * own): fill what the backend can observe; NOT_IMPLEMENTED or valid = 0
+     * when it can observe nothing now.  Must not block for long. */
+    infiniStatus_t (*get_utilization)(int dev, infinirtPluginUtilization *util);
 } infinirtPluginOps;
 
 /* The size a table of ABI 1.0 must at least have: up to its last entry.
@@ -236,6 +296,9 @@ typedef struct infinirtPluginOps {
 /* The same for ABI 1.1. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_1 \
     (offsetof(infinirtPluginOps, pointer_get_device) + sizeof(void (*)(void)))
+/* The same for ABI 1.2. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_2 \
+    (offsetof(infinirtPluginOps, get_utilization) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

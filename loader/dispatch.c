@@ -178,6 +178,37 @@ static infiniStatus_t no_memset_async(int d, void *p, int v, size_t n, void *s)
     return INFINI_STATUS_NOT_IMPLEMENTED;
 }
 
+static infiniStatus_t no_begin_capture(int d, void *s, int mode)
+{
+    (void)d;
+    (void)s;
+    (void)mode;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_is_capturing(int d, void *s, int *c, uint64_t *id)
+{
+    (void)d;
+    (void)s;
+    (void)c;
+    (void)id;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_instantiate(int d, void *g, void **e, char *log, size_t n)
+{
+    (void)d;
+    (void)g;
+    (void)e;
+    (void)log;
+    (void)n;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+static infiniStatus_t no_utilization(int d, infinirtPluginUtilization *u)
+{
+    (void)d;
+    (void)u;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
+
 /* Every entry: its name, where it sits, its stub, the capability bit. */
 typedef void (*any_fn)(void);
 #define ENTRY(field, stub) {#field, offsetof(infinirtPluginOps, field), (any_fn)(stub)}
@@ -219,12 +250,20 @@ static const struct {
     ENTRY(mem_get_native, no_mem_native),
     ENTRY(set_device, no_dev),
     ENTRY(pointer_get_device, no_ptr_dev),
+    ENTRY(stream_begin_capture, no_begin_capture),
+    ENTRY(stream_end_capture, no_obj_native),
+    ENTRY(stream_is_capturing, no_is_capturing),
+    ENTRY(graph_instantiate, no_instantiate),
+    ENTRY(graph_launch, no_two_obj),
+    ENTRY(graph_exec_destroy, no_obj),
+    ENTRY(graph_destroy, no_obj),
+    ENTRY(get_utilization, no_utilization),
 };
 #undef ENTRY
 
 /* The k_entries order is the enum's; a mismatch would give one entry
  * another's stub. */
-_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_pointer_get_device == INFINIRT__OP_COUNT - 1,
+_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_get_utilization == INFINIRT__OP_COUNT - 1,
                "infinirt__op enum and k_entries disagree");
 
 const char *infinirt__op_name(infinirt__op op)
@@ -254,6 +293,12 @@ static const struct {
     {BIT(stream_create_from_native), BIT(stream_destroy) | BIT(stream_synchronize),
      "a stream must be destroyable and waitable"},
 };
+
+/* Native graphs come whole: the loader either captures itself or leaves
+ * every step to the plugin. */
+#define GRAPH_OPS                                                                                                \
+    (BIT(stream_begin_capture) | BIT(stream_end_capture) | BIT(stream_is_capturing) | BIT(graph_instantiate) | \
+     BIT(graph_launch) | BIT(graph_exec_destroy) | BIT(graph_destroy))
 
 int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size)
 {
@@ -294,6 +339,14 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
                  "incoherent ops table: %s without stream_synchronize or device_synchronize (queued work "
                  "could never be waited for)",
                  k_entries[__builtin_ctzll(caps & async)].name);
+        return -1;
+    }
+    if ((caps & GRAPH_OPS) != 0 && (caps & GRAPH_OPS) != GRAPH_OPS) {
+        uint64_t have = caps & GRAPH_OPS, missing = GRAPH_OPS & ~caps;
+        snprintf(why, why_size, "incoherent ops table: %s without %s (native graphs need all of "
+                 "stream_begin_capture, stream_end_capture, stream_is_capturing, graph_instantiate, graph_launch, "
+                 "graph_exec_destroy and graph_destroy)",
+                 k_entries[__builtin_ctzll(have)].name, k_entries[__builtin_ctzll(missing)].name);
         return -1;
     }
     p->caps = caps;

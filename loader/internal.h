@@ -104,6 +104,14 @@ typedef enum {
     INFINIRT__OP_mem_get_native,
     INFINIRT__OP_set_device,
     INFINIRT__OP_pointer_get_device,
+    INFINIRT__OP_stream_begin_capture,
+    INFINIRT__OP_stream_end_capture,
+    INFINIRT__OP_stream_is_capturing,
+    INFINIRT__OP_graph_instantiate,
+    INFINIRT__OP_graph_launch,
+    INFINIRT__OP_graph_exec_destroy,
+    INFINIRT__OP_graph_destroy,
+    INFINIRT__OP_get_utilization,
     INFINIRT__OP_COUNT
 } infinirt__op;
 
@@ -138,6 +146,9 @@ const char *infinirt__op_name(infinirt__op op);
 /* Whether the plugin's streams may carry work the loader does not see
  * (it brought stream_query): the allocator asks it before reusing memory. */
 #define INFINIRT__NATIVE_WORK(plugin) INFINIRT__HAS(plugin, stream_query)
+/* Whether the plugin captures streams itself (it brought the graph
+ * entries, all of them: dispatch.c refuses a part). */
+#define INFINIRT__NATIVE_GRAPHS(plugin) INFINIRT__HAS(plugin, stream_begin_capture)
 
 /* Load every configured plugin into the runtime's table, recording each
  * one's status.  Never fails as a whole. */

@@ -105,10 +105,13 @@ static int open_and_handshake(infinirt__plugin *p)
     }
     /* A table must hold every entry of the minor it claims (later minors
      * than the loader's are read up to what the loader knows). */
-    size_t need = ops->abi_minor >= 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1 : INFINIRT_PLUGIN_OPS_SIZE_1_0;
+    uint32_t known = ops->abi_minor < INFINIRT_PLUGIN_ABI_MINOR ? ops->abi_minor : INFINIRT_PLUGIN_ABI_MINOR;
+    size_t need = known >= 2   ? INFINIRT_PLUGIN_OPS_SIZE_1_2
+                  : known == 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1
+                               : INFINIRT_PLUGIN_OPS_SIZE_1_0;
     if (ops->struct_size < need) {
-        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.%d needs at least %zu",
-                   ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, ops->abi_minor >= 1 ? 1 : 0, need);
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.%u needs at least %zu",
+                   ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, known, need);
         unload(p);
         return -1;
     }
