@@ -89,6 +89,10 @@ static bool pending(infinirt__stream *s)
 static bool busy(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
+    /* A stream capturing in its backend is never queried (CUDA would
+     * invalidate the capture): busy until the device is seen idle later. */
+    if (INFINIRT__NATIVE_GRAPHS(dev->plugin) && infinirt__native_capturing(s))
+        return true;
     if (!INFINIRT__NATIVE_WORK(dev->plugin))
         return pending(s);
     int idle = 0;
@@ -125,7 +129,10 @@ static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream
     /* Read before the record: work counted by then is behind the event. */
     uint_fast64_t seen = take_seen(dev);
     void *ev = NULL;
-    if (INFINIRT__HAS(dev->plugin, event_record)) {
+    /* Never a record on a stream capturing in its backend (it would become
+     * part of the graph): the item completes by the counters only. */
+    if (INFINIRT__HAS(dev->plugin, event_record) &&
+        !(INFINIRT__NATIVE_GRAPHS(dev->plugin) && infinirt__native_capturing(s))) {
         infiniStatus_t st = pooled_event(dev, &ev);
         if (st != INFINI_STATUS_SUCCESS) {
             warn_once(dev, &dev->fence_warned, "event_create for a fence", st);
@@ -206,6 +213,10 @@ static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, i
 /* wait_idle for one device: everything queued on it has completed. */
 static infiniStatus_t device_wait_idle(infinirt__device *dev)
 {
+    /* A device synchronize would invalidate the captures under way in the
+     * backend: the memory stays held until the device is next idle. */
+    if (INFINIRT__NATIVE_GRAPHS(dev->plugin) && atomic_load(&dev->captures) > 0)
+        return INFINI_STATUS_INVALID_STATE;
     return infinirt__device_sync(dev);
 }
 

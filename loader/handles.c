@@ -41,8 +41,8 @@
  * The arrays the map outgrows are kept, not freed (a lock-free reader may
  * still be reading one): they add up to less than the final array.
  */
-#define KIND_STREAM 1u
-#define KIND_EVENT 2u
+#define KIND_STREAM INFINIRT__KIND_STREAM
+#define KIND_EVENT INFINIRT__KIND_EVENT
 #define CHUNK_SLOTS 1024u
 #define MAX_CHUNKS 4096u /* 4M live handles of each kind */
 
@@ -78,9 +78,11 @@ typedef struct {
     size_t map_live;
 } table;
 
-static table g_tables[3] = {
+static table g_tables[INFINIRT__KINDS] = {
     [KIND_STREAM] = {.lock = PTHREAD_MUTEX_INITIALIZER},
     [KIND_EVENT] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [INFINIRT__KIND_GRAPH] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [INFINIRT__KIND_EXEC] = {.lock = PTHREAD_MUTEX_INITIALIZER},
 };
 
 static slot *slot_at(table *t, uint32_t idx)
@@ -444,8 +446,31 @@ static void put_obj(uint32_t kind, void *obj)
 {
     if (kind == KIND_STREAM)
         infinirt__stream_put(obj);
-    else
+    else if (kind == KIND_EVENT)
         infinirt__event_put(obj);
+    else
+        infinirt__gobj_put(kind, obj);
+}
+
+/* The registry for the other kinds (graphs, executable graphs). */
+int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_out)
+{
+    return handle_new(kind, obj, key, slot_out);
+}
+
+void *infinirt__handle_get(uint32_t kind, const void *h)
+{
+    return handle_get(h, kind);
+}
+
+int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t idx)
+{
+    return handle_kill(h, kind, idx);
+}
+
+void *infinirt__handle_drop(uint32_t kind, uint32_t idx)
+{
+    return handle_drop(kind, idx);
 }
 
 infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev, const char *fn,
@@ -632,6 +657,7 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
         s->native = n;
     }
     s->dev = dev;
+    s->non_blocking = (how.flags & INFINIRT_STREAM_NON_BLOCKING) != 0;
     s->id = next_stream_id();
     /* On the device's list before the handle is live: a guessed handle
      * destroyed at once unlinks a linked stream. */
@@ -743,6 +769,11 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
     if (stream == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "the default (NULL) stream cannot be destroyed");
     infinirt__stream *s = infinirt__stream_get(stream);
+    if (s != NULL && infinirt__stream_capture(s) != NULL &&
+        (st = infinirt__capture_forbid(s, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_put(s); /* a capturing stream is not destroyed */
+        return st;
+    }
     if (s == NULL || handle_kill(stream, KIND_STREAM, s->slot) != 0) {
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
@@ -769,6 +800,11 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
+    if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0) &&
+        (st = infinirt__capture_forbid(s, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_release(s);
+        return st;
+    }
     uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
     st = dev->plugin->ops->stream_synchronize(dev->index, s->ps);
     if (st == INFINI_STATUS_SUCCESS)
@@ -801,10 +837,17 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
                                 infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index);
         else {
-            st = dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe);
-            infinirt__stream_note_submit(s);
-            if (st != INFINI_STATUS_SUCCESS)
-                infinirt__plugin_failed(st, dev, "stream_wait_event");
+            bool recorded = false;
+            if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
+                                     atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
+                                 0))
+                st = infinirt__capture_wait(s, e, __func__, &recorded);
+            if (st == INFINI_STATUS_SUCCESS && !recorded) {
+                st = dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe);
+                infinirt__stream_note_submit(s);
+                if (st != INFINI_STATUS_SUCCESS)
+                    infinirt__plugin_failed(st, dev, "stream_wait_event");
+            }
         }
         infinirt__stream_release(s);
     }
@@ -826,6 +869,15 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
     if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
+    if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
+        bool recorded = false;
+        infinirt__gop op = {.kind = INFINIRT__GOP_HOSTFN, .fn = fn, .ud = user_data};
+        st = infinirt__capture_op(s, &op, __func__, &recorded);
+        if (st != INFINI_STATUS_SUCCESS || recorded) {
+            infinirt__stream_release(s);
+            return st;
+        }
+    }
     st = dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data);
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
@@ -932,9 +984,16 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index,
                                 infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
         } else {
-            st = e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps);
-            if (st != INFINI_STATUS_SUCCESS)
-                infinirt__plugin_failed(st, e->dev, "event_record");
+            bool recorded = false;
+            if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
+                                     atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
+                                 0))
+                st = infinirt__capture_event_record(e, s, __func__, &recorded);
+            if (st == INFINI_STATUS_SUCCESS && !recorded) {
+                st = e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps);
+                if (st != INFINI_STATUS_SUCCESS)
+                    infinirt__plugin_failed(st, e->dev, "event_record");
+            }
         }
         infinirt__stream_release(s);
     }
@@ -953,6 +1012,11 @@ INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEv
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     int done = 0;
+    if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
+        (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__event_put(e);
+        return st;
+    }
     if ((st = e->dev->plugin->ops->event_query(e->dev->index, e->pe, &done)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_query");
     else
@@ -969,6 +1033,11 @@ INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
     infinirt__event *e = infinirt__event_get(event);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
+        (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__event_put(e);
+        return st;
+    }
     if ((st = e->dev->plugin->ops->event_synchronize(e->dev->index, e->pe)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_synchronize");
     infinirt__event_put(e);

@@ -22,6 +22,7 @@ typedef struct infinirt__plugin infinirt__plugin;
 typedef struct infinirt__device infinirt__device;
 typedef struct infinirt__stream infinirt__stream;
 typedef struct infinirt__event infinirt__event;
+typedef struct infinirt__capture infinirt__capture;
 
 /* ------------------------------------------------------------- config */
 
@@ -178,6 +179,10 @@ struct infinirt__device {
     atomic_uint_fast64_t peers;
     /* One warning each when the plugin fails the allocator's fences. */
     atomic_bool fence_warned, query_warned, wait_warned;
+    /* Stream captures begun through infinirt and not yet ended on this
+     * device (graph.c; the list is under the capture lock). */
+    atomic_int captures;
+    infinirt__capture *capture_list;
 };
 
 /* ------------------------------------------------------------- handles */
@@ -190,6 +195,12 @@ struct infinirt__stream {
     void *native;               /* the handle value (stream_get_native, else ps) */
     bool is_default;
     bool wrapped;               /* made by StreamCreateFromNative */
+    bool non_blocking;          /* created with INFINIRT_STREAM_NON_BLOCKING */
+    /* The capture this stream takes part in (began it, or joined it by
+     * waiting on an event recorded in it); NULL when not capturing.  Read
+     * with no lock on every operation; set and cleared under the capture
+     * lock (graph.c), which anyone who uses the capture takes. */
+    _Atomic(infinirt__capture *) capture;
     uint64_t id;                /* unique for the process: a freed stream's address may come back */
     atomic_int pins;            /* device_sync is using it with no lock held: not freed until 0 */
     atomic_uint_fast64_t submitted; /* async operations queued */
@@ -203,7 +214,30 @@ struct infinirt__event {
     void *pe;
     void *native;               /* the handle value (event_get_native, else pe) */
     uint32_t flags;
+    /* The loader capture its last record was made in (NULL: a plain
+     * record, or none); under the capture lock, read without it. */
+    _Atomic(infinirt__capture *) captured;
+    uint64_t captured_seq;      /* that record's place in the capture */
+    infinirt__stream *captured_on;
 };
+
+/* Handle kinds of the registry (handles.c). */
+#define INFINIRT__KIND_STREAM 1u
+#define INFINIRT__KIND_EVENT 2u
+#define INFINIRT__KIND_GRAPH 3u
+#define INFINIRT__KIND_EXEC 4u
+#define INFINIRT__KINDS 5u
+/* The registry for graph.c's kinds: register obj under the handle value
+ * key (one reference, live; 0, -1 without memory, -2 when the value is
+ * taken); take a reference on a live handle (NULL if none); kill a handle
+ * (0, or -1 if it was not live); drop a reference (the object when it was
+ * the last, else NULL). */
+int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot);
+void *infinirt__handle_get(uint32_t kind, const void *h);
+int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
+void *infinirt__handle_drop(uint32_t kind, uint32_t slot);
+/* Drop a reference to a graph or executable graph (graph.c). */
+void infinirt__gobj_put(uint32_t kind, void *obj);
 
 /* Take a reference to a live stream/event handle; NULL if not live.
  * A NULL stream handle resolves to the default stream of `fallback`. */
@@ -257,6 +291,71 @@ void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
  * device_synchronize, or each stream in turn where it has none.  Logs and
  * returns the plugin's status on failure. */
 infiniStatus_t infinirt__device_sync(infinirt__device *dev);
+
+/* ------------------------------------------------------------- captures */
+
+/* An operation recorded by a loader capture (graph.c), replayed at launch. */
+typedef enum {
+    INFINIRT__GOP_COPY,   /* memcpy_async(dst, src, size, arg = kind) */
+    INFINIRT__GOP_SET,    /* memset_async(dst, arg = value, size) */
+    INFINIRT__GOP_HOSTFN, /* launch_host_func(fn, ud) */
+} infinirt__gop_kind;
+
+typedef struct {
+    infinirt__gop_kind kind;
+    int arg;
+    void *dst;
+    const void *src;
+    size_t size;
+    infinirtHostFn_t fn;
+    void *ud;
+    infinirt__device *touched[2]; /* devices whose memory it touches (peers), or NULL */
+} infinirt__gop;
+
+static inline infinirt__capture *infinirt__stream_capture(infinirt__stream *s)
+{
+    return atomic_load_explicit(&s->capture, memory_order_acquire);
+}
+/* s was seen capturing: record op (a loader capture; *recorded = true), or
+ * leave it to the plugin (a native capture, or the capture ended
+ * meanwhile; *recorded = false).  INVALID_STATE (logged) when the capture
+ * was invalidated. */
+infiniStatus_t infinirt__capture_op(infinirt__stream *s, const infinirt__gop *op, const char *fn, bool *recorded);
+/* A call that waits for the device's default stream (blocking_only: a
+ * synchronous copy or fill) or every stream (DeviceSynchronize) on dev,
+ * which has captures: loader captures it would wait for are invalidated
+ * and INVALID_STATE returned; native ones are left to the plugin, whose
+ * backend decides (SUCCESS: go on). */
+infiniStatus_t infinirt__capture_sync_slow(infinirt__device *dev, bool blocking_only, const char *fn);
+static inline infiniStatus_t infinirt__capture_sync_check(infinirt__device *dev, bool blocking_only, const char *fn)
+{
+    if (__builtin_expect(atomic_load_explicit(&dev->captures, memory_order_acquire) == 0, 1))
+        return INFINI_STATUS_SUCCESS;
+    return infinirt__capture_sync_slow(dev, blocking_only, fn);
+}
+/* A call that may not run on a capturing stream (StreamSynchronize,
+ * StreamDestroy) met s capturing: invalidate the capture and return
+ * INVALID_STATE; SUCCESS when s is not capturing after all. */
+infiniStatus_t infinirt__capture_forbid(infinirt__stream *s, const char *fn);
+/* EventRecord on s: note where e's record was made. */
+infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stream *s, const char *fn, bool *recorded);
+/* StreamWaitEvent(s, e) where s or e takes part in a loader capture. */
+infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, const char *fn, bool *recorded);
+/* EventQuery / EventSynchronize of an event recorded in a capture. */
+infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn);
+/* Number of blocks graphs hold (graph.c); the free paths ask graph.c only
+ * when it is not 0 or the stream captures. */
+extern atomic_size_t infinirt__graph_held;
+/* MallocAsync on a capturing stream (or one of a plugin with native
+ * graphs, which may capture natively): *handled = true when the block came
+ * from the capture's private memory. */
+infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void **out, const char *fn, bool *handled);
+/* Free/FreeAsync of ptr (s: FreeAsync's stream or NULL): *handled = true
+ * when a graph holds ptr or the free is deferred into a capture. */
+infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char *fn, bool *handled);
+/* Whether s is capturing natively in its backend (plugins with native
+ * graphs; never touches the capture).  false on error. */
+bool infinirt__native_capturing(infinirt__stream *s);
 
 /* Fence callbacks for the allocator (fence.c). */
 void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev,

@@ -34,7 +34,18 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
             return st;
         dev = s->dev;
     }
-    if (size == 0) {
+    bool handled = false;
+    if (size != 0 && s != NULL && !host &&
+        __builtin_expect(infinirt__stream_capture(s) != NULL || INFINIRT__NATIVE_GRAPHS(dev->plugin), 0)) {
+        /* A capture's allocations come from memory private to it. */
+        void *p = NULL;
+        st = infinirt__capture_malloc(s, size, &p, fn, &handled);
+        if (handled && st == INFINI_STATUS_SUCCESS)
+            *p_ptr = p;
+    }
+    if (handled || st != INFINI_STATUS_SUCCESS) {
+        /* done above */
+    } else if (size == 0) {
         *p_ptr = NULL;
     } else {
         void *p = NULL;
@@ -85,6 +96,19 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     if (ptr == NULL) {
         infinirt__stream_put(s);
         return INFINI_STATUS_SUCCESS;
+    }
+    if (want != ANY_HOST &&
+        __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
+                             (s != NULL && (infinirt__stream_capture(s) != NULL ||
+                                            INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
+                         0)) {
+        /* A block a graph holds, or a free inside a capture. */
+        bool handled = false;
+        st = infinirt__capture_free(ptr, s, fn, &handled);
+        if (handled || st != INFINI_STATUS_SUCCESS) {
+            infinirt__stream_put(s);
+            return st;
+        }
     }
     void *key = s != NULL ? (void *)s : sync ? INFINIRT__POOL_SYNC : NULL;
     /* The pool rejects what it does not own; the lookup below only runs to
@@ -345,6 +369,8 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
         memmove(dst, src, size); /* H2H: both sides are plain host memory */
         return INFINI_STATUS_SUCCESS;
     }
+    if ((st = infinirt__capture_sync_check(owner, true, __func__)) != INFINI_STATUS_SUCCESS)
+        return st;
     if (other != NULL && other->plugin != owner->plugin) {
         st = copy_across_backends(owner, dst, other, src, size);
         if (st != INFINI_STATUS_SUCCESS)
@@ -402,6 +428,16 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
                             "asynchronous copies between backends are not supported",
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
     } else {
+        if (__builtin_expect(infinirt__stream_capture(str) != NULL, 0)) {
+            bool recorded = false;
+            infinirt__gop op = {.kind = INFINIRT__GOP_COPY, .arg = (int)kind, .dst = dst, .src = src, .size = size,
+                                .touched = {known(&d), known(&s)}};
+            st = infinirt__capture_op(str, &op, __func__, &recorded);
+            if (st != INFINI_STATUS_SUCCESS || recorded) {
+                infinirt__stream_release(str);
+                return st;
+            }
+        }
         /* Memory of another device of this plugin, touched by this stream:
          * its synchronous frees must wait for this device's streams too. */
         infinirt__note_peer(known(&d), dev);
@@ -435,6 +471,8 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
             return st;
     }
     infinirt__device *dev = p.dev;
+    if ((st = infinirt__capture_sync_check(dev, true, __func__)) != INFINI_STATUS_SUCCESS)
+        return st;
     st = dev->plugin->ops->memset(dev->index, ptr, value, count);
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
@@ -476,6 +514,16 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
                             infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
     } else {
+        if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
+            bool recorded = false;
+            infinirt__gop op = {.kind = INFINIRT__GOP_SET, .arg = value, .dst = ptr, .size = count,
+                                .touched = {known(&p), NULL}};
+            st = infinirt__capture_op(s, &op, __func__, &recorded);
+            if (st != INFINI_STATUS_SUCCESS || recorded) {
+                infinirt__stream_release(s);
+                return st;
+            }
+        }
         infinirt__note_peer(known(&p), dev);
         st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
         infinirt__stream_note_submit(s);

@@ -293,6 +293,8 @@ INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void)
     infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
+    if ((st = infinirt__capture_sync_check(dev, false, __func__)) != INFINI_STATUS_SUCCESS)
+        return st;
     return infinirt__device_sync(dev);
 }
 
