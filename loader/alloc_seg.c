@@ -290,6 +290,11 @@ infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t
             if (a == to || !infinirt__spin_free(&a->lock))
                 continue; /* busy: not worth waiting for on this path */
             infinirt__spin_lock(&a->lock);
+            /* Blocks queued behind fences that have completed since (a
+             * retired stream's or graph's, which no one allocates from to
+             * poll them) free their segments for stealing. */
+            if (a->npq != 0)
+                infinirt__pending_poll(a);
             unsigned looked = 0;
             /* A few candidates only: this runs on a miss, before a raw
              * allocation, and must stay cheap whatever the cache holds. */
