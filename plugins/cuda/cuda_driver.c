@@ -66,6 +66,19 @@ infiniStatus_t infinirt_cuda__status_of(CUresult r)
         return INFINI_STATUS_BAD_PARAM;
     case CUDA_ERROR_NOT_SUPPORTED:
         return INFINI_STATUS_NOT_IMPLEMENTED;
+    /* Stream capture: a call the capture forbids (which may have
+     * invalidated it), or a capture in the wrong state for the call. */
+    case CUDA_ERROR_ILLEGAL_STATE:
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    case CUDA_ERROR_STREAM_CAPTURE_MERGE:
+    case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+    case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+    case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    case CUDA_ERROR_CAPTURED_EVENT:
+    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+        return INFINI_STATUS_INVALID_STATE;
     case CUDA_ERROR_NOT_INITIALIZED:
     case CUDA_ERROR_DEINITIALIZED:
     case CUDA_ERROR_NO_DEVICE:
@@ -184,6 +197,26 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
                  version % 1000 / 10, missing);
         goto fail;
     }
+    /* Optional: a missing one leaves its field NULL, and the entries that
+     * need it say so when called. */
+    missing = NULL;
+#define INFINIRT_CUDA__RESOLVE_OPTIONAL_(field, sym, alt, type)                                      \
+    if (resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) { \
+        infinirt_cuda__drv_names.field = sym; /* for the entries' log lines */                    \
+        if (missing == NULL)                                                                      \
+            missing = sym;                                                                        \
+    }
+    INFINIRT_CUDA__OPTIONAL_FUNCS(INFINIRT_CUDA__RESOLVE_OPTIONAL_)
+#undef INFINIRT_CUDA__RESOLVE_OPTIONAL_
+    if (missing != NULL && strcmp(missing, "cuGraphInstantiateWithFlags") == 0 &&
+        infinirt_cuda__drv.GraphInstantiate != NULL)
+        missing = NULL;
+    if (missing != NULL)
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                           "%s (driver for CUDA %d.%d) does not export %s%s: the calls that need it "
+                           "answer NOT_IMPLEMENTED",
+                           path, version / 1000, version % 1000 / 10, missing,
+                           infinirt_cuda__drv.StreamBeginCapture == NULL ? " (no native stream capture)" : "");
     infinirt_cuda__state.lib = lib;
     infinirt_cuda__state.driver_version = version;
     return 0;

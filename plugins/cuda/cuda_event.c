@@ -12,6 +12,14 @@
  * cuStreamWaitEvent does nothing, while cuEventElapsedTime answers
  * CUDA_ERROR_INVALID_HANDLE, which for an event the loader has checked is
  * live means "not recorded" (or timing disabled): INVALID_STATE.
+ *
+ * The loader's allocator creates, queries, waits for and destroys its fence
+ * events from any thread, also while another thread captures in global
+ * mode, where CUDA forbids such calls: those entries run in relaxed capture
+ * mode (infinirt_cuda__relax).  An event recorded inside a capture still
+ * cannot be queried or waited for (CUDA_ERROR_CAPTURED_EVENT:
+ * INVALID_STATE); the loader never records its fences on a capturing
+ * stream.
  */
 #include <stdlib.h>
 
@@ -38,7 +46,9 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
         return INFINI_STATUS_OUT_OF_MEMORY;
     st = infinirt_cuda__enter(dev, &sc);
     if (st == INFINI_STATUS_SUCCESS) {
+        int relaxed = infinirt_cuda__relax();
         st = INFINIRT_CUDA__CALL(dev, EventCreate, &e->ev, cu_flags);
+        infinirt_cuda__unrelax(relaxed);
         infinirt_cuda__leave(&sc);
     }
     if (st != INFINI_STATUS_SUCCESS) {
@@ -52,6 +62,7 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
 
 infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
 {
+    int relaxed;
     infinirt_cuda__event_t *e = event;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
@@ -60,7 +71,9 @@ infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
         return st;
     /* Queued records of the event still complete: the driver defers the
      * release of an event that is in use. */
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, EventDestroy, e->ev);
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -83,6 +96,7 @@ infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream)
 
 infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
 {
+    int relaxed;
     infinirt_cuda__event_t *e = event;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st;
@@ -91,7 +105,9 @@ infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    relaxed = infinirt_cuda__relax();
     r = infinirt_cuda__drv.EventQuery(e->ev);
+    infinirt_cuda__unrelax(relaxed);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *complete = r == CUDA_SUCCESS;
     else
@@ -102,13 +118,16 @@ infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
 
 infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event)
 {
+    int relaxed;
     infinirt_cuda__event_t *e = event;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, EventSynchronize, e->ev);
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     return st;
 }

@@ -73,9 +73,39 @@
       PFN_cuPointerGetAttributes_v7000)                                                 \
     X(MemsetD8Async, "cuMemsetD8Async", NULL, PFN_cuMemsetD8Async_v3020)
 
+/* cuGraphInstantiate_v2 (CUDA 11.0); cudaTypedefs.h keeps its PFN only
+ * for the driver's own build. */
+typedef CUresult(CUDAAPI *infinirt_cuda__PFN_cuGraphInstantiate_v11000)(CUgraphExec *exec, CUgraph graph,
+                                                                       CUgraphNode *error_node, char *log,
+                                                                       size_t log_size);
+
+/*
+ * Optional functions: a driver without them still loads, and the entries
+ * that need one answer NOT_IMPLEMENTED with a log line naming it (the field
+ * stays NULL).  Stream capture and graphs (cuda_graph.c) are all here, so
+ * the oldest supported driver keeps working whatever it lacks; the capture
+ * mode exchange is used around the allocator's calls when present.
+ * cuGraphInstantiateWithFlags came with CUDA 11.4, cuGraphInstantiate_v2
+ * serves older drivers.
+ */
+#define INFINIRT_CUDA__OPTIONAL_FUNCS(X)                                                              \
+    X(StreamBeginCapture, "cuStreamBeginCapture_v2", NULL, PFN_cuStreamBeginCapture_v10010)            \
+    X(StreamEndCapture, "cuStreamEndCapture", NULL, PFN_cuStreamEndCapture_v10000)                     \
+    X(StreamIsCapturing, "cuStreamIsCapturing", NULL, PFN_cuStreamIsCapturing_v10000)                  \
+    X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", NULL, PFN_cuStreamGetCaptureInfo_v10010)         \
+    X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", NULL,                      \
+      PFN_cuThreadExchangeStreamCaptureMode_v10010)                                                    \
+    X(GraphInstantiate, "cuGraphInstantiate_v2", NULL, infinirt_cuda__PFN_cuGraphInstantiate_v11000)   \
+    X(GraphLaunch, "cuGraphLaunch", NULL, PFN_cuGraphLaunch_v10000)                                    \
+    X(GraphExecDestroy, "cuGraphExecDestroy", NULL, PFN_cuGraphExecDestroy_v10000)                     \
+    X(GraphDestroy, "cuGraphDestroy", NULL, PFN_cuGraphDestroy_v10000)                                 \
+    /* last: its absence alone is no loss when cuGraphInstantiate_v2 is there */                       \
+    X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", NULL, PFN_cuGraphInstantiateWithFlags_v11040)
+
 typedef struct {
 #define INFINIRT_CUDA__FIELD_(field, sym, alt, type) type field;
     INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__FIELD_)
+    INFINIRT_CUDA__OPTIONAL_FUNCS(INFINIRT_CUDA__FIELD_)
 #undef INFINIRT_CUDA__FIELD_
 } infinirt_cuda__driver_t;
 
@@ -83,6 +113,7 @@ typedef struct {
 typedef struct {
 #define INFINIRT_CUDA__FIELD_(field, sym, alt, type) const char *field;
     INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__FIELD_)
+    INFINIRT_CUDA__OPTIONAL_FUNCS(INFINIRT_CUDA__FIELD_)
 #undef INFINIRT_CUDA__FIELD_
 } infinirt_cuda__driver_names_t;
 
@@ -228,5 +259,35 @@ infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, 
 infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size);
 infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
 infiniStatus_t infinirt_cuda__pointer_get_device(const void *ptr, int *dev);
+
+/* ---- stream capture and graphs (cuda_graph.c) ---- */
+infiniStatus_t infinirt_cuda__stream_begin_capture(int dev, void *stream, int mode);
+infiniStatus_t infinirt_cuda__stream_end_capture(int dev, void *stream, void **graph);
+infiniStatus_t infinirt_cuda__stream_is_capturing(int dev, void *stream, int *capturing, uint64_t *id);
+infiniStatus_t infinirt_cuda__graph_instantiate(int dev, void *graph, void **exec, char *log, size_t log_size);
+infiniStatus_t infinirt_cuda__graph_launch(int dev, void *exec, void *stream);
+infiniStatus_t infinirt_cuda__graph_exec_destroy(int dev, void *exec);
+infiniStatus_t infinirt_cuda__graph_destroy(int dev, void *graph);
+/* The driver's capture status of s: CUDA_SUCCESS with *status (and *id when
+ * the driver tells it, else 0), or the driver's error; CUDA_ERROR_NOT_FOUND
+ * when the driver has no way to tell.  Never affects a capture. */
+CUresult infinirt_cuda__capture_status(CUstream s, CUstreamCaptureStatus *status, uint64_t *id);
+
+/*
+ * Around a driver call of the allocator's entries (raw memory, fence
+ * events):
+ *
+ *     int m = infinirt_cuda__relax();
+ *     ... driver call ...
+ *     infinirt_cuda__unrelax(m);
+ *
+ * The calling thread's capture mode is relaxed for the call, so a capture
+ * in global mode on any thread (or one of this thread's own) is neither
+ * failed nor invalidated by it, as PyTorch's caching allocator does it.
+ * A driver without cuThreadExchangeStreamCaptureMode changes nothing (relax
+ * then gives -1, which unrelax ignores).
+ */
+int infinirt_cuda__relax(void);
+void infinirt_cuda__unrelax(int previous);
 
 #endif /* INFINIRT_CUDA_INTERNAL_H_ */

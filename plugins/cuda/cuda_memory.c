@@ -17,6 +17,12 @@
  * promises only for D2H and H2H (a D2D copy, or an H2D copy from pageable
  * memory, may return before the DMA is done) and cuMemsetD8 never promises:
  * those are followed by a cuStreamSynchronize of the legacy stream.
+ *
+ * The raw allocations and frees are the loader's allocator at work, which
+ * may run on any thread while another one captures: they run in relaxed
+ * capture mode (infinirt_cuda__relax), so a capture in global mode is not
+ * broken by them.  Copies and fills keep the caller's mode: they are the
+ * application's work, and CUDA's rules for them apply.
  */
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +36,7 @@ static CUdeviceptr dptr(const void *p)
 
 infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
 {
+    int relaxed;
     infinirt_cuda__scope_t sc;
     CUdeviceptr p = 0;
     infiniStatus_t st;
@@ -41,7 +48,9 @@ infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, MemAlloc, &p, size);
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -51,6 +60,7 @@ infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
 
 infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
 {
+    int relaxed;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
@@ -59,13 +69,16 @@ infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, MemFree, dptr(ptr));
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     return st;
 }
 
 infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
 {
+    int relaxed;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
@@ -79,13 +92,16 @@ infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
     /* PORTABLE: pinned for every context, so a buffer allocated through one
      * GPU is fast with the others too (the API promises "that backend's
      * devices"). */
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, MemHostAlloc, ptr, size, CU_MEMHOSTALLOC_PORTABLE);
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     return st;
 }
 
 infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
 {
+    int relaxed;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st;
 
@@ -94,7 +110,9 @@ infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, MemFreeHost, ptr);
+    infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
     return st;
 }

@@ -172,6 +172,15 @@ static const infinirtPluginOps cuda_ops = {
     /* mem_get_native: none, memory is addressable (the pointer, offset 0). */
     .set_device = infinirt_cuda__set_device,
     .pointer_get_device = infinirt_cuda__pointer_get_device,
+
+    /* ABI 1.2: native capture and graphs (cuda_graph.c) */
+    .stream_begin_capture = infinirt_cuda__stream_begin_capture,
+    .stream_end_capture = infinirt_cuda__stream_end_capture,
+    .stream_is_capturing = infinirt_cuda__stream_is_capturing,
+    .graph_instantiate = infinirt_cuda__graph_instantiate,
+    .graph_launch = infinirt_cuda__graph_launch,
+    .graph_exec_destroy = infinirt_cuda__graph_exec_destroy,
+    .graph_destroy = infinirt_cuda__graph_destroy,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)

@@ -26,6 +26,7 @@
  * CUstream, also passed bare.  The plugin remembers which values it wraps,
  * so that stream_destroy waits for them but never destroys them.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -183,15 +184,30 @@ infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream)
 }
 
 /* Everything queued so far, through the plugin or by the application's own
- * kernels, has completed.  cuStreamQuery never blocks. */
+ * kernels, has completed.  cuStreamQuery never blocks.
+ *
+ * But cuStreamQuery of a capturing stream fails and invalidates the
+ * capture, and on the legacy stream while a blocking stream captures it is
+ * an implicit dependency on the capture, which fails the same way.  The
+ * loader asks from its allocator, at any time: so the capture status comes
+ * first, and a stream in a capture (or the legacy stream beside one) is
+ * "not idle", without a query: the work captured so far has not run. */
 infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
 {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    uint64_t id;
     CUresult r;
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    r = infinirt_cuda__capture_status(infinirt_cuda__stream_of(stream), &status, &id);
+    if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE)) {
+        infinirt_cuda__leave(&sc);
+        *idle = 0;
+        return INFINI_STATUS_SUCCESS;
+    }
     r = infinirt_cuda__drv.StreamQuery(infinirt_cuda__stream_of(stream));
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *idle = r == CUDA_SUCCESS; /* an answer, not a failure: no log */

@@ -1,0 +1,238 @@
+/*
+ * cuda_graph.c - native stream capture and graphs (ABI 1.2), and the
+ * capture-mode exchange the allocator's entries use.
+ *
+ * Capture is CUDA's own: cuStreamBeginCapture on the native stream, so a
+ * kernel the application launches on it (cudaStream_t)stream is captured
+ * with the infinirt work, and a capture the application began natively is
+ * seen by stream_is_capturing.  The driver enforces CUDA's rules (what may
+ * not be called while a stream captures, fork and join through events);
+ * its capture errors (900..908) and CUDA_ERROR_ILLEGAL_STATE map to
+ * INVALID_STATE (cuda_driver.c).
+ *
+ * Every driver function used here is optional (cuda_internal.h): a driver
+ * that lacks one still serves everything else, and the entry that needs it
+ * answers NOT_IMPLEMENTED with a log line naming the symbol.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* NOT_IMPLEMENTED, logged, when the driver lacks `fn`. */
+#define NEED_(dev, fn)                                                                                       \
+    do {                                                                                                     \
+        if (infinirt_cuda__drv.fn == NULL) {                                                                 \
+            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,                                                    \
+                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev), __func__, \
+                               infinirt_cuda__state.driver_version / 1000,                                   \
+                               infinirt_cuda__state.driver_version % 1000 / 10,                              \
+                               infinirt_cuda__drv_names.fn);                                                 \
+            return INFINI_STATUS_NOT_IMPLEMENTED;                                                            \
+        }                                                                                                    \
+    } while (0)
+
+int infinirt_cuda__relax(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    if (infinirt_cuda__drv.ThreadExchangeStreamCaptureMode == NULL ||
+        infinirt_cuda__drv.ThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+        return -1;
+    return (int)m;
+}
+
+void infinirt_cuda__unrelax(int previous)
+{
+    CUstreamCaptureMode m = (CUstreamCaptureMode)previous;
+
+    if (previous >= 0)
+        (void)infinirt_cuda__drv.ThreadExchangeStreamCaptureMode(&m);
+}
+
+CUresult infinirt_cuda__capture_status(CUstream s, CUstreamCaptureStatus *status, uint64_t *id)
+{
+    cuuint64_t cid = 0;
+    CUresult r;
+
+    *id = 0;
+    if (infinirt_cuda__drv.StreamGetCaptureInfo != NULL) {
+        r = infinirt_cuda__drv.StreamGetCaptureInfo(s, status, &cid);
+        if (r == CUDA_SUCCESS)
+            *id = cid;
+        return r;
+    }
+    if (infinirt_cuda__drv.StreamIsCapturing != NULL)
+        return infinirt_cuda__drv.StreamIsCapturing(s, status);
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+infiniStatus_t infinirt_cuda__stream_begin_capture(int dev, void *stream, int mode)
+{
+    CUstreamCaptureMode cu_mode;
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+
+    switch (mode) {
+    case INFINIRT_PLUGIN_CAPTURE_GLOBAL: cu_mode = CU_STREAM_CAPTURE_MODE_GLOBAL; break;
+    case INFINIRT_PLUGIN_CAPTURE_THREAD_LOCAL: cu_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL; break;
+    case INFINIRT_PLUGIN_CAPTURE_RELAXED: cu_mode = CU_STREAM_CAPTURE_MODE_RELAXED; break;
+    default:
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown capture mode %d", dev, mode);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    /* The legacy stream cannot capture (CUDA refuses it too). */
+    if (stream == NULL)
+        return INFINI_STATUS_BAD_PARAM;
+    NEED_(dev, StreamBeginCapture);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, StreamBeginCapture, (CUstream)stream, cu_mode);
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+/* The capture ends whatever the answer; a graph only on success (the
+ * driver gives none for an invalidated or unjoined capture). */
+infiniStatus_t infinirt_cuda__stream_end_capture(int dev, void *stream, void **graph)
+{
+    infinirt_cuda__scope_t sc;
+    CUgraph g = NULL;
+    infiniStatus_t st;
+
+    *graph = NULL;
+    if (stream == NULL)
+        return INFINI_STATUS_BAD_PARAM;
+    NEED_(dev, StreamEndCapture);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, StreamEndCapture, (CUstream)stream, &g);
+    infinirt_cuda__leave(&sc);
+    if (st == INFINI_STATUS_SUCCESS && g == NULL)
+        st = INFINI_STATUS_INTERNAL_ERROR; /* a driver that breaks its word */
+    if (st == INFINI_STATUS_SUCCESS)
+        *graph = g;
+    else if (g != NULL && infinirt_cuda__drv.GraphDestroy != NULL)
+        (void)infinirt_cuda__drv.GraphDestroy(g);
+    return st;
+}
+
+/* Capturing also while invalidated and not yet ended: the stream still
+ * refuses work until the capture is ended. */
+infiniStatus_t infinirt_cuda__stream_is_capturing(int dev, void *stream, int *capturing, uint64_t *id)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+    CUresult r;
+
+    *capturing = 0;
+    *id = 0;
+    if (stream == NULL)
+        return INFINI_STATUS_SUCCESS; /* the legacy stream never captures */
+    NEED_(dev, StreamGetCaptureInfo);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    r = infinirt_cuda__capture_status((CUstream)stream, &status, id);
+    infinirt_cuda__leave(&sc);
+    if (r != CUDA_SUCCESS)
+        return infinirt_cuda__check(r, infinirt_cuda__drv_names.StreamGetCaptureInfo, dev);
+    *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!*capturing)
+        *id = 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* The reason of a failed instantiation, in log (when there is room). */
+static void log_reason(char *log, size_t log_size, const char *call, CUresult r)
+{
+    const char *text = NULL;
+
+    if (log == NULL || log_size == 0)
+        return;
+    if (infinirt_cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS || text == NULL)
+        text = "no description";
+    snprintf(log, log_size, "%s failed: %s (%s)", call, infinirt_cuda__error_name(r), text);
+}
+
+infiniStatus_t infinirt_cuda__graph_instantiate(int dev, void *graph, void **exec, char *log, size_t log_size)
+{
+    const infinirt_cuda__driver_t *drv = &infinirt_cuda__drv;
+    infinirt_cuda__scope_t sc;
+    CUgraphExec e = NULL;
+    CUgraphNode bad = NULL;
+    const char *call;
+    infiniStatus_t st;
+    CUresult r;
+
+    if (log != NULL && log_size > 0)
+        log[0] = '\0';
+    *exec = NULL;
+    if (drv->GraphInstantiateWithFlags == NULL)
+        NEED_(dev, GraphInstantiate);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (drv->GraphInstantiateWithFlags != NULL) {
+        call = infinirt_cuda__drv_names.GraphInstantiateWithFlags;
+        r = drv->GraphInstantiateWithFlags(&e, (CUgraph)graph, 0);
+    } else {
+        /* The driver writes its own reason into log. */
+        call = infinirt_cuda__drv_names.GraphInstantiate;
+        r = drv->GraphInstantiate(&e, (CUgraph)graph, &bad, log, log != NULL ? log_size : 0);
+    }
+    infinirt_cuda__leave(&sc);
+    if (r != CUDA_SUCCESS) {
+        if (log != NULL && log_size > 0 && log[0] == '\0')
+            log_reason(log, log_size, call, r);
+        return infinirt_cuda__check(r, call, dev);
+    }
+    *exec = e;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t infinirt_cuda__graph_launch(int dev, void *exec, void *stream)
+{
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+
+    NEED_(dev, GraphLaunch);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, GraphLaunch, (CUgraphExec)exec, infinirt_cuda__stream_of(stream));
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+/* Launches already queued still run: the driver keeps what they need. */
+infiniStatus_t infinirt_cuda__graph_exec_destroy(int dev, void *exec)
+{
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+
+    NEED_(dev, GraphExecDestroy);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, GraphExecDestroy, (CUgraphExec)exec);
+    infinirt_cuda__leave(&sc);
+    return st;
+}
+
+infiniStatus_t infinirt_cuda__graph_destroy(int dev, void *graph)
+{
+    infinirt_cuda__scope_t sc;
+    infiniStatus_t st;
+
+    NEED_(dev, GraphDestroy);
+    st = infinirt_cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = INFINIRT_CUDA__CALL(dev, GraphDestroy, (CUgraph)graph);
+    infinirt_cuda__leave(&sc);
+    return st;
+}
