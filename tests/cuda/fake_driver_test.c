@@ -224,8 +224,8 @@ static int test_toolkit_stub(void)
     return TEST_OK;
 }
 
-/* Every versioned symbol the plugin asks for is exported by this toolkit's
- * driver interface (the stub exports exactly the real driver's names). */
+/* Every versioned symbol the plugin asks for (the optional ones too) is
+ * exported by this toolkit's driver interface (the stub exports exactly the real driver's names). */
 static int test_driver_symbols(void)
 {
     void *stub = dlopen(CUDA_STUB_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
@@ -240,6 +240,7 @@ static int test_driver_symbols(void)
         missing++;                                            \
     }
     INFINIRT_CUDA__DRIVER_FUNCS(CHECK_SYM_)
+    INFINIRT_CUDA__OPTIONAL_FUNCS(CHECK_SYM_)
 #undef CHECK_SYM_
     ASSERT_EQ(missing, 0);
     return TEST_OK;

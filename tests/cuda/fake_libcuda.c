@@ -22,7 +22,14 @@
  *   FAKE_CUDA_MODE    ok (default) | nodevice | old | initfail
  *   FAKE_CUDA_DEVICES number of devices (default 3, at most 8)
  *   FAKE_CUDA_MEM     bytes of memory per device (default 64 MiB)
- * Built a second time with FAKE_CUDA_OMIT_MEMSET to lack cuMemsetD8Async.
+ * Built a second time with FAKE_CUDA_OMIT_MEMSET to lack cuMemsetD8Async,
+ * and a third time with FAKE_CUDA_OMIT_GRAPHS to lack every stream-capture
+ * and graph symbol (a driver older than the plugin's optional entries).
+ *
+ * Stream capture and graphs (fake_libcuda_graph.c) follow CUDA's rules,
+ * strictly: raw allocations and frees (here) and event queries are
+ * "potentially unsafe" calls, refused while a global-mode capture goes on
+ * unless the calling thread exchanged its capture mode to relaxed.
  *
  * fake_cuda_* functions let the test look inside.
  */
@@ -119,6 +126,25 @@ static const struct {
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the resource is not in a valid state"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_MERGE, "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+     "operation would result in a merge of separate capture sequences"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+     "capture was not ended in the same stream as it began"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+     "capturing stream has unjoined work"},
+    {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+     "dependency created on uncaptured work in another stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT",
+     "operation not permitted on an event last recorded in a capturing stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+     "attempt to terminate a thread-local capture sequence from another thread"},
 };
 
 CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s)
@@ -307,8 +333,13 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
     if (size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fake_lock);
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = fake_capture_unsafe_call_locked();
     void *p = NULL;
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&fake_lock);
+        return r;
+    }
+    r = CUDA_ERROR_OUT_OF_MEMORY;
     if (size <= mem_per_dev - used[dev] && (p = aligned(size)) != NULL && (r = track(p, size, dev, 0)) == 0)
         used[dev] += size;
     else {
@@ -324,6 +355,11 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
     NEED_CTX();
     pthread_mutex_lock(&fake_lock);
+    CUresult r = fake_capture_unsafe_call_locked();
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&fake_lock);
+        return r;
+    }
     /* Like the real one, free waits for the context's queued work. */
     fake_wait_idle_locked(fake_current);
     alloc *a = untrack((void *)(uintptr_t)dptr, 0);
@@ -340,11 +376,16 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
     NEED_CTX();
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = fake_capture_unsafe_call_locked();
+    pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
     void *p = aligned(size ? size : 1);
     if (p == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&fake_lock);
-    CUresult r = track(p, size, -1, flags);
+    r = track(p, size, -1, flags);
     pthread_mutex_unlock(&fake_lock);
     if (r != CUDA_SUCCESS)
         free(p);
@@ -356,6 +397,11 @@ CUresult CUDAAPI cuMemFreeHost(void *p)
 {
     NEED_CTX();
     pthread_mutex_lock(&fake_lock);
+    CUresult r = fake_capture_unsafe_call_locked();
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&fake_lock);
+        return r;
+    }
     fake_wait_idle_locked(NULL);
     alloc *a = untrack(p, 1);
     pthread_mutex_unlock(&fake_lock);

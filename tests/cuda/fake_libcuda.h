@@ -27,6 +27,100 @@ extern pthread_cond_t fake_progress;
 extern int fake_initialized;
 extern _Thread_local fake_ctx *fake_current;
 
+/* A queued (or captured) operation.  OP_KERNEL stands for a kernel: the
+ * fake has no device code, so a "kernel" is a function run on the stream's
+ * worker, launched with fake_cuda_launch_kernel. */
+typedef enum { OP_COPY, OP_SET, OP_HOST, OP_KERNEL, OP_RECORD, OP_WAIT } fake_op_kind;
+
+typedef struct fake_op {
+    struct fake_op *next;
+    fake_op_kind kind;
+    void *dst;
+    const void *src;
+    size_t n;
+    unsigned char value;
+    CUhostFn fn;
+    void *data;
+    struct CUevent_st *ev;
+    unsigned long gen; /* OP_RECORD / OP_WAIT: the event's record number */
+    unsigned long seq; /* the stream's operation number */
+} fake_op;
+
+struct fake_capture;
+
+struct CUstream_st {
+    fake_ctx *ctx;
+    unsigned flags;
+    int legacy;
+    fake_op *head, *tail;
+    unsigned long queued, done; /* operations queued / completed so far */
+    int stop;
+    pthread_cond_t work;
+    pthread_t thread;
+    struct CUstream_st *next_live;
+    /* Stream capture (fake_libcuda_graph.c): the capture this stream is in
+     * (NULL: none), how many operations it added to it, and whether it is
+     * a forked stream not joined back to the origin since its last one. */
+    struct fake_capture *cap;
+    unsigned long cap_ops;
+    int cap_unjoined;
+};
+
+/* An event counts its records: `recorded` when queued, `completed` when the
+ * newest one that has run.  `refs`: the handle plus each queued operation
+ * that names it, so destroying it while records are queued is safe.  A
+ * hidden event (legacy-stream ordering) has no handle and is in no list.
+ * An event last recorded in a capture that is still going on names it in
+ * `cap`, with the stream and that stream's cap_ops at the record. */
+struct CUevent_st {
+    fake_ctx *ctx;
+    unsigned flags;
+    unsigned long recorded, completed;
+    int refs;
+    double t_ms;
+    struct CUevent_st *next_live;
+    struct fake_capture *cap;
+    struct CUstream_st *cap_stream;
+    unsigned long cap_seq;
+};
+
+/* Every stream (legacy ones included) and every event with a handle. */
+extern struct CUstream_st *fake_live;
+extern struct CUevent_st *fake_live_ev;
+
+/* The stream a handle names / a live event (see fake_libcuda_stream.c). */
+CUresult fake_stream_of(CUstream h, int any_ctx, struct CUstream_st **out);
+CUresult fake_event_ok(CUevent e, int any_ctx);
+/* Queue copies of the operations of `list` on s, in order, after what the
+ * legacy-stream rules make them wait for (a graph launch; captured when s
+ * captures).  Called with the lock. */
+CUresult fake_enqueue_list_locked(struct CUstream_st *s, const fake_op *list);
+
+/* ---- stream capture (fake_libcuda_graph.c); all called with the lock ---- */
+/* Record a copy of o (no events) into the capture of s, which is capturing:
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once the capture is invalidated. */
+CUresult fake_capture_append_locked(struct CUstream_st *s, const fake_op *o);
+/* An event recorded on s, which is capturing: a marker of the capture,
+ * for fork and join (no operation). */
+CUresult fake_capture_record_locked(struct CUstream_st *s, struct CUevent_st *e);
+/* s waits for e, where s captures or e was recorded in a capture: s forks
+ * into e's capture, joins back, or is refused (waits across a capture's
+ * boundary, CUDA_ERROR_STREAM_CAPTURE_ISOLATION / _MERGE). */
+CUresult fake_capture_wait_locked(struct CUstream_st *s, struct CUevent_st *e);
+/* Invalidate the capture (it refuses work until ended). */
+void fake_capture_invalidate_locked(struct fake_capture *c);
+/* A "potentially unsafe" call (CUDA's term: raw allocations, event queries)
+ * by the calling thread: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, after
+ * invalidating them, when captures forbid it in this thread's capture mode
+ * (cuThreadExchangeStreamCaptureMode); CUDA_SUCCESS otherwise. */
+CUresult fake_capture_unsafe_call_locked(void);
+/* The capture-related refusal of an operation that would make the legacy
+ * stream of ctx depend on a capturing blocking stream:
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT after invalidating those captures. */
+CUresult fake_capture_implicit_locked(const fake_ctx *ctx);
+/* Whether any capture involves a stream of ctx; invalidate them if so. */
+int fake_capture_any_in_ctx_invalidate_locked(const fake_ctx *ctx);
+
 /* Block until every stream of ctx (NULL: of every context) is idle.
  * Called with fake_lock held. */
 void fake_wait_idle_locked(const fake_ctx *ctx);
@@ -66,5 +160,14 @@ void *fake_cuda_ctx(int dev);
 int fake_cuda_set_current_calls(void);
 /* The CUstream cuStreamCreate made last (NULL: none yet). */
 void *fake_cuda_last_stream(void);
+/* Queue a "kernel" on a stream: fn(data) runs on the stream's worker, in
+ * order, like device work (and is captured like a kernel). */
+CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data);
+/* Live graphs and executable graphs; captures going on; how many captures
+ * were invalidated so far. */
+int fake_cuda_live_graphs(void);
+int fake_cuda_live_execs(void);
+int fake_cuda_active_captures(void);
+int fake_cuda_invalidations(void);
 
 #endif /* FAKE_LIBCUDA_H_ */

@@ -16,6 +16,11 @@
  * queued on it.  Each such dependency is a hidden event recorded on the
  * busy stream and waited for on the other, inserted when the operation is
  * queued.  cuMemcpy queues on the legacy stream and waits for its copy.
+ *
+ * While a stream captures (fake_libcuda_graph.c), what is queued on it is
+ * recorded into the capture instead of running, and what would wait for it
+ * (synchronize, query, the legacy stream's implicit ordering, a captured
+ * event's query) is refused the way CUDA refuses it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -25,50 +30,9 @@
 
 #include "fake_libcuda.h"
 
-typedef enum { OP_COPY, OP_SET, OP_HOST, OP_RECORD, OP_WAIT } op_kind;
-
-typedef struct op {
-    struct op *next;
-    op_kind kind;
-    void *dst;
-    const void *src;
-    size_t n;
-    unsigned char value;
-    CUhostFn fn;
-    void *data;
-    struct CUevent_st *ev;
-    unsigned long gen; /* OP_RECORD / OP_WAIT: the event's record number */
-    unsigned long seq; /* the stream's operation number */
-} op;
-
-struct CUstream_st {
-    fake_ctx *ctx;
-    unsigned flags;
-    int legacy;
-    op *head, *tail;
-    unsigned long queued, done; /* operations queued / completed so far */
-    int stop;
-    pthread_cond_t work;
-    pthread_t thread;
-    struct CUstream_st *next_live;
-};
-
-/* An event counts its records: `recorded` when queued, `completed` when the
- * newest one that has run.  `refs`: the handle plus each queued operation
- * that names it, so destroying it while records are queued is safe.  A
- * hidden event (legacy-stream ordering) has no handle and is in no list. */
-struct CUevent_st {
-    fake_ctx *ctx;
-    unsigned flags;
-    unsigned long recorded, completed;
-    int refs;
-    double t_ms;
-    struct CUevent_st *next_live;
-};
-
 /* Every stream (legacy ones included) and every event with a handle. */
-static struct CUstream_st *live;
-static struct CUevent_st *live_ev;
+struct CUstream_st *fake_live;
+struct CUevent_st *fake_live_ev;
 static int live_streams, live_events, wait_event_calls;
 static unsigned last_event_flags;
 static void *last_stream;
@@ -103,7 +67,7 @@ static void *worker(void *arg)
             pthread_cond_wait(&s->work, &fake_lock);
         if (s->head == NULL)
             break;
-        op *o = s->head;
+        fake_op *o = s->head;
         switch (o->kind) {
         case OP_WAIT:
             while (o->ev->completed < o->gen)
@@ -142,9 +106,9 @@ static void *worker(void *arg)
 }
 
 /* Append o to s; its sequence number, or 0 when out of memory. */
-static unsigned long append_locked(struct CUstream_st *s, op o)
+static unsigned long append_locked(struct CUstream_st *s, fake_op o)
 {
-    op *q = malloc(sizeof *q);
+    fake_op *q = malloc(sizeof *q);
     if (q == NULL)
         return 0;
     *q = o;
@@ -171,11 +135,11 @@ static CUresult depend_locked(struct CUstream_st *from, struct CUstream_st *to)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->ctx = from->ctx;
     e->refs = 1; /* ours until both operations hold it */
-    if (append_locked(from, (op){.kind = OP_RECORD, .ev = e}) == 0) {
+    if (append_locked(from, (fake_op){.kind = OP_RECORD, .ev = e}) == 0) {
         free(e);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = append_locked(to, (op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}) ? CUDA_SUCCESS
+    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}) ? CUDA_SUCCESS
                                                                                         : CUDA_ERROR_OUT_OF_MEMORY;
     event_unref_locked(e);
     return r;
@@ -186,27 +150,52 @@ static int blocking(const struct CUstream_st *s)
     return !s->legacy && !(s->flags & CU_STREAM_NON_BLOCKING);
 }
 
-/* Queue o on s, after what the legacy-stream rules make it wait for.
- * *seq (may be NULL) receives the operation's number on s. */
-static CUresult enqueue(struct CUstream_st *s, op o, unsigned long *seq)
+/* Queue o on s, after what the legacy-stream rules make it wait for; into
+ * the capture instead while s captures.  *seq (may be NULL) receives the
+ * operation's number on s (0: captured). */
+static CUresult enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq)
 {
     CUresult r = CUDA_SUCCESS;
 
-    pthread_mutex_lock(&fake_lock);
+    if (seq != NULL)
+        *seq = 0;
+    if (s->cap != NULL)
+        return fake_capture_append_locked(s, &o);
     if (s->legacy) {
-        for (struct CUstream_st *b = live; b != NULL && r == CUDA_SUCCESS; b = b->next_live)
+        /* The legacy stream would wait for a capturing blocking stream,
+         * whose captured work never runs: CUDA refuses that. */
+        r = fake_capture_implicit_locked(s->ctx);
+        for (struct CUstream_st *b = fake_live; b != NULL && r == CUDA_SUCCESS; b = b->next_live)
             if (b->ctx == s->ctx && blocking(b) && b->head != NULL)
                 r = depend_locked(b, s);
     } else if (blocking(s) && s->ctx->legacy != NULL && s->ctx->legacy->head != NULL) {
         r = depend_locked(s->ctx->legacy, s);
     }
-    unsigned long n = r == CUDA_SUCCESS ? append_locked(s, o) : 0;
-    pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    unsigned long n = append_locked(s, o);
     if (n == 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (seq != NULL)
         *seq = n;
     return CUDA_SUCCESS;
+}
+
+static CUresult enqueue(struct CUstream_st *s, fake_op o, unsigned long *seq)
+{
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = enqueue_locked(s, o, seq);
+    pthread_mutex_unlock(&fake_lock);
+    return r;
+}
+
+CUresult fake_enqueue_list_locked(struct CUstream_st *s, const fake_op *list)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    for (const fake_op *o = list; o != NULL && r == CUDA_SUCCESS; o = o->next)
+        r = enqueue_locked(s, *o, NULL);
+    return r;
 }
 
 /* Wait until operation `seq` of s has completed.  Called with the lock. */
@@ -220,7 +209,7 @@ void fake_wait_idle_locked(const fake_ctx *ctx)
 {
     for (;;) {
         int busy = 0;
-        for (struct CUstream_st *s = live; s != NULL; s = s->next_live)
+        for (struct CUstream_st *s = fake_live; s != NULL; s = s->next_live)
             busy |= (ctx == NULL || s->ctx == ctx) && s->head != NULL;
         if (!busy)
             return;
@@ -235,7 +224,7 @@ void fake_wait_idle_locked(const fake_ctx *ctx)
  * must be a live stream.  The fake's own strictness on top: the stream's
  * context must be current (`any_ctx` lifts that, for calls that take a
  * stream of any context). */
-static CUresult stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
+CUresult fake_stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
 {
     if (h == NULL || h == CU_STREAM_LEGACY) {
         NEED_CTX();
@@ -249,7 +238,7 @@ static CUresult stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
         return CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses it */
     pthread_mutex_lock(&fake_lock);
     int found = 0;
-    for (struct CUstream_st *s = live; s != NULL && !found; s = s->next_live)
+    for (struct CUstream_st *s = fake_live; s != NULL && !found; s = s->next_live)
         found = s == h && !s->legacy;
     pthread_mutex_unlock(&fake_lock);
     if (!found)
@@ -264,12 +253,12 @@ static CUresult stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
 }
 
 /* A live event; of the current context unless `any_ctx`. */
-static CUresult event_ok(CUevent e, int any_ctx)
+CUresult fake_event_ok(CUevent e, int any_ctx)
 {
     NEED_CTX();
     pthread_mutex_lock(&fake_lock);
     int found = 0;
-    for (struct CUevent_st *x = live_ev; x != NULL && !found; x = x->next_live)
+    for (struct CUevent_st *x = fake_live_ev; x != NULL && !found; x = x->next_live)
         found = x == e;
     pthread_mutex_unlock(&fake_lock);
     if (!found || (!any_ctx && e->ctx != fake_current))
@@ -279,13 +268,13 @@ static CUresult event_ok(CUevent e, int any_ctx)
 
 #define STREAM_OF(h, any_ctx, out)                        \
     do {                                                  \
-        CUresult r_ = stream_of((h), (any_ctx), (out));   \
+        CUresult r_ = fake_stream_of((h), (any_ctx), (out));   \
         if (r_ != CUDA_SUCCESS)                           \
             return r_;                                    \
     } while (0)
 #define EVENT_OK(e, any_ctx)                              \
     do {                                                  \
-        CUresult r_ = event_ok((e), (any_ctx));           \
+        CUresult r_ = fake_event_ok((e), (any_ctx));           \
         if (r_ != CUDA_SUCCESS)                           \
             return r_;                                    \
     } while (0)
@@ -306,8 +295,8 @@ static CUresult stream_new(fake_ctx *ctx, unsigned flags, int legacy, struct CUs
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     pthread_mutex_lock(&fake_lock);
-    s->next_live = live;
-    live = s;
+    s->next_live = fake_live;
+    fake_live = s;
     if (!legacy) {
         live_streams++;
         last_stream = s;
@@ -322,7 +311,7 @@ static CUresult stream_new(fake_ctx *ctx, unsigned flags, int legacy, struct CUs
 static void stream_free(struct CUstream_st *s)
 {
     pthread_mutex_lock(&fake_lock);
-    for (struct CUstream_st **pp = &live; *pp; pp = &(*pp)->next_live)
+    for (struct CUstream_st **pp = &fake_live; *pp; pp = &(*pp)->next_live)
         if (*pp == s) {
             *pp = s->next_live;
             break;
@@ -373,6 +362,13 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
     if (h == NULL || h == CU_STREAM_LEGACY)
         return CUDA_ERROR_INVALID_HANDLE;
     STREAM_OF(h, 0, &s);
+    pthread_mutex_lock(&fake_lock);
+    struct fake_capture *c = s->cap;
+    if (c != NULL)
+        fake_capture_invalidate_locked(c);
+    pthread_mutex_unlock(&fake_lock);
+    if (c != NULL)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     stream_free(s);
     return CUDA_SUCCESS;
 }
@@ -387,14 +383,27 @@ CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
+/* Waiting for a capturing stream (or for the legacy stream, which would
+ * wait for a capturing blocking one) is refused, and breaks the capture. */
+static CUresult capture_refuses_wait_locked(struct CUstream_st *s)
+{
+    if (s->cap != NULL) {
+        fake_capture_invalidate_locked(s->cap);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return s->legacy ? fake_capture_implicit_locked(s->ctx) : CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuStreamSynchronize(CUstream h)
 {
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
-    wait_done_locked(s, s->queued);
+    CUresult r = capture_refuses_wait_locked(s);
+    if (r == CUDA_SUCCESS)
+        wait_done_locked(s, s->queued);
     pthread_mutex_unlock(&fake_lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 CUresult CUDAAPI cuStreamQuery(CUstream h)
@@ -402,8 +411,11 @@ CUresult CUDAAPI cuStreamQuery(CUstream h)
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
+    CUresult r = capture_refuses_wait_locked(s);
     int idle = s->done >= s->queued;
     pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -411,9 +423,11 @@ CUresult CUDAAPI cuCtxSynchronize(void)
 {
     NEED_CTX();
     pthread_mutex_lock(&fake_lock);
-    fake_wait_idle_locked(fake_current);
+    int refused = fake_capture_any_in_ctx_invalidate_locked(fake_current);
+    if (!refused)
+        fake_wait_idle_locked(fake_current);
     pthread_mutex_unlock(&fake_lock);
-    return CUDA_SUCCESS;
+    return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
@@ -422,12 +436,16 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
     (void)flags;
     STREAM_OF(h, 0, &s);
     EVENT_OK(e, 1); /* the event may be another device's */
+    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fake_lock);
-    unsigned long gen = e->recorded;
-    int pending = e->completed < gen;
     wait_event_calls++;
+    if (s->cap != NULL || e->cap != NULL) {
+        r = fake_capture_wait_locked(s, e); /* fork, join, or refused */
+    } else if (e->completed < e->recorded) {
+        r = enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
+    }
     pthread_mutex_unlock(&fake_lock);
-    return pending ? enqueue(s, (op){.kind = OP_WAIT, .ev = e, .gen = gen}, NULL) : CUDA_SUCCESS;
+    return r;
 }
 
 CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data)
@@ -436,14 +454,23 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data)
     STREAM_OF(h, 0, &s);
     if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enqueue(s, (op){.kind = OP_HOST, .fn = fn, .data = data}, NULL);
+    return enqueue(s, (fake_op){.kind = OP_HOST, .fn = fn, .data = data}, NULL);
+}
+
+CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data)
+{
+    struct CUstream_st *s;
+    STREAM_OF(h, 0, &s);
+    if (fn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return enqueue(s, (fake_op){.kind = OP_KERNEL, .fn = fn, .data = data}, NULL);
 }
 
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
-    return enqueue(s, (op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
+    return enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
                            .n = n},
                    NULL);
 }
@@ -455,7 +482,7 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
     unsigned long seq = 0;
     struct CUstream_st *s;
     STREAM_OF(NULL, 0, &s);
-    CUresult r = enqueue(s, (op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
+    CUresult r = enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
                                  .n = n},
                          &seq);
     if (r != CUDA_SUCCESS)
@@ -471,7 +498,7 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
 {
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
-    return enqueue(s, (op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
+    return enqueue(s, (fake_op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
 }
 #endif
 
@@ -486,8 +513,8 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags)
     e->flags = flags;
     e->refs = 1;
     pthread_mutex_lock(&fake_lock);
-    e->next_live = live_ev;
-    live_ev = e;
+    e->next_live = fake_live_ev;
+    fake_live_ev = e;
     live_events++;
     last_event_flags = flags;
     pthread_mutex_unlock(&fake_lock);
@@ -499,7 +526,7 @@ CUresult CUDAAPI cuEventDestroy_v2(CUevent e)
 {
     EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
-    for (struct CUevent_st **pp = &live_ev; *pp; pp = &(*pp)->next_live)
+    for (struct CUevent_st **pp = &fake_live_ev; *pp; pp = &(*pp)->next_live)
         if (*pp == e) {
             *pp = e->next_live;
             break;
@@ -515,15 +542,38 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
     struct CUstream_st *s;
     EVENT_OK(e, 0);
     STREAM_OF(h, 0, &s);
-    return enqueue(s, (op){.kind = OP_RECORD, .ev = e}, NULL);
+    pthread_mutex_lock(&fake_lock);
+    CUresult r;
+    if (s->cap != NULL) {
+        r = fake_capture_record_locked(s, e); /* a marker in the capture */
+    } else {
+        e->cap = NULL; /* last recorded outside any capture now */
+        r = enqueue_locked(s, (fake_op){.kind = OP_RECORD, .ev = e}, NULL);
+    }
+    pthread_mutex_unlock(&fake_lock);
+    return r;
+}
+
+/* Querying or waiting for an event last recorded in a capture that goes
+ * on is refused in any mode; otherwise it is a "potentially unsafe" call
+ * (PyTorch's NCCL watchdog met that one), refused during a global capture
+ * unless this thread's mode is relaxed. */
+static CUresult event_wait_allowed_locked(const struct CUevent_st *e)
+{
+    if (e->cap != NULL)
+        return CUDA_ERROR_CAPTURED_EVENT;
+    return fake_capture_unsafe_call_locked();
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e)
 {
     EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
+    CUresult r = event_wait_allowed_locked(e);
     int done = e->completed >= e->recorded;
     pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
     return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -531,11 +581,12 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
 {
     EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
+    CUresult r = event_wait_allowed_locked(e);
     unsigned long gen = e->recorded;
-    while (e->completed < gen)
+    while (r == CUDA_SUCCESS && e->completed < gen)
         pthread_cond_wait(&fake_progress, &fake_lock);
     pthread_mutex_unlock(&fake_lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
@@ -544,7 +595,9 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     EVENT_OK(b, 0);
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fake_lock);
-    if (a->recorded == 0 || b->recorded == 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
+    if (a->cap != NULL || b->cap != NULL)
+        r = CUDA_ERROR_CAPTURED_EVENT;
+    else if (a->recorded == 0 || b->recorded == 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
         r = CUDA_ERROR_INVALID_HANDLE;
     else if (a->completed < a->recorded || b->completed < b->recorded)
         r = CUDA_ERROR_NOT_READY;
