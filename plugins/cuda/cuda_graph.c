@@ -24,7 +24,8 @@
     do {                                                                                                     \
         if (infinirt_cuda__drv.fn == NULL) {                                                                 \
             infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,                                                    \
-                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev), __func__, \
+                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev),           \
+                               __func__ + sizeof "infinirt_cuda__" - 1,                                      \
                                infinirt_cuda__state.driver_version / 1000,                                   \
                                infinirt_cuda__state.driver_version % 1000 / 10,                              \
                                infinirt_cuda__drv_names.fn);                                                 \
