@@ -17,7 +17,19 @@
  *                        natively where the loader's counters cannot see it);
  *   wrap_native          a cudaStream_t of the application's, wrapped;
  *   set_device           cudaGetDevice follows infinirtSetDevice, and a call
- *                        routed to another device leaves it.
+ *                        routed to another device leaves it;
+ *   graph_kernel         a cudart kernel launched on (cudaStream_t)stream
+ *                        between infinirt copies is captured natively; the
+ *                        graph, launched twice, reads the input as it is at
+ *                        each launch;
+ *   graph_global_threads a GLOBAL capture while another thread runs
+ *                        infinirtMalloc/infinirtFree (the allocator's raw
+ *                        cuMemAlloc/cuMemFree and its fence events): the
+ *                        capture stays valid and replays;
+ *   graph_malloc_miss    a capture whose infinirtMallocAsync asks for a size
+ *                        never allocated before (the allocator's cache
+ *                        misses, so the plugin allocates during the capture);
+ *                        the block is stable across launches.
  *
  *   cuda_kernels_test NAME    (INFINIRT_CONFIG: a config with the CUDA plugin)
  *
@@ -25,10 +37,12 @@
  * INFINIRT_CUDA_TEST_REQUIRE_GPU=1 (tests/gpu/run-cuda-checks.sh).
  */
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <algorithm>
 #include <vector>
 
 #include "infinirt.h"
@@ -302,6 +316,168 @@ static int test_set_device(void)
     return TEST_OK;
 }
 
+/* ----------------------------------------------------------- graphs */
+
+/* InfiniCore's flow (graph.cc): capture, instantiate with a log buffer,
+ * infinirtGraphLuanch.  *exec on success; the graph is destroyed here. */
+static int end_and_instantiate(infinirtStream_t s, infinirtGraphExec_t *exec)
+{
+    infinirtGraph_t graph = NULL;
+    infinirtGraphNode_t node = NULL;
+    char log[4096] = "";
+
+    OK_(infinirtStreamEndCapture(s, &graph));
+    CHECK_(graph != NULL);
+    infiniStatus_t st = infinirtGraphInstantiate(exec, graph, &node, log, sizeof log);
+    if (st != INFINI_STATUS_SUCCESS)
+        FAIL_("infinirtGraphInstantiate = %s: %s", infinirtGetErrorName(st), log);
+    OK_(infinirtGraphDestroy(graph));
+    return TEST_OK;
+}
+
+static int test_graph_kernel(void)
+{
+    const size_t n = (size_t)1 << 20;
+    std::vector<float> h(n), out(n);
+    infinirtStream_t s, s2;
+    infinirtGraphExec_t exec = NULL;
+    float *a;
+
+    OK_(infinirtSetDevice(INFINI_DEVICE_NVIDIA, 0));
+    OK_(infinirtStreamCreate(&s));
+    OK_(infinirtStreamCreate(&s2));
+    OK_(infinirtMalloc((void **)&a, n * sizeof(float)));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)i;
+    std::fill(out.begin(), out.end(), -1.0f);
+
+    OK_(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CU_(cudaStreamIsCapturing((cudaStream_t)s, &cs)); /* CUDA's own capture */
+    CHECK_(cs == cudaStreamCaptureStatusActive);
+    OK_(infinirtMemcpyAsync(a, h.data(), n * sizeof(float), INFINIRT_MEMCPY_H2D, s));
+    axpb<<<grid(n), 256, 0, (cudaStream_t)s>>>(a, n, 2.0f, 1.0f);
+    CU_(cudaGetLastError());
+    OK_(infinirtMemcpyAsync(out.data(), a, n * sizeof(float), INFINIRT_MEMCPY_D2H, s));
+    if (end_and_instantiate(s, &exec) != TEST_OK)
+        return TEST_FAIL;
+    OK_(infinirtDeviceSynchronize());
+    CHECK_(out[0] == -1.0f && out[n - 1] == -1.0f); /* nothing ran during the capture */
+
+    for (int launch = 1; launch <= 2; launch++) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = (float)(i % 4096) * (float)launch; /* read at launch time */
+        OK_(infinirtGraphLuanch(exec, s2));
+        OK_(infinirtStreamSynchronize(s2));
+        for (size_t i = 0; i < n; i++)
+            if (out[i] != 2.0f * h[i] + 1.0f)
+                FAIL_("launch %d: out[%zu] = %g, want %g", launch, i, out[i], 2.0 * h[i] + 1.0);
+    }
+    OK_(infinirtGraphExecDestroy(exec));
+    OK_(infinirtFree(a));
+    OK_(infinirtStreamDestroy(s));
+    OK_(infinirtStreamDestroy(s2));
+    return TEST_OK;
+}
+
+struct churn_arg {
+    volatile int stop;
+    volatile int rounds;
+    infiniStatus_t st;
+};
+
+/* Allocations of sizes the cache has not seen, so the allocator calls the
+ * driver (and frees: trim gives the memory back). */
+static void *churn(void *p)
+{
+    churn_arg *c = (churn_arg *)p;
+    c->st = infinirtSetDevice(INFINI_DEVICE_NVIDIA, 0);
+    while (c->st == INFINI_STATUS_SUCCESS && (c->rounds < 50 || !c->stop)) {
+        void *x = NULL;
+        c->st = infinirtMalloc(&x, ((size_t)3 << 20) + (size_t)c->rounds * 4096);
+        if (c->st == INFINI_STATUS_SUCCESS)
+            c->st = infinirtFree(x);
+        c->rounds++;
+    }
+    return NULL;
+}
+
+static int test_graph_global_threads(void)
+{
+    const size_t n = (size_t)1 << 16;
+    std::vector<float> h(n, 1.0f), out(n);
+    infinirtStream_t s;
+    infinirtGraphExec_t exec = NULL;
+    churn_arg c = {0, 0, INFINI_STATUS_SUCCESS};
+    pthread_t th;
+    float *a;
+
+    OK_(infinirtSetDevice(INFINI_DEVICE_NVIDIA, 0));
+    OK_(infinirtStreamCreate(&s));
+    OK_(infinirtMalloc((void **)&a, n * sizeof(float)));
+    OK_(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_(pthread_create(&th, NULL, churn, &c) == 0);
+    OK_(infinirtMemcpyAsync(a, h.data(), n * sizeof(float), INFINIRT_MEMCPY_H2D, s));
+    for (int k = 0; k < 20; k++) /* time for the other thread to allocate */
+        axpb<<<grid(n), 256, 0, (cudaStream_t)s>>>(a, n, 1.0f, 1.0f);
+    CU_(cudaGetLastError());
+    OK_(infinirtMemcpyAsync(out.data(), a, n * sizeof(float), INFINIRT_MEMCPY_D2H, s));
+    while (c.rounds < 50 && c.st == INFINI_STATUS_SUCCESS)
+        ;
+    c.stop = 1;
+    pthread_join(th, NULL);
+    OK_(c.st);
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CU_(cudaStreamIsCapturing((cudaStream_t)s, &cs));
+    CHECK_(cs == cudaStreamCaptureStatusActive); /* not invalidated */
+    if (end_and_instantiate(s, &exec) != TEST_OK)
+        return TEST_FAIL;
+    OK_(infinirtGraphLuanch(exec, s));
+    OK_(infinirtStreamSynchronize(s));
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != 21.0f)
+            FAIL_("out[%zu] = %g, want 21", i, out[i]);
+    OK_(infinirtGraphExecDestroy(exec));
+    OK_(infinirtFree(a));
+    OK_(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+static int test_graph_malloc_miss(void)
+{
+    /* An odd size, larger than anything the other tests allocate. */
+    const size_t n = ((size_t)37 << 20) / sizeof(float) + 123;
+    std::vector<float> h(n), out(n);
+    infinirtStream_t s;
+    infinirtGraphExec_t exec = NULL;
+    float *a = NULL;
+
+    OK_(infinirtSetDevice(INFINI_DEVICE_NVIDIA, 0));
+    OK_(infinirtStreamCreate(&s));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)(i % 1000);
+    OK_(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    OK_(infinirtMallocAsync((void **)&a, n * sizeof(float), s)); /* a cache miss */
+    OK_(infinirtMemcpyAsync(a, h.data(), n * sizeof(float), INFINIRT_MEMCPY_H2D, s));
+    axpb<<<grid(n), 256, 0, (cudaStream_t)s>>>(a, n, -1.0f, 0.0f);
+    CU_(cudaGetLastError());
+    OK_(infinirtMemcpyAsync(out.data(), a, n * sizeof(float), INFINIRT_MEMCPY_D2H, s));
+    OK_(infinirtFreeAsync(a, s));
+    if (end_and_instantiate(s, &exec) != TEST_OK)
+        return TEST_FAIL;
+    for (int launch = 0; launch < 2; launch++) {
+        std::fill(out.begin(), out.end(), 1.0f);
+        OK_(infinirtGraphLuanch(exec, s));
+        OK_(infinirtStreamSynchronize(s));
+        for (size_t i = 0; i < n; i++)
+            if (out[i] != -(float)(i % 1000))
+                FAIL_("launch %d: out[%zu] = %g", launch, i, out[i]);
+    }
+    OK_(infinirtGraphExecDestroy(exec));
+    OK_(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
 struct test_entry {
     const char *name;
     int (*fn)(void);
@@ -312,6 +488,9 @@ static const test_entry tests[] = {
     {"free_under_kernel", test_free_under_kernel},
     {"wrap_native", test_wrap_native},
     {"set_device", test_set_device},
+    {"graph_kernel", test_graph_kernel},
+    {"graph_global_threads", test_graph_global_threads},
+    {"graph_malloc_miss", test_graph_malloc_miss},
     {NULL, NULL},
 };
 
