@@ -499,13 +499,15 @@ INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **n
  *    sequence, in the order the operations were issued.
  *
  * Calls that cannot be captured fail with INVALID_STATE and invalidate the
- * capture, as CUDA's do: StreamSynchronize, StreamDestroy or EventQuery /
- * EventSynchronize of an event recorded in the capture; DeviceSynchronize
- * and synchronous Memcpy/Memset on a device where a blocking stream is
- * capturing; StreamWaitEvent on an event recorded outside the capture (or
- * in another one).  Every later operation on the invalidated stream fails
- * with INVALID_STATE until infinirtStreamEndCapture ends the capture (it
- * returns INVALID_STATE and no graph); the stream is usable afterwards.
+ * capture, as CUDA's do: StreamSynchronize or StreamDestroy of a capturing
+ * stream; DeviceSynchronize, and synchronous Memcpy/Memset, on a device
+ * where a (blocking) stream is capturing; StreamWaitEvent on an event
+ * recorded outside the capture (or in another one).  Every later operation
+ * on the invalidated stream fails with INVALID_STATE until
+ * infinirtStreamEndCapture ends the capture (it returns INVALID_STATE and no
+ * graph); the stream is usable afterwards.  EventQuery / EventSynchronize
+ * of an event recorded in a capture under way give INVALID_STATE and leave
+ * the capture valid (CUDA's CAPTURED_EVENT).
  *
  * Memory (the caching allocator): MallocAsync on a capturing stream is
  * served from memory private to the capture, never from blocks other

@@ -272,8 +272,10 @@ typedef struct infinirtPluginOps {
     /* *capturing = 1 while the stream captures (also a capture begun
      * natively by the application, or invalidated and not yet ended), and
      * *id = an identifier of that capture, unique in the process (streams
-     * that joined one capture give the same id).  Never blocks, never
-     * affects the capture. */
+     * that joined one capture give the same id).  stream NULL (the default
+     * stream, never captured): *capturing = 1 while using it would touch a
+     * capture (CUDA: a blocking stream captures, and the legacy stream is
+     * ordered with it), *id = 0.  Never blocks, never affects the capture. */
     infiniStatus_t (*stream_is_capturing)(int dev, void *stream, int *capturing, uint64_t *id);
     /* An executable graph from `graph`; on failure a reason in log
      * (log_size bytes, NUL-terminated). */

@@ -212,8 +212,8 @@ static int grow(void **a, size_t *cap, size_t need, size_t elem)
 
 bool infinirt__native_capturing(infinirt__stream *s)
 {
-    if (s->is_default)
-        return false;
+    /* For the default stream (ps NULL) the plugin answers whether using it
+     * would touch a capture (a blocking stream captures). */
     int c = 0;
     uint64_t id = 0;
     infinirt__device *dev = s->dev;
@@ -477,13 +477,11 @@ infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn
         pthread_mutex_unlock(&g_mu);
         return INFINI_STATUS_SUCCESS;
     }
-    char why[200];
-    snprintf(why, sizeof why, "%s of an event recorded in the capture", fn);
-    invalidate_locked(c, why);
     pthread_mutex_unlock(&g_mu);
+    /* As CUDA (CAPTURED_EVENT): refused, the capture goes on. */
     return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
-                          "event %p was recorded in a capture under way: it completes only when the graph runs "
-                          "(the capture is invalidated)",
+                          "event %p was recorded in a capture under way: it stands for captured work, which runs "
+                          "only when the graph is launched",
                           e->native);
 }
 
@@ -734,8 +732,8 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
             *graph_ptr = NULL;
             if (st == INFINI_STATUS_SUCCESS)
                 return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for a graph");
-            return infinirt__fail(st, __func__, "the backend ended the capture without a graph (%s)",
-                                  infinirtGetErrorName(st));
+            return infinirt__fail(st, __func__, "the backend ended the capture on stream %p without a graph",
+                                  stream);
         }
         g->native = pg;
     } else {

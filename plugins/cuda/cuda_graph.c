@@ -131,14 +131,20 @@ infiniStatus_t infinirt_cuda__stream_is_capturing(int dev, void *stream, int *ca
 
     *capturing = 0;
     *id = 0;
-    if (stream == NULL)
-        return INFINI_STATUS_SUCCESS; /* the legacy stream never captures */
     NEED_(dev, StreamGetCaptureInfo);
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    r = infinirt_cuda__capture_status((CUstream)stream, &status, id);
+    /* The legacy stream never captures, but while a blocking stream does,
+     * using it is an implicit dependency on the capture (CUDA fails it and
+     * invalidates the capture): the ABI counts that as capturing. */
+    r = infinirt_cuda__capture_status(infinirt_cuda__stream_of(stream), &status, id);
     infinirt_cuda__leave(&sc);
+    if (stream == NULL && r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
+        *capturing = 1;
+        *id = 0;
+        return INFINI_STATUS_SUCCESS;
+    }
     if (r != CUDA_SUCCESS)
         return infinirt_cuda__check(r, infinirt_cuda__drv_names.StreamGetCaptureInfo, dev);
     *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
