@@ -18,6 +18,9 @@
  *                    reads its answer from the memory it is asked about:
  *                    "dev=N" (device N, in range or not), "bad!" (BAD_PARAM),
  *                    "err!" (INTERNAL_ERROR), anything else NOT_IMPLEMENTED
+ *   FAKE_SHORT12     claims ABI 1.2 with a table of ABI 1.1's size (refused)
+ *   FAKE_PARTIAL_GRAPH  FAKE_STREAMS of ABI 1.2 with stream_begin_capture
+ *                    but not the other graph entries (incoherent: refused)
  *
  * With the key `ledger = PATH`, the memory, stream and event operations
  * append one line each to PATH ("memset dev=1"), so a test can see which
@@ -31,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY) || defined(FAKE_PTRDEV)
+#if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY) || defined(FAKE_PTRDEV) || defined(FAKE_PARTIAL_GRAPH)
 #define FAKE_STREAMS /* with one entry left out of the table */
 #endif
 #if defined(FAKE_NO_QUERY)
@@ -243,20 +246,34 @@ static infiniStatus_t fake_pointer_get_device(const void *ptr, int *dev)
 }
 #endif
 
+#if defined(FAKE_PARTIAL_GRAPH)
+static infiniStatus_t fake_begin_capture(int dev, void *stream, int mode)
+{
+    (void)dev;
+    (void)stream;
+    (void)mode;
+    return INFINI_STATUS_SUCCESS;
+}
+#endif
+
 static const infinirtPluginOps fake_ops = {
 #if defined(FAKE_ABI2)
     .abi_major = 2,
 #else
     .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
 #endif
-#if defined(FAKE_PTRDEV) || defined(FAKE_SHORT11)
+#if defined(FAKE_SHORT12) || defined(FAKE_PARTIAL_GRAPH)
+    .abi_minor = 2,
+#elif defined(FAKE_PTRDEV) || defined(FAKE_SHORT11)
     .abi_minor = 1,
 #else
     .abi_minor = 0,
 #endif
 #if defined(FAKE_SMALL_TABLE)
     .struct_size = 40,
-#elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV)) || defined(FAKE_SHORT11)
+#elif defined(FAKE_SHORT12)
+    .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_1,
+#elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV) && !defined(FAKE_PARTIAL_GRAPH)) || defined(FAKE_SHORT11)
     /* A plugin built against ABI 1.0: its table ends after memset_async
      * (short11 claims minor 1 with such a table, and is refused). */
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_0,
@@ -292,6 +309,9 @@ static const infinirtPluginOps fake_ops = {
 #endif
 #if defined(FAKE_PTRDEV)
     .pointer_get_device = fake_pointer_get_device,
+#endif
+#if defined(FAKE_PARTIAL_GRAPH)
+    .stream_begin_capture = fake_begin_capture,
 #endif
     /* otherwise no streams, events or host memory: the loader answers
      * NOT_IMPLEMENTED */

@@ -123,6 +123,60 @@ int test_loader_table_short_for_minor(void)
                            "ABI 1.1 needs at least");
 }
 
+/* ... and one that claims minor 2 the 1.2 entries. */
+int test_loader_table_short_for_minor_2(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_short12.so", "short12", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "ABI 1.2 needs at least");
+}
+
+/* Native graphs come whole: a part of the seven entries is refused. */
+int test_loader_incoherent_partial_graph(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_partial_graph.so\nanswer = 42", "partial",
+                           INFINIRT_PLUGIN_ABI_MISMATCH, "stream_begin_capture without stream_end_capture");
+}
+
+/* A vendor plugin without native graphs (here of ABI 1.0, on a device
+ * that is not the CPU's) gets stream capture from the loader: the
+ * operations are recorded, not run, and each launch issues them again
+ * through the plugin's own entries, reading memory at launch time. */
+int test_loader_vendor_plugin_graph(void)
+{
+    use_config("[plugin.streams]\nlibrary = " FAKE_DIR "/libfake_streams.so\nanswer = 42\ndevices = 1\n");
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    infinirtStream_t s, l;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&l));
+    unsigned char *d = NULL, host[64], out[64];
+    ASSERT_OK(infinirtMalloc((void **)&d, 64));
+    memset(out, 0, sizeof out);
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtMemsetAsync(d, 0x11, 64, s));
+    ASSERT_OK(infinirtMemcpyAsync(d + 8, host, 8, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemcpyAsync(out, d, 64, INFINIRT_MEMCPY_D2H, s));
+    infinirtGraph_t g = NULL;
+    infinirtGraphExec_t x = NULL;
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    ASSERT_EQ(out[0], 0); /* the fake runs operations at once: not run means not issued */
+    ASSERT_OK(infinirtGraphInstantiate(&x, g, NULL, NULL, 0));
+    for (int r = 1; r <= 2; r++) {
+        memset(host, r, sizeof host);
+        ASSERT_OK(infinirtGraphLaunch(x, l));
+        ASSERT_OK(infinirtStreamSynchronize(l));
+        ASSERT_EQ(out[0], 0x11);
+        ASSERT_EQ(out[8], r);
+        ASSERT_EQ(out[15], r);
+        ASSERT_EQ(out[16], 0x11);
+    }
+    ASSERT_OK(infinirtGraphExecDestroy(x));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(l));
+    return TEST_OK;
+}
+
 /* A plugin built against ABI 1.0 (its table ends after memset_async) keeps
  * working: its stream and event objects are the handles, the 1.1 calls
  * answer from the loader's defaults, and what needs an entry it lacks is
