@@ -37,7 +37,18 @@
     X(conformance, free_async_other_device) \
     X(conformance, foreign_memory)        \
     X(conformance, lookup_after_free)     \
-    X(conformance, foreign_refused)
+    X(conformance, foreign_refused)       \
+    X(conformance, graph_replay)          \
+    X(conformance, graph_host_fn_count)   \
+    X(conformance, graph_chain_other_stream) \
+    X(conformance, graph_malloc_async_pool) \
+    X(conformance, graph_pool_queued_launch) \
+    X(conformance, graph_cycles_reserved) \
+    X(conformance, graph_illegal_calls)   \
+    X(conformance, graph_global_churn)    \
+    X(conformance, graph_bad_handles)     \
+    X(conformance, graph_infinicore_flow) \
+    X(conformance, graph_fork_join)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
