@@ -36,6 +36,9 @@
 #define H2D_ INFINIRT_MEMCPY_H2D
 #define D2H_ INFINIRT_MEMCPY_D2H
 #define D2D_ INFINIRT_MEMCPY_D2D
+#define IS_ INFINI_STATUS_INVALID_STATE
+#define GLOBAL_ INFINIRT_STREAM_CAPTURE_MODE_GLOBAL
+#define LOG_ f->log, sizeof f->log
 #define A_ BI_SMALL /* bytes in d_a and h_pin */
 #define OUT_ (&f->out)
 #define TOP_ ((void *)(UINTPTR_MAX - 15)) /* 64 bytes from here wrap around */
@@ -69,6 +72,8 @@
     BI_DEVICE_ROWS(X, infinirtGetMemInfo, , &OUT_->z1, &OUT_->z2)                                           \
     X(infinirtDeviceSynchronize, no_args, OK_, 0, infinirtDeviceSynchronize())                              \
     BI_DEVICE_ROWS(X, infinirtDeviceGetNativeHandle, , &OUT_->p, &OUT_->p2)                                \
+    X(infinirtGetDeviceResourceSnapshot, null_out, NP_, 0, infinirtGetDeviceResourceSnapshot(f->type, 0, NULL)) \
+    BI_DEVICE_ROWS(X, infinirtGetDeviceResourceSnapshot, , &OUT_->snap)                                     \
     /* -------------------------------------------------------------- stream */                            \
     X(infinirtStreamCreate, null_out, NP_, 0, infinirtStreamCreate(NULL))                                   \
     X(infinirtStreamCreateWithFlags, null_out, NP_, 0, infinirtStreamCreateWithFlags(NULL, 0))              \
@@ -144,6 +149,56 @@
     X(infinirtEventElapsedTime, start_is_stream, BP_, 0, infinirtEventElapsedTime(&OUT_->ms, f->s_live, f->e_live)) \
     X(infinirtEventElapsedTime, other_device, BP_, BI_OTHER,                                                \
       infinirtEventElapsedTime(&OUT_->ms, f->e_live, f->e_other))                                           \
+    /* --------------------------------------------------------------- graph */                            \
+    /* The NULL stream cannot be captured (CUDA's legacy stream cannot). */                                 \
+    X(infinirtStreamBeginCapture, stream_null, IS_, 0, infinirtStreamBeginCapture(NULL, GLOBAL_))           \
+    X(infinirtStreamBeginCapture, stream_made_up, BP_, 0, infinirtStreamBeginCapture(f->made_up, GLOBAL_))  \
+    X(infinirtStreamBeginCapture, stream_forged, BP_, 0, infinirtStreamBeginCapture(f->forged_s, GLOBAL_))  \
+    X(infinirtStreamBeginCapture, stream_destroyed, BP_, 0, infinirtStreamBeginCapture(f->s_dead, GLOBAL_)) \
+    X(infinirtStreamBeginCapture, stream_is_event, BP_, 0, infinirtStreamBeginCapture(f->e_live, GLOBAL_))  \
+    X(infinirtStreamBeginCapture, mode_3, BP_, 0,                                                           \
+      infinirtStreamBeginCapture(f->s_live, (infinirtStreamCaptureMode_t)3))                                \
+    X(infinirtStreamBeginCapture, mode_negative, BP_, 0,                                                    \
+      infinirtStreamBeginCapture(f->s_live, (infinirtStreamCaptureMode_t)-1))                               \
+    X(infinirtStreamEndCapture, null_out, NP_, 0, infinirtStreamEndCapture(f->s_live, NULL))                \
+    X(infinirtStreamEndCapture, not_capturing, IS_, 0, infinirtStreamEndCapture(f->s_live, &f->g_end))      \
+    X(infinirtStreamEndCapture, stream_made_up, BP_, 0, infinirtStreamEndCapture(f->made_up, &OUT_->g))     \
+    X(infinirtStreamEndCapture, stream_destroyed, BP_, 0, infinirtStreamEndCapture(f->s_dead, &OUT_->g))    \
+    X(infinirtStreamEndCapture, stream_is_event, BP_, 0, infinirtStreamEndCapture(f->e_live, &OUT_->g))     \
+    X(infinirtGraphDestroy, null, BP_, 0, infinirtGraphDestroy(NULL))                                       \
+    X(infinirtGraphDestroy, made_up, BP_, 0, infinirtGraphDestroy(f->made_up))                              \
+    X(infinirtGraphDestroy, destroyed, BP_, 0, infinirtGraphDestroy(f->g_dead))                             \
+    X(infinirtGraphDestroy, is_exec, BP_, 0, infinirtGraphDestroy(f->x_live))                               \
+    X(infinirtGraphDestroy, is_stream, BP_, 0, infinirtGraphDestroy(f->s_live))                             \
+    X(infinirtGraphInstantiate, null_out, NP_, 0, infinirtGraphInstantiate(NULL, f->g_live, NULL, LOG_))    \
+    X(infinirtGraphInstantiate, graph_null, BP_, 0,                                                         \
+      infinirtGraphInstantiate(&OUT_->x, NULL, &OUT_->node, LOG_))                                          \
+    X(infinirtGraphInstantiate, graph_made_up, BP_, 0,                                                      \
+      infinirtGraphInstantiate(&OUT_->x, f->made_up, &OUT_->node, LOG_))                                    \
+    X(infinirtGraphInstantiate, graph_destroyed, BP_, 0,                                                    \
+      infinirtGraphInstantiate(&OUT_->x, f->g_dead, &OUT_->node, LOG_))                                     \
+    X(infinirtGraphInstantiate, graph_is_exec, BP_, 0,                                                      \
+      infinirtGraphInstantiate(&OUT_->x, f->x_live, &OUT_->node, LOG_))                                     \
+    X(infinirtGraphInstantiate, graph_is_stream, BP_, 0,                                                    \
+      infinirtGraphInstantiate(&OUT_->x, f->s_live, &OUT_->node, NULL, 0))                                  \
+    X(infinirtGraphExecDestroy, null, BP_, 0, infinirtGraphExecDestroy(NULL))                               \
+    X(infinirtGraphExecDestroy, made_up, BP_, 0, infinirtGraphExecDestroy(f->made_up))                      \
+    X(infinirtGraphExecDestroy, destroyed, BP_, 0, infinirtGraphExecDestroy(f->x_dead))                     \
+    X(infinirtGraphExecDestroy, is_graph, BP_, 0, infinirtGraphExecDestroy(f->g_live))                      \
+    X(infinirtGraphExecDestroy, is_event, BP_, 0, infinirtGraphExecDestroy(f->e_live))                      \
+    X(infinirtGraphLuanch, exec_null, BP_, 0, infinirtGraphLuanch(NULL, f->s_live))                         \
+    X(infinirtGraphLuanch, exec_made_up, BP_, 0, infinirtGraphLuanch(f->made_up, f->s_live))                \
+    X(infinirtGraphLuanch, exec_destroyed, BP_, 0, infinirtGraphLuanch(f->x_dead, f->s_live))               \
+    X(infinirtGraphLuanch, exec_is_graph, BP_, 0, infinirtGraphLuanch(f->g_live, f->s_live))                \
+    X(infinirtGraphLuanch, stream_made_up, BP_, 0, infinirtGraphLuanch(f->x_live, f->made_up))              \
+    X(infinirtGraphLuanch, stream_forged, BP_, 0, infinirtGraphLuanch(f->x_live, f->forged_s))              \
+    X(infinirtGraphLuanch, stream_destroyed, BP_, 0, infinirtGraphLuanch(f->x_live, f->s_dead))             \
+    X(infinirtGraphLuanch, stream_is_event, BP_, 0, infinirtGraphLuanch(f->x_live, f->e_live))              \
+    X(infinirtGraphLuanch, stream_other_device, BP_, BI_OTHER, infinirtGraphLuanch(f->x_live, f->s_other))  \
+    X(infinirtGraphLaunch, exec_destroyed, BP_, 0, infinirtGraphLaunch(f->x_dead, NULL))                    \
+    X(infinirtGraphLaunch, exec_is_stream, BP_, 0, infinirtGraphLaunch(f->s_live, f->s_live))               \
+    X(infinirtGraphLaunch, stream_destroyed, BP_, 0, infinirtGraphLaunch(f->x_live, f->s_dead))             \
+    X(infinirtGraphLaunch, stream_other_device, BP_, BI_OTHER, infinirtGraphLaunch(f->x_live, f->s_other))  \
     /* -------------------------------------------------------------- memory */                            \
     X(infinirtMalloc, null_out, NP_, 0, infinirtMalloc(NULL, 16))                                           \
     X(infinirtMalloc, null_out_size_0, NP_, 0, infinirtMalloc(NULL, 0))                                     \

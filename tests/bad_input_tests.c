@@ -54,6 +54,10 @@ typedef struct {
     infinirtDeviceProperties_t props;
     infinirtPluginInfo_t info;
     infinirtAllocatorStats_t stats;
+    infinirtGraph_t g;
+    infinirtGraphExec_t x;
+    infinirtGraphNode_t node;
+    infinirtDeviceResourceSnapshot_t snap;
 } bi_out;
 
 typedef struct {
@@ -70,6 +74,14 @@ typedef struct {
     infinirtEvent_t e_live, e_dead;
     void *d_a, *d_big, *d_freed;
     void *h_pin, *h_pin_freed;
+    /* Graphs of a capture of one MemsetAsync of d_big (a launch that should
+     * not have happened shows in d_big), live and destroyed. */
+    infinirtGraph_t g_live, g_dead;
+    infinirtGraphExec_t x_live, x_dead;
+    /* Written by documented outputs of failed calls (EndCapture's NULL
+     * graph, Instantiate's reason), so not in `out`. */
+    infinirtGraph_t g_end;
+    char log[256];
     /* On the other device: */
     infinirtStream_t s_other;
     infinirtEvent_t e_other;
@@ -216,6 +228,16 @@ static int setup(bi_fixture *f)
     SETUP(infinirtFreeHost(f->h_pin_freed));
     CHECK(fill_device(f->d_a, BI_SMALL, 1));
     CHECK(fill_device(f->d_big, BI_BIG, 2));
+    for (int i = 0; i < 2; i++) {
+        infinirtGraph_t *g = i == 0 ? &f->g_live : &f->g_dead;
+        SETUP(infinirtStreamBeginCapture(f->s_live, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+        SETUP(infinirtMemsetAsync(f->d_big, 0x5c, BI_BIG, f->s_live));
+        SETUP(infinirtStreamEndCapture(f->s_live, g));
+    }
+    SETUP(infinirtGraphInstantiate(&f->x_live, f->g_live, NULL, NULL, 0));
+    SETUP(infinirtGraphInstantiate(&f->x_dead, f->g_live, NULL, NULL, 0));
+    SETUP(infinirtGraphExecDestroy(f->x_dead));
+    SETUP(infinirtGraphDestroy(f->g_dead));
     tc_pattern(f->h_pin, BI_SMALL, 4);
     f->h_src = g_src;
     f->h_dst = g_dst;
