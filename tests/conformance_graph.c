@@ -404,6 +404,20 @@ int test_conformance_graph_malloc_async_pool(void)
     return TEST_OK;
 }
 
+typedef struct {
+    infinirtGraphExec_t x;
+    infinirtGraph_t g;
+    infiniStatus_t x_st, g_st;
+} destroyer_arg;
+
+static void *destroyer(void *p)
+{
+    destroyer_arg *a = p;
+    a->x_st = infinirtGraphExecDestroy(a->x);
+    a->g_st = infinirtGraphDestroy(a->g);
+    return NULL;
+}
+
 /* A launch still queued when the graph and its exec are destroyed keeps the
  * capture's memory: nothing of it is handed out until that launch ran. */
 int test_conformance_graph_pool_queued_launch(void)
@@ -432,11 +446,19 @@ int test_conformance_graph_pool_queued_launch(void)
     static tc_gate gate;
     CHECK(tc_hold_stream(s, &gate));
     ASSERT_OK(infinirtGraphLaunch(x, s));
-    ASSERT_OK(infinirtGraphExecDestroy(x)); /* the queued launch still runs */
-    ASSERT_OK(infinirtGraphDestroy(g));
+    /* The destroys in a thread: without the caching allocator, releasing
+     * the memory waits for the launch, as a Free does. */
+    static destroyer_arg arg;
+    arg = (destroyer_arg){.x = x, .g = g};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, destroyer, &arg), 0);
+    tc_sleep_ms(100); /* destroyed, or waiting for the launch */
     const held h[] = {{p, SZ, "captured"}};
     CHECK(probe_no_reuse(h, 1, NULL, other)); /* the launch cannot have run: the gate is shut */
     tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.x_st); /* the queued launch still runs */
+    ASSERT_OK(arg.g_st);
     ASSERT_OK(infinirtStreamSynchronize(s));
     ASSERT_MEM_EQ(hout, hin, SZ);
     ASSERT_OK(infinirtStreamDestroy(s));
