@@ -198,15 +198,28 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
 INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id,
                                                size_t *free_bytes, size_t *total_bytes);
 
-/* A snapshot of a device's resources into *snapshot (cleared first):
- * memory on every backend (free_bytes and total_bytes from the backend,
- * used_bytes = total - free, reserved_bytes held by infinirt's caching
- * allocator; MEMORY_CAPACITY in valid_fields), and where the backend can
- * observe them the utilisation fields (on CUDA from NVML when it is
- * installed) with their bits in valid_fields; estimated_fields marks
- * figures that are estimates.  Read only the fields whose bit is set.
+/* A snapshot of a device's resources into *snapshot (all of it written:
+ * fields without a value are 0).  Read only the fields whose bit is set in
+ * valid_fields; estimated_fields marks the figures among them that are
+ * estimates.
+ *  - device_type, device_id: the arguments.
+ *  - reserved_bytes: memory infinirt's caching allocator holds from the
+ *    backend for this device (infinirtGetAllocatorStats' reserved_bytes),
+ *    on every backend, whatever the bits say.
+ *  - free_bytes, total_bytes from the backend (as infinirtGetMemInfo),
+ *    used_bytes = total - free, with MEMORY_CAPACITY set; on a backend
+ *    that cannot tell (a plugin without get_mem_info) they stay 0 and the
+ *    bit clear.
+ *  - compute_utilization, memory_bandwidth_utilization, kernel_time_ratio,
+ *    fractions in [0, 1], where the backend can observe them: on CUDA from
+ *    NVML when it is installed and lists the device (kernel_time_ratio is
+ *    the compute figure, marked estimated; see docs/cuda.md); on the CPU
+ *    and OpenCL backends never.  The communication fields are never set.
+ * Utilisation the backend fails to give leaves its bits clear and is not
+ * an error.  On failure *snapshot is not written.  Thread-safe.
  * Returns SUCCESS, NULL_POINTER, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
- * DEVICE_NOT_FOUND, or the backend's error. */
+ * DEVICE_NOT_FOUND, or the backend's error from reading its memory
+ * figures. */
 INFINIRT_API infiniStatus_t infinirtGetDeviceResourceSnapshot(infiniDevice_t device, int device_id,
                                                               infinirtDeviceResourceSnapshot_t *snapshot);
 

@@ -70,6 +70,8 @@
     X(infinirtGetMemInfo, null_free, NP_, 0, infinirtGetMemInfo(f->type, 0, NULL, &OUT_->z2))               \
     X(infinirtGetMemInfo, null_total, NP_, 0, infinirtGetMemInfo(f->type, 0, &OUT_->z1, NULL))              \
     BI_DEVICE_ROWS(X, infinirtGetMemInfo, , &OUT_->z1, &OUT_->z2)                                           \
+    X(infinirtGetDeviceResourceSnapshot, null_out, NP_, 0, infinirtGetDeviceResourceSnapshot(f->type, 0, NULL)) \
+    BI_DEVICE_ROWS(X, infinirtGetDeviceResourceSnapshot, , &OUT_->snap)                                     \
     X(infinirtDeviceSynchronize, no_args, OK_, 0, infinirtDeviceSynchronize())                              \
     BI_DEVICE_ROWS(X, infinirtDeviceGetNativeHandle, , &OUT_->p, &OUT_->p2)                                \
     X(infinirtGetDeviceResourceSnapshot, null_out, NP_, 0, infinirtGetDeviceResourceSnapshot(f->type, 0, NULL)) \

@@ -52,6 +52,7 @@ typedef struct {
     infinirtEventStatus_t es;
     float ms;
     infinirtDeviceProperties_t props;
+    infinirtDeviceResourceSnapshot_t snap;
     infinirtPluginInfo_t info;
     infinirtAllocatorStats_t stats;
     infinirtGraph_t g;

@@ -48,7 +48,8 @@
     X(conformance, graph_global_churn)    \
     X(conformance, graph_bad_handles)     \
     X(conformance, graph_infinicore_flow) \
-    X(conformance, graph_fork_join)
+    X(conformance, graph_fork_join)       \
+    X(conformance, resource_snapshot)
 
 #define OTHER_LIST(X)                     \
     X(loader, missing_file)               \
@@ -130,7 +131,9 @@
     X(cpu, blocking_streams)              \
     X(cpu, native_enqueue_inline)         \
     X(cpu, native_enqueue_async)          \
-    X(cpu, native_work_free)
+    X(cpu, native_work_free)              \
+    X(snapshot, no_mem_info)              \
+    X(snapshot, mem_info_fails)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
