@@ -6,6 +6,8 @@
  *                          after CUDA_VISIBLE_DEVICES); default: all
  *   driver_library = PATH  the driver library to dlopen; default libcuda.so.1
  *                          (a name without '/' is searched as dlopen does)
+ *   nvml_library = PATH    the NVML library to dlopen for utilisation
+ *                          figures; default libnvidia-ml.so.1 (cuda_nvml.c)
  *
  * The loader consumes `library` and `enabled` itself and passes the rest.
  * Unknown keys are logged as warnings and otherwise ignored, so a typo is
@@ -90,9 +92,11 @@ infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, i
             }
         } else if (strcmp(key, "driver_library") == 0) {
             cfg->driver_library = value[0] != '\0' ? value : NULL;
+        } else if (strcmp(key, "nvml_library") == 0) {
+            cfg->nvml_library = value[0] != '\0' ? value : NULL;
         } else {
             infinirt_cuda__log(INFINIRT_PLUGIN_LOG_WARN,
-                               "unknown key \"%s\" in [plugin.cuda] ignored (known: devices, driver_library)", key);
+                               "unknown key \"%s\" in [plugin.cuda] ignored (known: devices, driver_library, nvml_library)", key);
         }
     }
     return INFINI_STATUS_SUCCESS;

@@ -151,6 +151,7 @@ extern infinirt_cuda__state_t infinirt_cuda__state;
 /* Config of [plugin.cuda], parsed from the init args. */
 typedef struct {
     const char *driver_library; /* NULL: "libcuda.so.1" */
+    const char *nvml_library;   /* NULL: "libnvidia-ml.so.1" */
     int *devices;               /* NULL: every device */
     int device_count;
 } infinirt_cuda__config_t;
@@ -289,5 +290,11 @@ CUresult infinirt_cuda__capture_status(CUstream s, CUstreamCaptureStatus *status
  */
 int infinirt_cuda__relax(void);
 void infinirt_cuda__unrelax(int previous);
+
+/* ---- utilisation from NVML (cuda_nvml.c) ---- */
+/* The NVML library to load on the first utilisation query (NULL: the
+ * default); copied.  Called at init. */
+void infinirt_cuda__nvml_configure(const char *path);
+infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization *util);
 
 #endif /* INFINIRT_CUDA_INTERNAL_H_ */

@@ -43,6 +43,7 @@ static infiniStatus_t cuda_init(const infinirtPluginInitArgs *args, int *device_
         return no_device ? INFINI_STATUS_SUCCESS : INFINI_STATUS_DEVICE_NOT_INITIALIZED;
     }
     st = infinirt_cuda__devices_discover(&cfg, msg, msg_size);
+    infinirt_cuda__nvml_configure(cfg.nvml_library);
     infinirt_cuda__config_free(&cfg);
     if (st != INFINI_STATUS_SUCCESS) {
         infinirt_cuda__devices_release();
@@ -181,6 +182,9 @@ static const infinirtPluginOps cuda_ops = {
     .graph_launch = infinirt_cuda__graph_launch,
     .graph_exec_destroy = infinirt_cuda__graph_exec_destroy,
     .graph_destroy = infinirt_cuda__graph_destroy,
+
+    /* ABI 1.2: utilisation for the resource snapshot (cuda_nvml.c) */
+    .get_utilization = infinirt_cuda__get_utilization,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)
