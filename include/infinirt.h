@@ -560,8 +560,8 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
 INFINIRT_API infiniStatus_t infinirtGraphDestroy(infinirtGraph_t graph);
 
 /* Make an executable graph from `graph` into *graph_exec_ptr.  node_ptr,
- * when not NULL, receives NULL (no node failed; kept for InfiniCore's
- * signature).  On failure a readable reason is written to log_buffer (when
+ * when not NULL, receives NULL on success (no node failed; kept for
+ * InfiniCore's signature) and is left alone on failure.  On failure a readable reason is written to log_buffer (when
  * not NULL, at most buffer_size bytes, NUL-terminated); on success
  * log_buffer holds "".  Returns SUCCESS, NULL_POINTER, BAD_PARAM,
  * OUT_OF_MEMORY, or the backend's error. */

@@ -778,8 +778,6 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     write_log(log_buffer, buffer_size, "%s", "");
-    if (node_ptr != NULL)
-        *node_ptr = NULL;
     if (graph_exec_ptr == NULL) {
         write_log(log_buffer, buffer_size, "%s", "graph_exec_ptr is NULL");
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "graph_exec_ptr is NULL");
@@ -820,6 +818,8 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
     st = gobj_register(x, __func__, graph_exec_ptr);
     if (st != INFINI_STATUS_SUCCESS)
         write_log(log_buffer, buffer_size, "%s", "the executable graph could not be registered (out of memory)");
+    else if (node_ptr != NULL)
+        *node_ptr = NULL; /* no node failed */
     return st;
 }
 

@@ -74,8 +74,6 @@
     BI_DEVICE_ROWS(X, infinirtGetDeviceResourceSnapshot, , &OUT_->snap)                                     \
     X(infinirtDeviceSynchronize, no_args, OK_, 0, infinirtDeviceSynchronize())                              \
     BI_DEVICE_ROWS(X, infinirtDeviceGetNativeHandle, , &OUT_->p, &OUT_->p2)                                \
-    X(infinirtGetDeviceResourceSnapshot, null_out, NP_, 0, infinirtGetDeviceResourceSnapshot(f->type, 0, NULL)) \
-    BI_DEVICE_ROWS(X, infinirtGetDeviceResourceSnapshot, , &OUT_->snap)                                     \
     /* -------------------------------------------------------------- stream */                            \
     X(infinirtStreamCreate, null_out, NP_, 0, infinirtStreamCreate(NULL))                                   \
     X(infinirtStreamCreateWithFlags, null_out, NP_, 0, infinirtStreamCreateWithFlags(NULL, 0))              \

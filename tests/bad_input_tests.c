@@ -58,7 +58,6 @@ typedef struct {
     infinirtGraph_t g;
     infinirtGraphExec_t x;
     infinirtGraphNode_t node;
-    infinirtDeviceResourceSnapshot_t snap;
 } bi_out;
 
 typedef struct {
