@@ -33,6 +33,9 @@ static struct {
     CUresult (*cuStreamQuery)(CUstream);
     CUresult (*cuEventQuery)(CUevent);
     CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void *);
+    CUresult (*cuStreamBeginCapture_v2)(CUstream, CUstreamCaptureMode);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphDestroy)(CUgraph);
 } fake;
 
 static int fake_bind(void)
@@ -56,6 +59,9 @@ static int fake_bind(void)
     BIND_(cuStreamQuery, "cuStreamQuery");
     BIND_(cuEventQuery, "cuEventQuery");
     BIND_(cuLaunchHostFunc, "cuLaunchHostFunc");
+    BIND_(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2");
+    BIND_(cuStreamEndCapture, "cuStreamEndCapture");
+    BIND_(cuGraphDestroy, "cuGraphDestroy");
 #undef BIND_
     return TEST_OK;
 }
@@ -254,6 +260,60 @@ static int test_wrap_native(void)
     return TEST_OK;
 }
 
+/* A capture the application begins natively (cuStreamBeginCapture on an
+ * infinirt stream handle) is seen by the loader: MallocAsync on the stream
+ * is served from the capture's private memory (held while the graph
+ * lives), infinirtStreamEndCapture ends it and gives a graph that replays;
+ * one the application also ends natively leaves the stream usable. */
+static int test_native_capture(void)
+{
+    enum { N = 4096 };
+    unsigned char h[N], g[N];
+    infinirtStream_t s = NULL, other = NULL;
+    infinirtGraph_t graph = NULL;
+    infinirtGraphExec_t exec = NULL;
+    void *p = NULL;
+
+    CHECK(setup());
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_NVIDIA, 0));
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&other));
+    ASSERT_EQ(fake.cuStreamBeginCapture_v2((CUstream)s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    ASSERT_OK(infinirtMallocAsync(&p, N, s));
+    ASSERT_OK(infinirtMemcpyAsync(p, h, N, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemcpyAsync(g, p, N, INFINIRT_MEMCPY_D2H, s));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_OK(infinirtStreamEndCapture(s, &graph));
+    ASSERT_OK(infinirtGraphInstantiate(&exec, graph, NULL, NULL, 0));
+    for (int r = 1; r <= 2; r++) {
+        memset(h, r, sizeof h);
+        memset(g, 0, sizeof g);
+        ASSERT_OK(infinirtGraphLaunch(exec, other));
+        ASSERT_OK(infinirtStreamSynchronize(other));
+        ASSERT_EQ(g[0], r);
+        ASSERT_EQ(g[N - 1], r);
+        /* The capture's block is the graph's: never handed out meanwhile. */
+        for (int k = 0; k < 8; k++) {
+            void *q = NULL;
+            ASSERT_OK(infinirtMallocAsync(&q, N, other));
+            ASSERT(q != p);
+            ASSERT_OK(infinirtFreeAsync(q, other));
+        }
+    }
+    ASSERT_OK(infinirtGraphExecDestroy(exec));
+    ASSERT_OK(infinirtGraphDestroy(graph));
+
+    /* Begun and ended natively: nothing of it stays in the way. */
+    CUgraph ng = NULL;
+    ASSERT_EQ(fake.cuStreamBeginCapture_v2((CUstream)s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamEndCapture((CUstream)s, &ng), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuGraphDestroy(ng), CUDA_SUCCESS);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(other));
+    return TEST_OK;
+}
+
 typedef struct {
     const char *name;
     int (*fn)(void);
@@ -264,6 +324,7 @@ static const test_entry tests[] = {
     {"set_device", test_set_device},
     {"set_device_threads", test_set_device_threads},
     {"wrap_native", test_wrap_native},
+    {"native_capture", test_native_capture},
     {NULL, NULL},
 };
 
