@@ -418,6 +418,42 @@ static void *destroyer(void *p)
     return NULL;
 }
 
+/* MallocAsync in a capture never gets a block the capturing stream freed
+ * before the capture while work queued on it may still use the block:
+ * stream order protects such a block only from later work on the same
+ * stream, and the graph's launches run on whatever stream they are given. */
+int test_conformance_graph_malloc_not_stream_cache(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    infinirtAllocatorSettings_t as;
+    ASSERT_OK(infinirtGetAllocatorSettings(&as));
+    if (!as.enabled) {
+        fprintf(stderr, "skipped: no cache without the caching allocator (a free waits for the work instead)\n");
+        return TEST_SKIP;
+    }
+    infinirtStream_t s;
+    ASSERT_OK(tc_stream_create_nonblocking(&s));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    void *b = NULL, *p = NULL;
+    ASSERT_OK(infinirtMallocAsync(&b, SZ, s));
+    ASSERT_OK(infinirtMemsetAsync(b, 5, SZ, s)); /* queued behind the gate */
+    ASSERT_OK(infinirtFreeAsync(b, s));
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtMallocAsync(&p, SZ, s));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    infinirtGraph_t g;
+    CHECK(end_ok(s, &g));
+    ASSERT(gate.reached == 0 || !gate.open); /* the memset has not run */
+    ASSERT(p != b);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
 /* A launch still queued when the graph and its exec are destroyed keeps the
  * capture's memory: nothing of it is handed out until that launch ran. */
 int test_conformance_graph_pool_queued_launch(void)
