@@ -418,6 +418,49 @@ static void *destroyer(void *p)
     return NULL;
 }
 
+/* A block allocated in a capture and kept after it belongs to the
+ * application, but a Free of it while the graph lives only marks it: the
+ * graph's launches still write it, so no allocation gets it (its own
+ * segment, empty once freed, would be the first to be taken) until the
+ * graph and its executable graph are gone.  A second Free is BAD_PARAM. */
+int test_conformance_graph_free_kept_block(void)
+{
+    CHECK(tc_use_device(0));
+    enum { BIG = 4 << 20 };
+    infinirtStream_t s, other;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&other));
+    void *p = NULL;
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtMallocAsync(&p, BIG, s));
+    ASSERT_OK(infinirtMemsetAsync(p, 3, BIG, s));
+    infinirtGraph_t g;
+    CHECK(end_ok(s, &g));
+    infinirtGraphExec_t x;
+    CHECK(instantiate(&x, g));
+    ASSERT_OK(infinirtGraphLaunch(x, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_STATUS(infinirtFree(p), INFINI_STATUS_BAD_PARAM);
+    for (int k = 0; k < 8; k++) {
+        void *q = NULL, *r = NULL;
+        ASSERT_OK(infinirtMallocAsync(&q, BIG, other));
+        ASSERT_OK(infinirtMalloc(&r, BIG));
+        ASSERT(q != p && r != p);
+        ASSERT_OK(infinirtFreeAsync(q, other));
+        ASSERT_OK(infinirtFree(r));
+        ASSERT_OK(infinirtDeviceSynchronize());
+    }
+    ASSERT_OK(infinirtGraphLaunch(x, s)); /* still the graph's to write */
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtGraphExecDestroy(x));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_STATUS(infinirtFree(p), INFINI_STATUS_BAD_PARAM); /* released with the graph */
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(other));
+    return TEST_OK;
+}
+
 /* MallocAsync in a capture never gets a block the capturing stream freed
  * before the capture while work queued on it may still use the block:
  * stream order protects such a block only from later work on the same

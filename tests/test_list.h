@@ -44,6 +44,7 @@
     X(conformance, graph_malloc_async_pool) \
     X(conformance, graph_pool_queued_launch) \
     X(conformance, graph_malloc_not_stream_cache) \
+    X(conformance, graph_free_kept_block) \
     X(conformance, graph_cycles_reserved) \
     X(conformance, graph_illegal_calls)   \
     X(conformance, graph_global_churn)    \
