@@ -870,6 +870,14 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
         return st;
     dev = s->dev;
     if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
+        /* Replayed through the plugin's entry: refused now, as it would be
+         * eagerly, rather than at every launch. */
+        if (!INFINIRT__HAS(dev->plugin, launch_host_func)) {
+            infinirt__stream_release(s);
+            return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
+                                  "the %s backend (plugin %s) has no host functions, so none can be captured",
+                                  infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name);
+        }
         bool recorded = false;
         infinirt__gop op = {.kind = INFINIRT__GOP_HOSTFN, .fn = fn, .ud = user_data};
         st = infinirt__capture_op(s, &op, __func__, &recorded);
