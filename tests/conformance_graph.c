@@ -519,7 +519,6 @@ int test_conformance_graph_malloc_not_stream_cache(void)
     ASSERT_OK(infinirtFreeAsync(p, s));
     infinirtGraph_t g;
     CHECK(end_ok(s, &g));
-    ASSERT(gate.reached == 0 || !gate.open); /* the memset has not run */
     ASSERT(p != b);
     tc_gate_open(&gate);
     ASSERT_OK(infinirtStreamSynchronize(s));
