@@ -29,7 +29,7 @@
 
 #include "cuda_internal.h"
 
-infinirt_cuda__state_t infinirt_cuda__state = {.wrapped_lock = PTHREAD_MUTEX_INITIALIZER};
+infinirt_cuda__state_t infinirt_cuda__state = {.wrapped_lock = PTHREAD_MUTEX_INITIALIZER, .first_active = -1};
 
 static infiniStatus_t select_devices(const infinirt_cuda__config_t *cfg, int present, char *msg,
                                      size_t msg_size)
@@ -114,9 +114,11 @@ infiniStatus_t infinirt_cuda__activate(int dev)
     pthread_mutex_lock(&d->lock);
     if (!atomic_load_explicit(&d->active, memory_order_relaxed)) {
         st = INFINIRT_CUDA__CALL(dev, DevicePrimaryCtxRetain, &d->ctx, d->cudev);
-        if (st == INFINI_STATUS_SUCCESS)
+        if (st == INFINI_STATUS_SUCCESS) {
+            int none = -1;
             atomic_store_explicit(&d->active, 1, memory_order_release);
-        else
+            atomic_compare_exchange_strong(&infinirt_cuda__state.first_active, &none, dev);
+        } else
             d->ctx = NULL;
     }
     pthread_mutex_unlock(&d->lock);
@@ -218,6 +220,7 @@ void infinirt_cuda__devices_release(void)
     free(s->devices);
     s->devices = NULL;
     s->count = 0;
+    atomic_store(&s->first_active, -1);
     /* Wrapped streams are the application's: forget them, destroy none. */
     pthread_mutex_lock(&s->wrapped_lock);
     while (s->wrapped != NULL) {

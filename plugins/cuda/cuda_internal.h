@@ -142,6 +142,7 @@ typedef struct {
     int driver_version;        /* cuDriverGetVersion, e.g. 13000 */
     int count;
     infinirt_cuda__device_t *devices;
+    atomic_int first_active;   /* the first device whose context we retained; -1: none yet */
     pthread_mutex_t wrapped_lock;
     infinirt_cuda__wrapped_t *wrapped; /* the live wrapped native streams */
 } infinirt_cuda__state_t;

@@ -76,6 +76,31 @@ infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
     return st;
 }
 
+/*
+ * The device pinned host memory goes through.  The loader's pinned pool asks
+ * with device 0 whatever the application uses, and the allocation needs a
+ * current context: retaining device 0's primary context for it would cost a
+ * process that only uses GPU 3 some hundreds of MiB on GPU 0.  So it goes
+ * through a context the process already has: the calling thread's current
+ * one when it is a device's primary context we retained, else the first
+ * device whose context we retained; `dev` only when none is.  The memory is
+ * portable (CU_MEMHOSTALLOC_PORTABLE), so which context it went through
+ * makes no difference to its users, and that context lives until shutdown.
+ */
+static int host_device(int dev)
+{
+    const infinirt_cuda__state_t *s = &infinirt_cuda__state;
+    CUcontext cur = NULL;
+    int first;
+
+    if (infinirt_cuda__drv.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL)
+        for (int i = 0; i < s->count; i++)
+            if (atomic_load_explicit(&s->devices[i].active, memory_order_acquire) && s->devices[i].ctx == cur)
+                return i;
+    first = atomic_load_explicit(&infinirt_cuda__state.first_active, memory_order_acquire);
+    return first >= 0 ? first : dev;
+}
+
 infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
 {
     int relaxed;
@@ -86,6 +111,7 @@ infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
         *ptr = NULL;
         return INFINI_STATUS_SUCCESS;
     }
+    dev = host_device(dev);
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -107,6 +133,9 @@ infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
 
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
+    /* Any context will do for portable memory; the one malloc_host would
+     * pick exists already, so freeing creates none. */
+    dev = host_device(dev);
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -29,6 +29,7 @@ static struct {
     int (*live_events)(void);
     int (*live_allocs)(void);
     int (*alloc_device)(const void *);
+    int (*alloc_ctx)(const void *);
     unsigned (*host_flags)(const void *);
     unsigned (*stream_flags)(const void *);
     unsigned (*last_event_flags)(void);
@@ -70,6 +71,7 @@ static int fake_bind(void)
     BIND_(live_events);
     BIND_(live_allocs);
     BIND_(alloc_device);
+    BIND_(alloc_ctx);
     BIND_(host_flags);
     BIND_(stream_flags);
     BIND_(last_event_flags);
@@ -578,6 +580,88 @@ static int test_memory(void)
     return TEST_OK;
 }
 
+typedef struct {
+    const infinirtPluginOps *ops;
+    void *ptr;
+    infiniStatus_t st;
+    int current; /* the thread's current device afterwards */
+} host_arg;
+
+static void *malloc_host_thread(void *arg)
+{
+    host_arg *t = arg;
+    t->st = t->ops->malloc_host(0, &t->ptr, 512);
+    t->current = fake.current_device();
+    return NULL;
+}
+
+static void *free_host_thread(void *arg)
+{
+    host_arg *t = arg;
+    t->st = t->ops->free_host(0, t->ptr);
+    t->current = fake.current_device();
+    return NULL;
+}
+
+/* Pinned host memory goes through a context the process has already (the
+ * loader asks with device 0 whatever the application uses): a process that
+ * only uses device 1 never retains device 0's primary context for it. */
+static int test_pinned_host_device(void)
+{
+    cuda_plugin p;
+    void *a, *b, *c, *d;
+    pthread_t th;
+    host_arg t;
+
+    CHECK(fake_open(&p, NULL, 0));
+    /* Nothing used yet: device 0, as asked. */
+    ASSERT_OK(p.ops->malloc_host(0, &a, 512));
+    ASSERT_EQ(fake.alloc_ctx(a), 0);
+    ASSERT_EQ(fake.refcount(0), 1);
+    ASSERT_OK(p.ops->free_host(0, a));
+    CHECK(fake_close(&p));
+
+    CHECK(fake_open(&p, NULL, 0));
+    ASSERT_OK(p.ops->set_device(1));
+    ASSERT_OK(p.ops->malloc_device(1, &d, 256));
+    /* The calling thread's current device. */
+    ASSERT_OK(p.ops->malloc_host(0, &a, 512));
+    ASSERT_EQ(fake.alloc_ctx(a), 1);
+    ASSERT_EQ(fake.host_flags(a), CU_MEMHOSTALLOC_PORTABLE);
+    ASSERT_EQ(fake.current_device(), 1);
+    /* A thread with no current context: the first device in use; it still
+     * has none afterwards. */
+    t = (host_arg){p.ops, NULL, INFINI_STATUS_INTERNAL_ERROR, -2};
+    ASSERT_EQ(pthread_create(&th, NULL, malloc_host_thread, &t), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(t.st);
+    ASSERT_EQ(fake.alloc_ctx(t.ptr), 1);
+    ASSERT_EQ(t.current, -1);
+    b = t.ptr;
+    /* Device 2 chosen on this thread: through it. */
+    ASSERT_OK(p.ops->set_device(2));
+    ASSERT_OK(p.ops->malloc_host(0, &c, 512));
+    ASSERT_EQ(fake.alloc_ctx(c), 2);
+    /* A context that is not a primary context we retained (the application
+     * made device 0's current itself): not used. */
+    fake.set_current(0);
+    ASSERT_OK(p.ops->free_host(0, c));
+    ASSERT_EQ(fake.current_device(), 0);
+    fake.set_current(-1);
+    /* Freed from another thread, with no context current. */
+    t = (host_arg){p.ops, b, INFINI_STATUS_INTERNAL_ERROR, -2};
+    ASSERT_EQ(pthread_create(&th, NULL, free_host_thread, &t), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(t.st);
+    ASSERT_EQ(t.current, -1);
+    ASSERT_OK(p.ops->free_host(0, a));
+    ASSERT_EQ(fake.refcount(0), 0);
+    ASSERT_EQ(fake.live_allocs(), 1);
+    ASSERT_OK(p.ops->free_device(1, d));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 /* A failed CUDA call gives the mapped status and one log line naming the
  * call and the CUDA error. */
 static int test_errors(void)
@@ -982,6 +1066,7 @@ static const test_entry tests[] = {
     {"streams", test_streams},
     {"events", test_events},
     {"memory", test_memory},
+    {"pinned_host_device", test_pinned_host_device},
     {"errors", test_errors},
     {"native_handles", test_native_handles},
     {"blocking_streams", test_blocking_streams},

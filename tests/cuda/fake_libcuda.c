@@ -96,6 +96,15 @@ int fake_cuda_alloc_device(const void *p)
     return dev;
 }
 
+int fake_cuda_alloc_ctx(const void *p)
+{
+    pthread_mutex_lock(&fake_lock);
+    alloc *a = find(p);
+    int dev = a ? a->ctx_dev : -2;
+    pthread_mutex_unlock(&fake_lock);
+    return dev;
+}
+
 unsigned fake_cuda_host_flags(const void *p)
 {
     pthread_mutex_lock(&fake_lock);

@@ -147,6 +147,9 @@ int fake_cuda_live_streams(void);
 int fake_cuda_live_events(void);
 int fake_cuda_live_allocs(void);
 int fake_cuda_alloc_device(const void *p);
+/* The device whose context was current when p's allocation was made (-1:
+ * none; -2: p is no allocation). */
+int fake_cuda_alloc_ctx(const void *p);
 unsigned fake_cuda_host_flags(const void *p);
 unsigned fake_cuda_stream_flags(const void *stream);
 unsigned fake_cuda_last_event_flags(void);
