@@ -78,6 +78,9 @@ infiniStatus_t infinirt_cuda__status_of(CUresult r)
     case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
     case CUDA_ERROR_CAPTURED_EVENT:
     case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    /* A call the driver refuses in this state, e.g. a CUDA call from
+     * inside a host function. */
+    case CUDA_ERROR_NOT_PERMITTED:
         return INFINI_STATUS_INVALID_STATE;
     case CUDA_ERROR_NOT_INITIALIZED:
     case CUDA_ERROR_DEINITIALIZED:
@@ -88,6 +91,39 @@ infiniStatus_t infinirt_cuda__status_of(CUresult r)
         return INFINI_STATUS_DEVICE_NOT_INITIALIZED;
     default:
         return INFINI_STATUS_INTERNAL_ERROR;
+    }
+}
+
+/*
+ * The errors after which the context is corrupt: the driver answers every
+ * later call in it with the same error, and only a new process gets a
+ * working one (CUDA's documentation of each says "the process must be
+ * terminated and relaunched", or for ASSERT that the context "cannot be
+ * used anymore").  Uncorrectable ECC and NVLink errors are hardware faults
+ * found during execution, which leave the context in the same state.  The
+ * newer codes are numbers, so an older toolkit builds this too.
+ */
+static int sticky(CUresult r)
+{
+    switch ((int)r) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
+    case 226: /* CUDA_ERROR_CONTAINED */
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case 721: /* CUDA_ERROR_TENSOR_MEMORY_LEAK */
+    case 810: /* CUDA_ERROR_MPS_CLIENT_TERMINATED */
+    case 911: /* CUDA_ERROR_EXTERNAL_DEVICE */
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -106,7 +142,10 @@ infiniStatus_t infinirt_cuda__check(CUresult r, const char *call, int dev)
     /* Out of memory is not final: the loader releases its cache and retries,
      * so it is a warning here and the loader reports a real failure. */
     infinirt_cuda__log(r == CUDA_ERROR_OUT_OF_MEMORY ? INFINIRT_PLUGIN_LOG_WARN : INFINIRT_PLUGIN_LOG_ERROR,
-                       "%s%s failed: %s (%s)", where, call, infinirt_cuda__error_name(r), text);
+                       "%s%s failed: %s (%s)%s", where, call, infinirt_cuda__error_name(r), text,
+                       sticky(r) ? "; a sticky error: the device's CUDA context is unusable until the process "
+                                   "restarts (every later call on it fails the same way)"
+                                 : "");
     return infinirt_cuda__status_of(r);
 }
 

@@ -39,7 +39,9 @@ static struct {
     void *(*ctx)(int);
     int (*set_current_calls)(void);
     void *(*last_stream)(void);
+    void (*inject_sync_error)(CUresult);
     /* driver entries, called as the application would call them */
+    CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuCtxGetCurrent)(CUcontext *);
     CUresult (*cuCtxSetCurrent)(CUcontext);
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
@@ -81,6 +83,7 @@ static int fake_bind(void)
     BIND_(ctx);
     BIND_(set_current_calls);
     BIND_(last_stream);
+    BIND_(inject_sync_error);
 #undef BIND_
 #define BIND_CU_(field)                                      \
     do {                                                     \
@@ -88,6 +91,7 @@ static int fake_bind(void)
         ASSERT(s_ != NULL);                                  \
         memcpy(&fake.field, &s_, sizeof s_);                 \
     } while (0)
+    BIND_CU_(cuGetErrorName);
     BIND_CU_(cuCtxGetCurrent);
     BIND_CU_(cuCtxSetCurrent);
     BIND_CU_(cuDevicePrimaryCtxRetain);
@@ -684,6 +688,55 @@ static int test_errors(void)
     return TEST_OK;
 }
 
+/* Refusals and capture errors are INVALID_STATE; an error after which the
+ * context is corrupt says so in its log line, and only such an error. */
+static int test_error_states(void)
+{
+    static const CUresult sticky[] = {CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED,
+                                      CUDA_ERROR_ECC_UNCORRECTABLE};
+    static const CUresult refused[] = {
+        CUDA_ERROR_NOT_PERMITTED,           CUDA_ERROR_ILLEGAL_STATE,
+        CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+        CUDA_ERROR_STREAM_CAPTURE_MERGE,    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+        CUDA_ERROR_STREAM_CAPTURE_UNJOINED, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+        CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, CUDA_ERROR_CAPTURED_EVENT,
+        CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD};
+    const char *unusable = "the device's CUDA context is unusable until the process restarts";
+    cuda_plugin p;
+    void *s;
+    char want[128];
+
+    CHECK(fake_open(&p, NULL, 0));
+    ASSERT_OK(p.ops->stream_create(1, &s));
+    for (size_t i = 0; i < sizeof sticky / sizeof sticky[0]; i++) {
+        const char *name = NULL;
+        ASSERT_EQ(fake.cuGetErrorName(sticky[i], &name), CUDA_SUCCESS);
+        test_log_clear();
+        fake.inject_sync_error(sticky[i]);
+        ASSERT_STATUS(p.ops->stream_synchronize(1, s), INFINI_STATUS_INTERNAL_ERROR);
+        snprintf(want, sizeof want, "ERROR device 1: cuStreamSynchronize failed: %s (", name);
+        ASSERT_EQ(test_log_count(want, unusable), 1);
+        ASSERT_EQ(test_log_count("", NULL), 1);
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        test_log_clear();
+        fake.inject_sync_error(refused[i]);
+        ASSERT_STATUS(p.ops->stream_synchronize(1, NULL), INFINI_STATUS_INVALID_STATE);
+        ASSERT_EQ(test_log_count("ERROR device 1: cuStreamSynchronize failed: CUDA_ERROR_", NULL), 1);
+        ASSERT_EQ(test_log_count(unusable, NULL), 0);
+    }
+    /* Ordinary failures are not sticky. */
+    test_log_clear();
+    void *d = NULL;
+    ASSERT_STATUS(p.ops->malloc_device(1, &d, (size_t)65 << 20), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_STATUS(p.ops->free_device(1, &d), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(test_log_count("failed: CUDA_ERROR_", NULL), 2);
+    ASSERT_EQ(test_log_count(unusable, NULL), 0);
+    ASSERT_OK(p.ops->stream_destroy(1, s));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 /* ------------------------------------------------------ ABI 1.1 */
 
 static void sleep_ms_fn(void *arg)
@@ -1068,6 +1121,7 @@ static const test_entry tests[] = {
     {"memory", test_memory},
     {"pinned_host_device", test_pinned_host_device},
     {"errors", test_errors},
+    {"error_states", test_error_states},
     {"native_handles", test_native_handles},
     {"blocking_streams", test_blocking_streams},
     {"current_context", test_current_context},

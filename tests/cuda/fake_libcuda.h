@@ -172,5 +172,8 @@ int fake_cuda_live_graphs(void);
 int fake_cuda_live_execs(void);
 int fake_cuda_active_captures(void);
 int fake_cuda_invalidations(void);
+/* The next cuStreamSynchronize (any thread, any stream) returns r once,
+ * after waiting, as a fault of the queued work would surface there. */
+void fake_cuda_inject_sync_error(CUresult r);
 
 #endif /* FAKE_LIBCUDA_H_ */

@@ -394,6 +394,17 @@ static CUresult capture_refuses_wait_locked(struct CUstream_st *s)
     return s->legacy ? fake_capture_implicit_locked(s->ctx) : CUDA_SUCCESS;
 }
 
+/* An error the next cuStreamSynchronize returns (CUDA_SUCCESS: none), as a
+ * fault of queued work surfaces at the next synchronisation. */
+static CUresult injected_sync_error;
+
+void fake_cuda_inject_sync_error(CUresult r)
+{
+    pthread_mutex_lock(&fake_lock);
+    injected_sync_error = r;
+    pthread_mutex_unlock(&fake_lock);
+}
+
 CUresult CUDAAPI cuStreamSynchronize(CUstream h)
 {
     struct CUstream_st *s;
@@ -402,6 +413,10 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h)
     CUresult r = capture_refuses_wait_locked(s);
     if (r == CUDA_SUCCESS)
         wait_done_locked(s, s->queued);
+    if (r == CUDA_SUCCESS && injected_sync_error != CUDA_SUCCESS) {
+        r = injected_sync_error;
+        injected_sync_error = CUDA_SUCCESS;
+    }
     pthread_mutex_unlock(&fake_lock);
     return r;
 }
