@@ -297,5 +297,8 @@ void infinirt_cuda__unrelax(int previous);
  * default); copied.  Called at init. */
 void infinirt_cuda__nvml_configure(const char *path);
 infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization *util);
+/* Free and total memory of dev from NVML, creating no CUDA context: 0, or
+ * nonzero when NVML cannot tell (the driver must be asked). */
+int infinirt_cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
 
 #endif /* INFINIRT_CUDA_INTERNAL_H_ */

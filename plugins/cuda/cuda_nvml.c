@@ -7,6 +7,11 @@
  * linked, and its absence only means "no utilisation figures".  The path can
  * be changed with `nvml_library` in [plugin.cuda] (cuda_config.c).
  *
+ * It also gives memory figures without a CUDA context (the get_mem_info
+ * entry, cuda_plugin.c): cuMemGetInfo needs one, and retaining a primary
+ * context costs hundreds of MiB of the device, which a tool that lists
+ * every device's memory (infinirt-info) should not spend.
+ *
  * NVML numbers devices its own way: it ignores CUDA_VISIBLE_DEVICES and may
  * order them differently from CUDA (CUDA_DEVICE_ORDER=FASTEST_FIRST), so an
  * NVML index says nothing about a CUDA ordinal.  Each device is matched by
@@ -32,11 +37,17 @@ typedef struct {
     unsigned int gpu;    /* percent of time a kernel was running */
     unsigned int memory; /* percent of time device memory was read or written */
 } nvml_utilization;      /* nvmlUtilization_t */
+typedef struct {
+    unsigned long long total; /* bytes */
+    unsigned long long free;
+    unsigned long long used;
+} nvml_memory;           /* nvmlMemory_t (version 1) */
 #define NVML_OK 0
 
 typedef nvml_return (*nvml_init_fn)(void);
 typedef nvml_return (*nvml_by_string_fn)(const char *id, nvml_device *device);
 typedef nvml_return (*nvml_rates_fn)(nvml_device device, nvml_utilization *util);
+typedef nvml_return (*nvml_memory_fn)(nvml_device device, nvml_memory *mem);
 typedef const char *(*nvml_error_string_fn)(nvml_return r);
 
 /* One device's match, keyed by the CUdevice it was made for (a plugin
@@ -45,6 +56,7 @@ typedef struct {
     int resolved;   /* 0: not yet tried */
     CUdevice cudev;
     nvml_device handle; /* NULL: NVML does not list the device */
+    int by_uuid;        /* matched by UUID (not only by PCI bus id) */
     int rates_failed_logged;
 } nvml_match;
 
@@ -54,6 +66,7 @@ static struct {
     int usable;         /* the load succeeded: everything below is set */
     nvml_by_string_fn by_uuid, by_pci;
     nvml_rates_fn rates;
+    nvml_memory_fn memory; /* NULL: not exported */
     nvml_error_string_fn error_string;
     PFN_cuDeviceGetUuid_v11040 get_uuid;       /* NULL: not exported */
     PFN_cuDeviceGetPCIBusId_v4010 get_bus_id;  /* NULL: not exported */
@@ -111,6 +124,7 @@ static void load(void)
     }
     (void)sym(lib, "nvmlDeviceGetHandleByPciBusId_v2", &g_nvml.by_pci);
     (void)sym(lib, "nvmlErrorString", &g_nvml.error_string);
+    (void)sym(lib, "nvmlDeviceGetMemoryInfo", &g_nvml.memory);
     /* The driver's identifiers of a device (cuda_driver.c resolved the
      * functions every call needs; these two only serve this file). */
     if (sym(infinirt_cuda__state.lib, "cuDeviceGetUuid_v2", &g_nvml.get_uuid) != 0)
@@ -140,6 +154,7 @@ static void resolve(int dev, nvml_match *m)
     m->resolved = 1;
     m->cudev = d->cudev;
     m->handle = NULL;
+    m->by_uuid = 0;
     m->rates_failed_logged = 0;
     if (g_nvml.get_uuid != NULL && g_nvml.get_uuid(&u, d->cudev) == CUDA_SUCCESS) {
         const unsigned char *b = (const unsigned char *)u.bytes;
@@ -148,6 +163,7 @@ static void resolve(int dev, nvml_match *m)
                  b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
         if (g_nvml.by_uuid(uuid, &h) == NVML_OK && h != NULL) {
             m->handle = h;
+            m->by_uuid = 1;
             return;
         }
     }
@@ -164,8 +180,9 @@ static void resolve(int dev, nvml_match *m)
                        d->ordinal, uuid[0] ? uuid : "no UUID", bus_id[0] ? bus_id : "unknown");
 }
 
-/* The NVML device of `dev` (matched on first use), or NULL. */
-static nvml_device device_of(int dev)
+/* The NVML device of `dev` (matched on first use), or NULL; *by_uuid
+ * (when not NULL) says whether the match was by UUID. */
+static nvml_device device_of(int dev, int *by_uuid)
 {
     nvml_device h = NULL;
 
@@ -185,6 +202,8 @@ static nvml_device device_of(int dev)
     if (!m->resolved || m->cudev != infinirt_cuda__state.devices[dev].cudev)
         resolve(dev, m);
     h = m->handle;
+    if (by_uuid != NULL)
+        *by_uuid = m->by_uuid;
     pthread_mutex_unlock(&g_nvml.lock);
     return h;
 }
@@ -212,7 +231,7 @@ infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization
     pthread_once(&g_nvml.once, load);
     if (!g_nvml.usable)
         return INFINI_STATUS_NOT_IMPLEMENTED;
-    nvml_device h = device_of(dev);
+    nvml_device h = device_of(dev, NULL);
     if (h == NULL)
         return INFINI_STATUS_NOT_IMPLEMENTED;
     nvml_return r = g_nvml.rates(h, &u);
@@ -230,4 +249,34 @@ infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization
                   INFINIRT_PLUGIN_UTIL_KERNEL_TIME;
     util->estimated = INFINIRT_PLUGIN_UTIL_KERNEL_TIME;
     return INFINI_STATUS_SUCCESS;
+}
+
+/*
+ * Free and total memory of `dev` from NVML, with no CUDA context; nonzero
+ * when NVML cannot tell (no NVML, no nvmlDeviceGetMemoryInfo, a device it
+ * does not list, a failed query): the caller asks the driver then.  Only a
+ * match by UUID counts: a MIG instance's UUID is not spelled "GPU-...", so
+ * such a device is found, if at all, by its PCI bus id, which names the
+ * whole GPU, whose memory is not the instance's.
+ */
+int infinirt_cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    nvml_memory mem = {0, 0, 0};
+    int by_uuid = 0;
+
+    pthread_once(&g_nvml.once, load);
+    if (!g_nvml.usable || g_nvml.memory == NULL)
+        return -1;
+    nvml_device h = device_of(dev, &by_uuid);
+    if (h == NULL || !by_uuid)
+        return -1;
+    nvml_return r = g_nvml.memory(h, &mem);
+    if (r != NVML_OK || mem.free > mem.total) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_DEBUG, "device %d: nvmlDeviceGetMemoryInfo failed (%s): memory "
+                           "figures from the driver", dev, r != NVML_OK ? nvml_error(r) : "free above total");
+        return -1;
+    }
+    *free_bytes = (size_t)mem.free;
+    *total_bytes = (size_t)mem.total;
+    return 0;
 }

@@ -102,11 +102,23 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
     return INFINI_STATUS_SUCCESS;
 }
 
+/*
+ * cuMemGetInfo needs the device's context, and retaining a primary context
+ * costs hundreds of MiB of the device: a tool that lists every device's
+ * memory (infinirt-info) must not create one on each.  So a device whose
+ * context we have not retained is asked through NVML (no context), and the
+ * driver only when NVML cannot tell.  Once the context exists the driver
+ * answers: exact for this process, and no slower.
+ */
 static infiniStatus_t cuda_get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
 {
     infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    infiniStatus_t st;
 
+    if (!atomic_load_explicit(&infinirt_cuda__state.devices[dev].active, memory_order_acquire) &&
+        infinirt_cuda__nvml_mem_info(dev, free_bytes, total_bytes) == 0)
+        return INFINI_STATUS_SUCCESS;
+    st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     st = INFINIRT_CUDA__CALL(dev, MemGetInfo, free_bytes, total_bytes);

@@ -9,7 +9,8 @@
  * set_device and the caller's context kept, pointer ownership, wrapped
  * application streams.
  *
- * FAKE_CUDA_PATH / FAKE_CUDA_NOSYM_PATH are the fake driver builds;
+ * FAKE_CUDA_PATH / FAKE_CUDA_NOSYM_PATH are the fake driver builds,
+ * FAKE_NVML_PATH the fake NVML;
  * CUDA_STUB_LIBCUDA is the toolkit's link-time stub libcuda.so.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -666,6 +667,59 @@ static int test_pinned_host_device(void)
     return TEST_OK;
 }
 
+/* Memory figures of a device whose context the plugin has not retained
+ * come from NVML (matched by UUID), so listing every device's memory
+ * creates no context; once the context exists, or when NVML cannot tell,
+ * the driver answers. */
+static int test_mem_info_nvml(void)
+{
+    const infinirtPluginKeyValue kv[] = {{"nvml_library", FAKE_NVML_PATH}};
+    cuda_plugin p;
+    size_t fr = 0, tot = 0;
+    void *d;
+
+    unsetenv("FAKE_CUDA_NO_UUID");
+    CHECK(fake_open(&p, kv, 1));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(p.ops->get_mem_info(i, &fr, &tot));
+        ASSERT_EQ(tot, 64u << 20);
+        ASSERT_EQ(fr, (64u << 20) - ((size_t)(i + 1) << 20)); /* the fake NVML's figure for CUDA device i */
+        ASSERT_EQ(fake.refcount(i), 0);
+    }
+    /* The context exists: the driver's exact figure. */
+    ASSERT_OK(p.ops->malloc_device(1, &d, 4096));
+    ASSERT_OK(p.ops->get_mem_info(1, &fr, &tot));
+    ASSERT_EQ(fr, (64u << 20) - 4096);
+    ASSERT_OK(p.ops->free_device(1, d));
+    /* Found by PCI bus id only (a MIG instance's UUID is not NVML's "GPU-"
+     * spelling, and its bus id names the whole GPU): the driver. */
+    setenv("FAKE_CUDA_NO_UUID", "1", 1);
+    ASSERT_OK(p.ops->get_mem_info(2, &fr, &tot));
+    ASSERT_EQ(fr, 64u << 20);
+    ASSERT_EQ(fake.refcount(2), 1);
+    unsetenv("FAKE_CUDA_NO_UUID");
+    ASSERT_EQ(fake.refcount(0), 0);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Without NVML the driver answers, through the device's context. */
+static int test_mem_info_no_nvml(void)
+{
+    const infinirtPluginKeyValue kv[] = {{"nvml_library", "/nonexistent/libnvidia-ml.so.1"}};
+    cuda_plugin p;
+    size_t fr = 0, tot = 0;
+
+    CHECK(fake_open(&p, kv, 1));
+    ASSERT_OK(p.ops->get_mem_info(2, &fr, &tot));
+    ASSERT_EQ(tot, 64u << 20);
+    ASSERT_EQ(fr, 64u << 20);
+    ASSERT_EQ(fake.refcount(2), 1);
+    ASSERT_EQ(fake.refcount(0), 0);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 /* A failed CUDA call gives the mapped status and one log line naming the
  * call and the CUDA error. */
 static int test_errors(void)
@@ -1120,6 +1174,8 @@ static const test_entry tests[] = {
     {"events", test_events},
     {"memory", test_memory},
     {"pinned_host_device", test_pinned_host_device},
+    {"mem_info_nvml", test_mem_info_nvml},
+    {"mem_info_no_nvml", test_mem_info_no_nvml},
     {"errors", test_errors},
     {"error_states", test_error_states},
     {"native_handles", test_native_handles},

@@ -7,7 +7,10 @@
  * CUDA's: NVML index j is CUDA device (j + 1) % n, as a machine where NVML
  * and CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER disagree.  A plugin that
  * picked NVML devices by index would report another device's figures.
- * CUDA device d's utilisation is gpu = 10 * d + 11 %, memory = 5 * d + 7 %.
+ * CUDA device d's utilisation is gpu = 10 * d + 11 %, memory = 5 * d + 7 %;
+ * its memory is FAKE_CUDA_MEM bytes (default 64 MiB, as the fake driver's),
+ * d + 1 MiB of them used (by "other processes": the figures differ from
+ * the fake driver's, so a test sees which one answered).
  *
  * Environment, read at nvmlInit_v2:
  *   FAKE_NVML_DEVICES   how many of CUDA's devices it lists (default
@@ -38,9 +41,14 @@ typedef struct {
     unsigned int gpu, memory;
 } fake_nvml_utilization;
 
-static fake_nvml_device devices[MAX_DEV]; /* by NVML index */
 static int ndev, rates_fail = -1;
-static atomic_int initialized, init_calls, uuid_calls, pci_calls, index_calls, rates_calls;
+typedef struct {
+    unsigned long long total, free, used;
+} fake_nvml_memory;
+
+static fake_nvml_device devices[MAX_DEV]; /* by NVML index */
+static unsigned long long mem_total;
+static atomic_int initialized, init_calls, uuid_calls, pci_calls, index_calls, rates_calls, memory_calls;
 
 /* Exported for the tests. */
 int fake_nvml_init_calls(void) { return init_calls; }
@@ -48,6 +56,7 @@ int fake_nvml_uuid_calls(void) { return uuid_calls; }
 int fake_nvml_pci_calls(void) { return pci_calls; }
 int fake_nvml_index_calls(void) { return index_calls; }
 int fake_nvml_rates_calls(void) { return rates_calls; }
+int fake_nvml_memory_calls(void) { return memory_calls; }
 
 static int env_int(const char *name, int dflt)
 {
@@ -67,6 +76,7 @@ int nvmlInit_v2(void)
     for (int j = 0; j < ndev; j++)
         devices[j].cuda_dev = (j + 1) % ndev;
     rates_fail = env_int("FAKE_NVML_RATES_FAIL", -1);
+    mem_total = getenv("FAKE_CUDA_MEM") != NULL ? strtoull(getenv("FAKE_CUDA_MEM"), NULL, 10) : 64ull << 20;
     atomic_store(&initialized, 1);
     return NVML_SUCCESS;
 }
@@ -151,5 +161,18 @@ int nvmlDeviceGetUtilizationRates(const fake_nvml_device *d, fake_nvml_utilizati
         return NVML_ERROR_NOT_SUPPORTED;
     u->gpu = 10u * (unsigned)d->cuda_dev + 11u;
     u->memory = 5u * (unsigned)d->cuda_dev + 7u;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMemoryInfo(const fake_nvml_device *d, fake_nvml_memory *m)
+{
+    atomic_fetch_add(&memory_calls, 1);
+    if (!atomic_load(&initialized))
+        return NVML_ERROR_UNINITIALIZED;
+    if (d == NULL || m == NULL || d < devices || d >= devices + ndev)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    m->used = ((unsigned long long)d->cuda_dev + 1) << 20;
+    m->total = mem_total;
+    m->free = m->total - m->used;
     return NVML_SUCCESS;
 }
