@@ -69,8 +69,15 @@ static infiniStatus_t select_devices(const infinirt_cuda__config_t *cfg, int pre
         pthread_mutex_init(&d->lock, NULL);
         s->count++;
     }
-    if (s->count == 0)
+    if (s->count == 0) {
         snprintf(msg, msg_size, "[plugin.cuda] devices selects none of the %d CUDA device(s) present", present);
+        return INFINI_STATUS_SUCCESS;
+    }
+    s->peer = calloc((size_t)s->count * (size_t)s->count, sizeof *s->peer);
+    if (s->peer == NULL) {
+        snprintf(msg, msg_size, "out of host memory building the device table");
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -183,6 +190,53 @@ infiniStatus_t infinirt_cuda__device_get_native(int dev, void **device, void **c
     return INFINI_STATUS_SUCCESS;
 }
 
+/*
+ * Peer access.  A copy between two GPUs, by unified addressing, goes
+ * directly over NVLink or PCIe only when the copying context has the other
+ * device's memory mapped (cuCtxEnablePeerAccess); otherwise the driver
+ * stages it through host memory.  A fill (a kernel) of another device's
+ * memory needs that mapping to be valid at all.  The mapping is made on
+ * first need, per ordered pair, where cuDeviceCanAccessPeer allows, and
+ * kept for the life of the context.  Two threads may race to make it: the
+ * loser's CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED is success (and so is an
+ * application's own earlier cuCtxEnablePeerAccess).
+ */
+int infinirt_cuda__peer_enable(int a, int b)
+{
+    infinirt_cuda__state_t *s = &infinirt_cuda__state;
+    atomic_int *state = &s->peer[a * s->count + b];
+    int known = atomic_load_explicit(state, memory_order_acquire);
+    int can = 0;
+    CUresult r;
+
+    if (known != INFINIRT_CUDA__PEER_UNKNOWN)
+        return known == INFINIRT_CUDA__PEER_ENABLED;
+    r = infinirt_cuda__drv.DeviceCanAccessPeer(&can, s->devices[a].cudev, s->devices[b].cudev);
+    if (r != CUDA_SUCCESS || !can) {
+        if (r != CUDA_SUCCESS)
+            (void)infinirt_cuda__check(r, infinirt_cuda__drv_names.DeviceCanAccessPeer, a);
+        if (atomic_exchange(state, INFINIRT_CUDA__PEER_IMPOSSIBLE) != INFINIRT_CUDA__PEER_IMPOSSIBLE)
+            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                               "device %d cannot access device %d's memory directly (cuDeviceCanAccessPeer): "
+                               "copies between them are staged through host memory, fills refused",
+                               a, b);
+        return 0;
+    }
+    /* b's memory belongs to its primary context (ours, or the runtime's,
+     * which is the same one). */
+    if (infinirt_cuda__activate(b) != INFINI_STATUS_SUCCESS)
+        return 0;
+    r = infinirt_cuda__drv.CtxEnablePeerAccess(s->devices[b].ctx, 0);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        atomic_store_explicit(state, INFINIRT_CUDA__PEER_ENABLED, memory_order_release);
+        return 1;
+    }
+    /* E.g. CUDA_ERROR_TOO_MANY_PEERS: copies still work, staged. */
+    if (atomic_exchange(state, INFINIRT_CUDA__PEER_IMPOSSIBLE) != INFINIRT_CUDA__PEER_IMPOSSIBLE)
+        (void)infinirt_cuda__check(r, infinirt_cuda__drv_names.CtxEnablePeerAccess, a);
+    return 0;
+}
+
 /* Shutdown runs at process exit, possibly after the driver began its own
  * teardown: CUDA_ERROR_DEINITIALIZED then is expected and not reported. */
 static void quiet_check(CUresult r, const char *call, int dev)
@@ -219,6 +273,8 @@ void infinirt_cuda__devices_release(void)
         quiet_check(drv->CtxSetCurrent(cur_is_ours ? NULL : cur), infinirt_cuda__drv_names.CtxSetCurrent, -1);
     free(s->devices);
     s->devices = NULL;
+    free(s->peer);
+    s->peer = NULL;
     s->count = 0;
     atomic_store(&s->first_active, -1);
     /* Wrapped streams are the application's: forget them, destroy none. */

@@ -47,6 +47,8 @@
     X(CtxSetCurrent, "cuCtxSetCurrent", NULL, PFN_cuCtxSetCurrent_v4000)                \
     X(CtxGetCurrent, "cuCtxGetCurrent", NULL, PFN_cuCtxGetCurrent_v4000)                \
     X(CtxSynchronize, "cuCtxSynchronize", NULL, PFN_cuCtxSynchronize_v2000)             \
+    X(DeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL, PFN_cuDeviceCanAccessPeer_v4000) \
+    X(CtxEnablePeerAccess, "cuCtxEnablePeerAccess", NULL, PFN_cuCtxEnablePeerAccess_v4000) \
     X(StreamCreate, "cuStreamCreate", NULL, PFN_cuStreamCreate_v2000)                   \
     X(StreamDestroy, "cuStreamDestroy_v2", NULL, PFN_cuStreamDestroy_v4000)             \
     X(StreamSynchronize, "cuStreamSynchronize", NULL, PFN_cuStreamSynchronize_v2000)    \
@@ -143,6 +145,7 @@ typedef struct {
     int count;
     infinirt_cuda__device_t *devices;
     atomic_int first_active;   /* the first device whose context we retained; -1: none yet */
+    atomic_int *peer;          /* [a * count + b]: PEER_* of a's context reaching b's memory */
     pthread_mutex_t wrapped_lock;
     infinirt_cuda__wrapped_t *wrapped; /* the live wrapped native streams */
 } infinirt_cuda__state_t;
@@ -230,6 +233,12 @@ static inline CUstream infinirt_cuda__stream_of(void *stream)
     return (CUstream)stream;
 }
 void infinirt_cuda__devices_release(void);
+/* Peer access of device a's context to device b's memory (a != b). */
+enum { INFINIRT_CUDA__PEER_UNKNOWN, INFINIRT_CUDA__PEER_ENABLED, INFINIRT_CUDA__PEER_IMPOSSIBLE };
+/* Call with a's context current (inside an enter scope): enables a's access
+ * to b's memory on first need, where cuDeviceCanAccessPeer allows; 1 when
+ * it is enabled, 0 when it cannot be (logged once per pair). */
+int infinirt_cuda__peer_enable(int a, int b);
 
 /* ---- ops (cuda_plugin.c, cuda_stream.c, cuda_event.c, cuda_memory.c) ---- */
 infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream);

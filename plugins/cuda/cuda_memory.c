@@ -146,6 +146,65 @@ infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
     return st;
 }
 
+/* Where p is, for peer access: our device index; NOT_OURS for host
+ * memory, pointers the driver does not know, and memory of a CUDA device
+ * that `devices =` does not expose (*ordinal says which, else -1). */
+#define NOT_OURS (-1)
+static int device_of_ptr(const void *p, int *ordinal)
+{
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned int type = 0;
+    int ord = -1;
+    void *data[2] = {&type, &ord};
+
+    *ordinal = -1;
+    if (infinirt_cuda__drv.PointerGetAttributes(2, attrs, data, dptr(p)) != CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_DEVICE)
+        return NOT_OURS;
+    *ordinal = ord;
+    for (int i = 0; i < infinirt_cuda__state.count; i++)
+        if (infinirt_cuda__state.devices[i].ordinal == ord)
+            return i;
+    return NOT_OURS;
+}
+
+/* A D2D copy made through dev's context: map the other device's memory
+ * first where it can be, so the copy goes directly (NVLink, PCIe) instead
+ * of through host memory.  Neither outcome is an error. */
+static void peer_for_copy(int dev, const void *dst, const void *src)
+{
+    int ord, d = device_of_ptr(dst, &ord), s = device_of_ptr(src, &ord);
+
+    if (d != NOT_OURS && d != dev)
+        (void)infinirt_cuda__peer_enable(dev, d);
+    if (s != NOT_OURS && s != dev && s != d)
+        (void)infinirt_cuda__peer_enable(dev, s);
+}
+
+/* A fill of ptr queued in dev's context: valid when ptr is dev's own
+ * memory or host memory, or another device's that dev's context can map
+ * (mapped here).  Else BAD_PARAM, with the reason: the fill would fault. */
+static infiniStatus_t peer_for_fill(int dev, const void *ptr, const char *fn)
+{
+    int ord, d = device_of_ptr(ptr, &ord);
+
+    if (d == NOT_OURS && ord < 0)
+        return INFINI_STATUS_SUCCESS; /* host memory, or unknown: the driver decides */
+    if (d == dev || (d != NOT_OURS && infinirt_cuda__peer_enable(dev, d)))
+        return INFINI_STATUS_SUCCESS;
+    if (d == NOT_OURS)
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                           "device %d: %s of %p refused: the memory is CUDA device %d's, which [plugin.cuda] "
+                           "devices does not expose, so no peer access to it can be enabled",
+                           dev, fn, ptr, ord);
+    else
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                           "device %d: %s of %p refused: the memory is device %d's, and device %d cannot access "
+                           "it (no peer access between them); fill it on a stream of device %d",
+                           dev, fn, ptr, d, dev, d);
+    return INFINI_STATUS_BAD_PARAM;
+}
+
 static int kind_ok(int kind)
 {
     return kind >= INFINIRT_PLUGIN_MEMCPY_H2H && kind <= INFINIRT_PLUGIN_MEMCPY_D2D;
@@ -173,6 +232,8 @@ infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, 
         if (st == INFINI_STATUS_SUCCESS)
             memcpy(dst, src, size);
     } else {
+        if (kind == INFINIRT_PLUGIN_MEMCPY_D2D)
+            peer_for_copy(dev, dst, src);
         st = INFINIRT_CUDA__CALL(dev, MemcpyAsync, dptr(dst), dptr(src), size, s);
     }
     infinirt_cuda__leave(&sc);
@@ -193,6 +254,8 @@ infiniStatus_t infinirt_cuda__memcpy(int dev, void *dst, const void *src, size_t
         return st;
     /* Unified addressing: cuMemcpy tells host from device memory (and one
      * device from another) by the pointers, host-to-host included. */
+    if (kind == INFINIRT_PLUGIN_MEMCPY_D2D)
+        peer_for_copy(dev, dst, src);
     st = INFINIRT_CUDA__CALL(dev, Memcpy, dptr(dst), dptr(src), size);
     if (st == INFINI_STATUS_SUCCESS && (kind == INFINIRT_PLUGIN_MEMCPY_H2D || kind == INFINIRT_PLUGIN_MEMCPY_D2D))
         st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
@@ -210,8 +273,10 @@ infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t
     st = infinirt_cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size,
-                             infinirt_cuda__stream_of(stream));
+    st = peer_for_fill(dev, ptr, "memset_async");
+    if (st == INFINI_STATUS_SUCCESS)
+        st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size,
+                                 infinirt_cuda__stream_of(stream));
     infinirt_cuda__leave(&sc);
     return st;
 }
@@ -228,7 +293,9 @@ infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size)
         return st;
     /* On the legacy stream, as cudaMemset; then waited for, since the fill
      * of device memory returns before it is done. */
-    st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, NULL);
+    st = peer_for_fill(dev, ptr, "memset");
+    if (st == INFINI_STATUS_SUCCESS)
+        st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, NULL);
     if (st == INFINI_STATUS_SUCCESS)
         st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
     infinirt_cuda__leave(&sc);

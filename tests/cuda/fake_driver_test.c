@@ -41,9 +41,14 @@ static struct {
     int (*set_current_calls)(void);
     void *(*last_stream)(void);
     void (*inject_sync_error)(CUresult);
+    int (*peer_enabled)(int, int);
+    int (*peer_copies)(void);
+    int (*staged_copies)(void);
+    int (*peer_faults)(void);
     /* driver entries, called as the application would call them */
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned);
     CUresult (*cuCtxSetCurrent)(CUcontext);
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
@@ -85,6 +90,10 @@ static int fake_bind(void)
     BIND_(set_current_calls);
     BIND_(last_stream);
     BIND_(inject_sync_error);
+    BIND_(peer_enabled);
+    BIND_(peer_copies);
+    BIND_(staged_copies);
+    BIND_(peer_faults);
 #undef BIND_
 #define BIND_CU_(field)                                      \
     do {                                                     \
@@ -94,6 +103,7 @@ static int fake_bind(void)
     } while (0)
     BIND_CU_(cuGetErrorName);
     BIND_CU_(cuCtxGetCurrent);
+    BIND_CU_(cuCtxEnablePeerAccess);
     BIND_CU_(cuCtxSetCurrent);
     BIND_CU_(cuDevicePrimaryCtxRetain);
     BIND_CU_(cuDevicePrimaryCtxRelease_v2);
@@ -720,6 +730,112 @@ static int test_mem_info_no_nvml(void)
     return TEST_OK;
 }
 
+/* Peer access (FAKE_CUDA_PEER=0>1,1>0: devices 0 and 1 reach each other,
+ * device 2 neither): a D2D copy between two devices enables the copying
+ * context's access to the other one's memory where it can, and then goes
+ * directly; where it cannot, it is staged and still right.  A fill of
+ * another device's memory is refused unless peer access makes it valid. */
+static int test_peer_access(void)
+{
+    enum { N = 4096 };
+    cuda_plugin p;
+    unsigned char h[N], g[N];
+    void *m[3], *s0, *s1;
+
+    setenv("FAKE_CUDA_PEER", "0>1,1>0", 1);
+    CHECK(fake_open(&p, NULL, 0));
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(p.ops->malloc_device(i, &m[i], N));
+        ASSERT_OK(p.ops->memset(i, m[i], 0, N));
+    }
+    ASSERT_OK(p.ops->stream_create(0, &s0));
+    ASSERT_OK(p.ops->stream_create(1, &s1));
+    fill_pattern(h, N, 4);
+    ASSERT_OK(p.ops->memcpy(0, m[0], h, N, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_EQ(fake.peer_enabled(1, 0), 0); /* lazily: nothing yet */
+
+    /* The application enabled 0 -> 1 itself: already enabled is success. */
+    ASSERT_OK(p.ops->set_device(0));
+    ASSERT_EQ(fake.cuCtxEnablePeerAccess((CUcontext)fake.ctx(1), 0), CUDA_SUCCESS);
+    fake.set_current(-1);
+
+    test_log_clear();
+    ASSERT_OK(p.ops->memcpy_async(1, m[1], m[0], N, INFINIRT_PLUGIN_MEMCPY_D2D, s1)); /* 1 reads 0's */
+    ASSERT_OK(p.ops->stream_synchronize(1, s1));
+    ASSERT_EQ(fake.peer_enabled(1, 0), 1);
+    ASSERT_OK(p.ops->memcpy(0, m[0], m[1], N, INFINIRT_PLUGIN_MEMCPY_D2D)); /* 0 reads 1's */
+    ASSERT_EQ(fake.peer_copies(), 2);
+    ASSERT_EQ(fake.staged_copies(), 0);
+    ASSERT_EQ(test_log_count("", NULL), 0);
+    ASSERT_OK(p.ops->memcpy(1, g, m[1], N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, h, N);
+
+    /* Device 2 reaches nobody: staged, right, one info line per pair. */
+    ASSERT_OK(p.ops->memcpy(2, m[2], m[0], N, INFINIRT_PLUGIN_MEMCPY_D2D));
+    ASSERT_OK(p.ops->memcpy(2, m[2], m[0], N, INFINIRT_PLUGIN_MEMCPY_D2D));
+    ASSERT_EQ(fake.staged_copies(), 2);
+    ASSERT_EQ(fake.peer_enabled(2, 0), 0);
+    ASSERT_EQ(test_log_count("INFO", "device 2 cannot access device 0's memory directly"), 1);
+    ASSERT_EQ(test_log_count("ERROR", NULL), 0);
+    ASSERT_OK(p.ops->memcpy(2, g, m[2], N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, h, N);
+
+    /* Fills: device 1's memory on a stream of device 0 is valid (peer
+     * access); device 2's is refused before the driver is asked. */
+    ASSERT_OK(p.ops->memset_async(0, m[1], 0x33, 16, s0));
+    ASSERT_OK(p.ops->stream_synchronize(0, s0));
+    ASSERT_OK(p.ops->memcpy(1, g, m[1], 16, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_EQ(g[0], 0x33);
+    ASSERT_EQ(g[15], 0x33);
+    test_log_clear();
+    ASSERT_STATUS(p.ops->memset_async(0, m[2], 0x44, 16, s0), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(test_log_count("ERROR", "memset_async of"), 1);
+    ASSERT_EQ(test_log_count("ERROR", "device 0 cannot access it (no peer access between them)"), 1);
+    ASSERT_STATUS(p.ops->memset(1, m[2], 0x44, 16), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(p.ops->memset_async(2, m[0], 0x44, 16, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(fake.peer_faults(), 0);
+    ASSERT_OK(p.ops->memcpy(2, g, m[2], N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, h, N); /* untouched */
+
+    ASSERT_OK(p.ops->stream_destroy(0, s0));
+    ASSERT_OK(p.ops->stream_destroy(1, s1));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(p.ops->free_device(i, m[i]));
+    CHECK(fake_close(&p));
+    ASSERT_EQ(fake.peer_enabled(1, 0), 0); /* gone with the contexts */
+    return TEST_OK;
+}
+
+/* No pair can reach another: every cross-device copy is staged and right,
+ * every cross-device fill refused, and no peer access is attempted. */
+static int test_peer_none(void)
+{
+    enum { N = 1024 };
+    cuda_plugin p;
+    unsigned char h[N], g[N];
+    void *a, *b;
+
+    setenv("FAKE_CUDA_PEER", "none", 1);
+    CHECK(fake_open(&p, NULL, 0));
+    ASSERT_OK(p.ops->malloc_device(0, &a, N));
+    ASSERT_OK(p.ops->malloc_device(1, &b, N));
+    fill_pattern(h, N, 8);
+    ASSERT_OK(p.ops->memcpy(0, a, h, N, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_OK(p.ops->memcpy(1, b, a, N, INFINIRT_PLUGIN_MEMCPY_D2D));
+    ASSERT_OK(p.ops->memcpy_async(0, a, b, N, INFINIRT_PLUGIN_MEMCPY_D2D, NULL));
+    ASSERT_OK(p.ops->stream_synchronize(0, NULL));
+    ASSERT_EQ(fake.staged_copies(), 2);
+    ASSERT_EQ(fake.peer_copies(), 0);
+    ASSERT_OK(p.ops->memcpy(0, g, a, N, INFINIRT_PLUGIN_MEMCPY_D2H));
+    ASSERT_MEM_EQ(g, h, N);
+    ASSERT_STATUS(p.ops->memset_async(0, b, 1, N, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(fake.peer_faults(), 0);
+    ASSERT_OK(p.ops->free_device(0, a));
+    ASSERT_OK(p.ops->free_device(1, b));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 /* A failed CUDA call gives the mapped status and one log line naming the
  * call and the CUDA error. */
 static int test_errors(void)
@@ -1176,6 +1292,8 @@ static const test_entry tests[] = {
     {"pinned_host_device", test_pinned_host_device},
     {"mem_info_nvml", test_mem_info_nvml},
     {"mem_info_no_nvml", test_mem_info_no_nvml},
+    {"peer_access", test_peer_access},
+    {"peer_none", test_peer_none},
     {"errors", test_errors},
     {"error_states", test_error_states},
     {"native_handles", test_native_handles},

@@ -22,6 +22,17 @@
  *   FAKE_CUDA_MODE    ok (default) | nodevice | old | initfail
  *   FAKE_CUDA_DEVICES number of devices (default 3, at most 8)
  *   FAKE_CUDA_MEM     bytes of memory per device (default 64 MiB)
+ *   FAKE_CUDA_PEER    which devices can access which others' memory
+ *                     (cuDeviceCanAccessPeer): all (default) | none | a
+ *                     list of pairs "0>1,1>0" (device 0 can access 1's)
+ *
+ * Peer access is modelled: cuCtxEnablePeerAccess maps a peer's memory into
+ * the current context where FAKE_CUDA_PEER allows.  A copy that touches
+ * another device's memory is counted as direct when the copying context has
+ * that mapping and as staged through the host otherwise (both work, as on
+ * the real driver); a fill of another device's memory without the mapping
+ * fails with CUDA_ERROR_ILLEGAL_ADDRESS, as the fill kernel would fault,
+ * and is counted (fake_cuda_peer_faults).
  * Built a second time with FAKE_CUDA_OMIT_MEMSET to lack cuMemsetD8Async,
  * and a third time with FAKE_CUDA_OMIT_GRAPHS to lack every stream-capture
  * and graph symbol (a driver older than the plugin's optional entries).
@@ -61,12 +72,20 @@ static fake_ctx ctxs[FAKE_MAX_DEV];
 static alloc *allocs;
 
 static _Atomic int set_current_calls;
+/* can_peer[a][b]: device a can access b's memory; peer_on[a][b]: a's
+ * context has b's memory mapped (cuCtxEnablePeerAccess). */
+static int can_peer[FAKE_MAX_DEV][FAKE_MAX_DEV], peer_on[FAKE_MAX_DEV][FAKE_MAX_DEV];
+static int peer_copies, staged_copies, peer_faults;
 
 int fake_cuda_refcount(int dev) { return ctxs[dev].refcount; }
 void fake_cuda_set_current(int dev) { fake_current = dev < 0 ? NULL : &ctxs[dev]; }
 int fake_cuda_current_device(void) { return fake_current != NULL ? fake_current->dev : -1; }
 void *fake_cuda_ctx(int dev) { return &ctxs[dev]; }
 int fake_cuda_set_current_calls(void) { return set_current_calls; }
+int fake_cuda_peer_enabled(int from, int to) { return peer_on[from][to]; }
+int fake_cuda_peer_copies(void) { return peer_copies; }
+int fake_cuda_staged_copies(void) { return staged_copies; }
+int fake_cuda_peer_faults(void) { return peer_faults; }
 
 int fake_cuda_live_allocs(void)
 {
@@ -94,6 +113,34 @@ int fake_cuda_alloc_device(const void *p)
     int dev = a ? a->dev : -2;
     pthread_mutex_unlock(&fake_lock);
     return dev;
+}
+
+/* The device of another device's memory that ctx reaches at p: -1 when p
+ * is host memory, unknown, or ctx's own device's. */
+static int peer_of_locked(const fake_ctx *ctx, const void *p)
+{
+    alloc *a = find(p);
+    return a != NULL && a->dev >= 0 && a->dev != ctx->dev ? a->dev : -1;
+}
+
+void fake_peer_copy_locked(const fake_ctx *ctx, const void *dst, const void *src)
+{
+    int d = peer_of_locked(ctx, dst), s = peer_of_locked(ctx, src);
+    if (d < 0 && s < 0)
+        return;
+    if ((d < 0 || peer_on[ctx->dev][d]) && (s < 0 || peer_on[ctx->dev][s]))
+        peer_copies++;
+    else
+        staged_copies++;
+}
+
+CUresult fake_peer_fill_locked(const fake_ctx *ctx, const void *dst)
+{
+    int d = peer_of_locked(ctx, dst);
+    if (d < 0 || peer_on[ctx->dev][d])
+        return CUDA_SUCCESS;
+    peer_faults++;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
 int fake_cuda_alloc_ctx(const void *p)
@@ -205,6 +252,18 @@ CUresult CUDAAPI cuInit(unsigned int flags)
     if (ndev < 0 || ndev > FAKE_MAX_DEV)
         ndev = FAKE_MAX_DEV;
     mem_per_dev = (size_t)strtoull(env("FAKE_CUDA_MEM", "67108864"), NULL, 10);
+    const char *peer = env("FAKE_CUDA_PEER", "all");
+    for (int a = 0; a < FAKE_MAX_DEV; a++)
+        for (int b = 0; b < FAKE_MAX_DEV; b++)
+            can_peer[a][b] = a != b && strcmp(peer, "all") == 0;
+    for (const char *q = peer; strcmp(peer, "all") != 0 && strcmp(peer, "none") != 0 && *q;) {
+        int a = -1, b = -1, n = 0;
+        if (sscanf(q, "%d>%d%n", &a, &b, &n) != 2 || a < 0 || b < 0 || a >= FAKE_MAX_DEV || b >= FAKE_MAX_DEV)
+            break;
+        can_peer[a][b] = a != b;
+        q += n;
+        q += *q == ',';
+    }
     for (int i = 0; i < FAKE_MAX_DEV; i++)
         ctxs[i].dev = i;
     fake_initialized = 1;
@@ -290,6 +349,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&fake_lock);
     int last = --ctxs[d].refcount == 0;
+    /* A context that goes away takes its peer mappings, both ways. */
+    for (int i = 0; last && i < FAKE_MAX_DEV; i++)
+        peer_on[d][i] = peer_on[i][d] = 0;
     pthread_mutex_unlock(&fake_lock);
     if (last)
         fake_legacy_destroy(&ctxs[d]);
@@ -305,6 +367,34 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
         return CUDA_ERROR_INVALID_CONTEXT;
     fake_current = x;
     return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+    NEED_INIT();
+    if (can == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= ndev || peer < 0 || peer >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *can = can_peer[d][peer];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext c, unsigned int flags)
+{
+    fake_ctx *x = (fake_ctx *)(void *)c;
+    NEED_CTX();
+    if (x == NULL || x < ctxs || x >= ctxs + ndev || x->refcount == 0 || x == fake_current)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!can_peer[fake_current->dev][x->dev])
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = peer_on[fake_current->dev][x->dev] ? CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED : CUDA_SUCCESS;
+    peer_on[fake_current->dev][x->dev] = 1;
+    pthread_mutex_unlock(&fake_lock);
+    return r;
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c)

@@ -121,6 +121,13 @@ CUresult fake_capture_implicit_locked(const fake_ctx *ctx);
 /* Whether any capture involves a stream of ctx; invalidate them if so. */
 int fake_capture_any_in_ctx_invalidate_locked(const fake_ctx *ctx);
 
+/* Peer access (fake_libcuda.c), called with the lock: count a copy made in
+ * ctx that touches another device's memory as direct or staged; a fill of
+ * dst in ctx: CUDA_ERROR_ILLEGAL_ADDRESS (counted) when dst is another
+ * device's memory that ctx has not mapped. */
+void fake_peer_copy_locked(const fake_ctx *ctx, const void *dst, const void *src);
+CUresult fake_peer_fill_locked(const fake_ctx *ctx, const void *dst);
+
 /* Block until every stream of ctx (NULL: of every context) is idle.
  * Called with fake_lock held. */
 void fake_wait_idle_locked(const fake_ctx *ctx);
@@ -175,5 +182,12 @@ int fake_cuda_invalidations(void);
 /* The next cuStreamSynchronize (any thread, any stream) returns r once,
  * after waiting, as a fault of the queued work would surface there. */
 void fake_cuda_inject_sync_error(CUresult r);
+/* Peer access: whether `from`'s context has `to`'s memory mapped; copies
+ * touching another device's memory made direct / staged through the host;
+ * fills that faulted for want of a mapping. */
+int fake_cuda_peer_enabled(int from, int to);
+int fake_cuda_peer_copies(void);
+int fake_cuda_staged_copies(void);
+int fake_cuda_peer_faults(void);
 
 #endif /* FAKE_LIBCUDA_H_ */

@@ -485,6 +485,9 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
 {
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
+    pthread_mutex_lock(&fake_lock);
+    fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
+    pthread_mutex_unlock(&fake_lock);
     return enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
                            .n = n},
                    NULL);
@@ -497,6 +500,9 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
     unsigned long seq = 0;
     struct CUstream_st *s;
     STREAM_OF(NULL, 0, &s);
+    pthread_mutex_lock(&fake_lock);
+    fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
+    pthread_mutex_unlock(&fake_lock);
     CUresult r = enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
                                  .n = n},
                          &seq);
@@ -513,6 +519,11 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
 {
     struct CUstream_st *s;
     STREAM_OF(h, 0, &s);
+    pthread_mutex_lock(&fake_lock);
+    CUresult r = fake_peer_fill_locked(s->ctx, (const void *)(uintptr_t)dst);
+    pthread_mutex_unlock(&fake_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
     return enqueue(s, (fake_op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
 }
 #endif
