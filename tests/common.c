@@ -102,6 +102,16 @@ void tc_setenv(const char *name, const char *value)
         abort();
 }
 
+int tc_gate_timeout_ms = 30000;
+static int g_gate_timeouts;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void tc_gate_wait_fn(void *arg)
 {
     tc_gate *g = arg;
@@ -110,8 +120,34 @@ void tc_gate_wait_fn(void *arg)
         return;
     }
     __atomic_store_n(&g->reached, 1, __ATOMIC_SEQ_CST);
-    while (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST))
+    int limit = __atomic_load_n(&tc_gate_timeout_ms, __ATOMIC_SEQ_CST);
+    int64_t deadline = now_ms() + limit;
+    while (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST)) {
+        if (now_ms() >= deadline) {
+            __atomic_fetch_add(&g_gate_timeouts, 1, __ATOMIC_SEQ_CST);
+            fprintf(stderr,
+                    "a gate holding a stream was not opened within %d ms: the thread that opens it is "
+                    "blocked (a deadlock: is a copy of pageable host memory queued behind the gate?); "
+                    "the stream is let go and the test fails\n",
+                    limit);
+            return;
+        }
         tc_sleep_ms(1);
+    }
+}
+
+int tc_gate_verdict(int rc)
+{
+    int n = __atomic_load_n(&g_gate_timeouts, __ATOMIC_SEQ_CST);
+    if (n == 0)
+        return rc;
+    fprintf(stderr, "FAIL: %d gate(s) timed out in this test (see above)\n", n);
+    return TEST_FAIL;
+}
+
+void tc_gate_timeouts_reset(void)
+{
+    __atomic_store_n(&g_gate_timeouts, 0, __ATOMIC_SEQ_CST);
 }
 
 /* Gates handed to host functions, so the runner can open them all when a

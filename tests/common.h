@@ -41,8 +41,20 @@ typedef struct {
     pthread_t launcher;
     volatile int ran_inline;
 } tc_gate;
-void tc_gate_wait_fn(void *gate);   /* host fn: reached=1, spin until open */
+/* Host function: reached=1, then wait until the gate is opened, or until
+ * tc_gate_timeout_ms have passed: then it says so on stderr, counts the
+ * timeout and returns, so a test whose only opener is blocked (a deadlock,
+ * such as a copy of pageable host memory that CUDA completes before it
+ * returns, queued behind the gate) fails instead of hanging. */
+void tc_gate_wait_fn(void *gate);
 void tc_gate_open(tc_gate *g);
+/* How long a gate waits to be opened: 30 s unless a test changes it. */
+extern int tc_gate_timeout_ms;
+/* The runner's verdict after a test returned rc: TEST_FAIL, with a line
+ * that says why, when any gate timed out in this process; rc otherwise. */
+int tc_gate_verdict(int rc);
+/* Forget the timeouts counted so far (the test of the timeout itself). */
+void tc_gate_timeouts_reset(void);
 /* TEST_SKIP when the current device runs stream work inline (on the
  * caller's thread): call it first in tests that hold a stream, before they
  * allocate anything a skip would leak. */

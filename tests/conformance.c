@@ -375,14 +375,19 @@ int test_conformance_event_rerecord(void)
 }
 
 /* Stream B waits for an event of stream A without blocking the host; B's
- * copy sees the data A wrote. */
+ * copy sees the data A wrote.  The host buffers are pinned: CUDA returns
+ * from a D2H copy into pageable memory only when it has completed, so that
+ * copy, queued behind the held stream, would block the only thread that
+ * can open the gate. */
 int test_conformance_stream_wait_event(void)
 {
     CHECK(tc_use_device(0));
     CHECK(tc_needs_async());
     size_t n = 4 * MiB;
-    unsigned char *a = malloc(n), *b = calloc(1, n);
-    ASSERT(a && b);
+    unsigned char *a, *b;
+    ASSERT_OK(infinirtMallocHost((void **)&a, n));
+    ASSERT_OK(infinirtMallocHost((void **)&b, n));
+    memset(b, 0, n);
     tc_pattern(a, n, 9);
     void *d;
     ASSERT_OK(infinirtMalloc(&d, n));
@@ -413,8 +418,8 @@ int test_conformance_stream_wait_event(void)
     ASSERT_OK(infinirtStreamDestroy(sa));
     ASSERT_OK(infinirtStreamDestroy(sb));
     ASSERT_OK(infinirtFree(d));
-    free(a);
-    free(b);
+    ASSERT_OK(infinirtFreeHost(a));
+    ASSERT_OK(infinirtFreeHost(b));
     return TEST_OK;
 }
 
@@ -719,8 +724,12 @@ int test_conformance_destroy_pending_free(void)
     ASSERT_OK(infinirtMallocAsync(&q2, N, s2));
     ASSERT_PTR_NE(q1, p);
     ASSERT_PTR_NE(q2, p);
-    unsigned char *want = malloc(N), *got = malloc(N);
-    ASSERT(want && got);
+    /* Pinned: an asynchronous copy of pageable memory may wait for its
+     * stream, or complete, before it returns (CUDA's rule); nothing here
+     * may wait while the gate is shut. */
+    unsigned char *want, *got = malloc(N);
+    ASSERT_OK(infinirtMallocHost((void **)&want, N));
+    ASSERT(got != NULL);
     tc_pattern(want, N, 11);
     /* Both on s2: nothing here may wait for the gated stream. */
     ASSERT_OK(infinirtMemcpyAsync(q1, want, N, INFINIRT_MEMCPY_H2D, s2));
@@ -736,7 +745,7 @@ int test_conformance_destroy_pending_free(void)
     ASSERT_OK(infinirtFree(q1));
     ASSERT_OK(infinirtFreeAsync(q2, s2));
     ASSERT_OK(infinirtStreamDestroy(s2));
-    free(want);
+    ASSERT_OK(infinirtFreeHost(want));
     free(got);
     return TEST_OK;
 }
@@ -915,10 +924,34 @@ int test_conformance_peer_memset_free(void)
     return TEST_OK;
 }
 
+/* Issues one MemcpyAsync from a thread of its own: the test's thread stays
+ * free to open the gate when the copy waits for its stream. */
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+    infinirtStream_t s;
+    infiniStatus_t st;
+    int done;
+} copier_arg;
+
+static void *copier(void *p)
+{
+    copier_arg *a = p;
+    a->st = infinirtMemcpyAsync(a->dst, a->src, a->n, INFINIRT_MEMCPY_H2D, a->s);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 /* Pinned memory from the CPU plugin's host pool (allocated while a CPU
  * device is current) read by a gated copy on the target backend's stream:
  * FreeHost must not hand it out before that copy ran, whichever backend
- * the copy is on. */
+ * the copy is on.  To another backend that memory may be pageable (CUDA
+ * did not pin it), and CUDA may make such a copy wait for its stream before
+ * it returns: the copy is issued from a thread of its own, and when it has
+ * not returned while the gate is shut the gate is opened first (the copy
+ * has read its source once it returned; the free checks less, the data
+ * still everything). */
 int test_conformance_pinned_other_backend(void)
 {
     enum { N = 256 * 1024 };
@@ -938,7 +971,19 @@ int test_conformance_pinned_other_backend(void)
     ASSERT_OK(infinirtMalloc(&d, N));
     static tc_gate gate;
     CHECK(tc_hold_stream(s, &gate));
-    ASSERT_OK(infinirtMemcpyAsync(d, h, N, INFINIRT_MEMCPY_H2D, s));
+    copier_arg cp = {.dst = d, .src = h, .n = N, .s = s};
+    pthread_t tc;
+    ASSERT_EQ(pthread_create(&tc, NULL, copier, &cp), 0);
+    for (int i = 0; i < 500 && !__atomic_load_n(&cp.done, __ATOMIC_SEQ_CST); i++)
+        tc_sleep_ms(1);
+    bool queued = __atomic_load_n(&cp.done, __ATOMIC_SEQ_CST);
+    if (!queued) {
+        fprintf(stderr, "the copy of the other backend's host memory waits for its stream: "
+                        "the gate is opened before the free\n");
+        tc_gate_open(&gate);
+    }
+    ASSERT_EQ(pthread_join(tc, NULL), 0);
+    ASSERT_OK(cp.st);
     refree_arg arg = {.h = h, .n = N, .type = INFINI_DEVICE_CPU};
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);

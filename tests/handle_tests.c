@@ -262,3 +262,34 @@ int test_threads_handle_map_churn(void)
     ASSERT_EQ(wrong, 0);
     return TEST_OK;
 }
+
+/* ------------------------------------------------ a gate that is never opened */
+
+/* A gate whose only opener is blocked (here: it synchronizes the held
+ * stream itself, as a copy that completes before it returns would) lets the
+ * stream go after tc_gate_timeout_ms and fails the test, instead of hanging
+ * the run until CTest kills it. */
+int test_threads_gate_timeout(void)
+{
+    tc_use_config(k_cpu_config);
+    CHECK(tc_use_device(0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    tc_gate_timeout_ms = 200;
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_OK(infinirtStreamSynchronize(s)); /* the deadlock the timeout breaks */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    ASSERT_GE(ms, 150);
+    ASSERT_EQ(__atomic_load_n(&gate.open, __ATOMIC_SEQ_CST), 0);
+    ASSERT_EQ(tc_gate_verdict(TEST_OK), TEST_FAIL);
+    ASSERT_EQ(tc_gate_verdict(TEST_SKIP), TEST_FAIL);
+    tc_gate_timeouts_reset(); /* this test expected its timeout */
+    ASSERT_EQ(tc_gate_verdict(TEST_OK), TEST_OK);
+    tc_gate_timeout_ms = 30000;
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
