@@ -225,7 +225,15 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceResourceSnapshot(infiniDevice_t dev
 
 /* Block until all work queued on every stream of the current device has
  * completed (on a backend without a device-wide wait, each stream in turn).
- * Returns SUCCESS or the backend's error. */
+ * On CUDA this is cudaDeviceSynchronize, as in InfiniCore: cuCtxSynchronize
+ * on the device's primary context, which the CUDA runtime shares, so it
+ * waits for every stream of the process on that device - those of other
+ * libraries (PyTorch, NCCL) and native ones included, not only the streams
+ * infinirt created.  Use infinirtStreamSynchronize to wait for one stream.
+ * Refused with INVALID_STATE while a stream of the device captures (the
+ * capture is invalidated, as CUDA does), and on CUDA also while a capture
+ * infinirt does not know of (another library's) forbids it.
+ * Returns SUCCESS, INVALID_STATE, or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void);
 
 /* (ours) The backend's native objects for a device: on CUDA the CUdevice
@@ -322,6 +330,15 @@ typedef void (*infinirtHostFn_t)(void *user_data);
  * fn must not call infinirt functions (some backends, CUDA among them,
  * forbid any runtime call from a host function) and should be short: the
  * stream waits for it.
+ * On CUDA (cuLaunchHostFunc):
+ *  - no CUDA call may be made from fn, and so no infinirt call that reaches
+ *    an NVIDIA device; it may deadlock or fail with NOT_PERMITTED;
+ *  - the driver may run the host functions of all streams on one thread, one
+ *    after another: fn must not wait for another stream's host function (or
+ *    for anything queued behind one), or both streams may stall for ever;
+ *  - after a context error (a faulting kernel: the error is sticky) queued
+ *    host functions are not called at all: code that waits for fn to run
+ *    should also watch the stream's status.
  * Returns SUCCESS, NULL_POINTER (fn), BAD_PARAM, NOT_IMPLEMENTED. */
 INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn,
                                                    void *user_data);
@@ -437,7 +454,15 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
                                            infinirtMemcpyKind_t kind);
 
 /* As infinirtMemcpy, queued on `stream` (NULL: the owning device's default
- * stream).  Host memory must stay valid until the copy completes.  The
+ * stream).  Host memory must stay valid until the copy completes.  Host
+ * memory from infinirtMallocHost makes the copy asynchronous: the call
+ * returns once it is queued.  With other (pageable, malloc'd) host memory a
+ * backend may block the host, as CUDA's rule is: a D2H copy into pageable
+ * memory returns only when it has completed (after all work queued before it
+ * on the stream), and an H2D copy from pageable memory may wait for the
+ * stream before it stages the data.  So never queue such a copy behind work
+ * that only the calling thread can release (a host function waiting for it,
+ * an event it has yet to record).  The
  * device-side pointers must belong to the stream's backend.  Foreign device
  * memory (see infinirtMemcpy) is asked of the stream's plugin and, where it
  * cannot tell, taken as memory of the stream's device; with the NULL stream
