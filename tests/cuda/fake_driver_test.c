@@ -9,8 +9,8 @@
  * set_device and the caller's context kept, pointer ownership, wrapped
  * application streams.
  *
- * FAKE_CUDA_PATH / FAKE_CUDA_NOSYM_PATH are the fake driver builds,
- * FAKE_NVML_PATH the fake NVML;
+ * FAKE_CUDA_PATH / FAKE_CUDA_NOSYM_PATH / FAKE_CUDA_OLDSYM_PATH are the fake
+ * driver builds, FAKE_NVML_PATH the fake NVML;
  * CUDA_STUB_LIBCUDA is the toolkit's link-time stub libcuda.so.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -35,6 +35,7 @@ static struct {
     unsigned (*stream_flags)(const void *);
     unsigned (*last_event_flags)(void);
     int (*wait_event_calls)(void);
+    int (*elapsed_calls)(int);
     void (*set_current)(int);
     int (*current_device)(void);
     void *(*ctx)(int);
@@ -84,6 +85,7 @@ static int fake_bind(void)
     BIND_(stream_flags);
     BIND_(last_event_flags);
     BIND_(wait_event_calls);
+    BIND_(elapsed_calls);
     BIND_(set_current);
     BIND_(current_device);
     BIND_(ctx);
@@ -518,8 +520,12 @@ static int test_events(void)
     ASSERT_OK(p.ops->event_synchronize(0, b));
     ASSERT_OK(p.ops->event_query(0, b, &done));
     ASSERT_EQ(done, 1);
+    int old_calls = fake.elapsed_calls(0), v2_calls = fake.elapsed_calls(1);
     ASSERT_OK(p.ops->event_elapsed_time(0, &ms, a, b));
     ASSERT(ms >= 0);
+    /* A driver with both names: the _v2 one. */
+    ASSERT_EQ(fake.elapsed_calls(1), v2_calls + 1);
+    ASSERT_EQ(fake.elapsed_calls(0), old_calls);
     ASSERT_OK(p.ops->stream_synchronize(1, s1));
     ASSERT_OK(p.ops->event_query(1, after, &done));
     ASSERT_EQ(done, 1);
@@ -539,6 +545,53 @@ static int test_events(void)
     ASSERT_OK(p.ops->stream_destroy(0, s));
     ASSERT_OK(p.ops->stream_destroy(1, s1));
     CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* A driver from before CUDA 12.8 exports cuEventElapsedTime only: the
+ * plugin loads on it and times events with that name. */
+static void sleep_20ms(void *arg)
+{
+    struct timespec t = {0, 20 * 1000000};
+    (void)arg;
+    nanosleep(&t, NULL);
+}
+
+static int test_elapsed_old_symbol(void)
+{
+    void *dl = dlopen(FAKE_CUDA_OLDSYM_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (dl == NULL)
+        TEST_FAILED_("dlopen(%s): %s", FAKE_CUDA_OLDSYM_PATH, dlerror());
+    ASSERT(dlsym(dl, "cuEventElapsedTime") != NULL);
+    ASSERT(dlsym(dl, "cuEventElapsedTime_v2") == NULL); /* the variant really is old */
+    int (*calls)(int);
+    void *sym = dlsym(dl, "fake_cuda_elapsed_calls");
+    ASSERT(sym != NULL);
+    memcpy(&calls, &sym, sizeof sym);
+
+    cuda_plugin p;
+    const infinirtPluginKeyValue kv[] = {{"driver_library", FAKE_CUDA_OLDSYM_PATH}};
+    setenv("FAKE_CUDA_MODE", "ok", 1);
+    CHECK(plugin_open(&p));
+    ASSERT_OK(plugin_init_kv(&p, kv, 1));
+    ASSERT_GT(p.count, 0);
+    void *s, *a, *b;
+    float ms = -1;
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->event_create(0, 0, &a));
+    ASSERT_OK(p.ops->event_create(0, 0, &b));
+    ASSERT_OK(p.ops->event_record(0, a, s));
+    ASSERT_OK(p.ops->launch_host_func(0, s, sleep_20ms, NULL));
+    ASSERT_OK(p.ops->event_record(0, b, s));
+    ASSERT_OK(p.ops->event_synchronize(0, b));
+    ASSERT_OK(p.ops->event_elapsed_time(0, &ms, a, b));
+    ASSERT(ms >= 15.0f && ms < 60000.0f);
+    ASSERT_EQ(calls(0), 1);
+    ASSERT_EQ(calls(1), 0);
+    ASSERT_OK(p.ops->event_destroy(0, a));
+    ASSERT_OK(p.ops->event_destroy(0, b));
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    p.ops->shutdown();
     return TEST_OK;
 }
 
@@ -1288,6 +1341,7 @@ static const test_entry tests[] = {
     {"context_switch", test_context_switch},
     {"streams", test_streams},
     {"events", test_events},
+    {"elapsed_old_symbol", test_elapsed_old_symbol},
     {"memory", test_memory},
     {"pinned_host_device", test_pinned_host_device},
     {"mem_info_nvml", test_mem_info_nvml},

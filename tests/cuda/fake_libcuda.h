@@ -161,6 +161,8 @@ unsigned fake_cuda_host_flags(const void *p);
 unsigned fake_cuda_stream_flags(const void *stream);
 unsigned fake_cuda_last_event_flags(void);
 int fake_cuda_wait_event_calls(void);
+/* Calls of cuEventElapsedTime (v2 = 0) or cuEventElapsedTime_v2 (v2 = 1). */
+int fake_cuda_elapsed_calls(int v2);
 void fake_cuda_set_current(int dev);
 /* The calling thread's current context, as a device (-1: none). */
 int fake_cuda_current_device(void);

@@ -615,7 +615,16 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
     return r;
 }
 
-CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+/* Drivers before CUDA 12.8 export only cuEventElapsedTime; newer ones both
+ * names (cuda.h maps the old name to _v2, hence the #undef).  The
+ * fake_cuda_oldsym build exports the old name alone, so the plugin's
+ * fallback is exercised; each name counts its calls. */
+#undef cuEventElapsedTime
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b);
+static _Atomic int elapsed_calls[2]; /* [0]: old name, [1]: _v2 */
+int fake_cuda_elapsed_calls(int v2) { return elapsed_calls[v2 != 0]; }
+
+static CUresult elapsed_time(float *ms, CUevent a, CUevent b)
 {
     EVENT_OK(a, 0);
     EVENT_OK(b, 0);
@@ -632,3 +641,17 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     pthread_mutex_unlock(&fake_lock);
     return r;
 }
+
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    elapsed_calls[0]++;
+    return elapsed_time(ms, a, b);
+}
+
+#ifndef FAKE_CUDA_OLD_ELAPSED_TIME
+CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    elapsed_calls[1]++;
+    return elapsed_time(ms, a, b);
+}
+#endif
