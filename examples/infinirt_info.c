@@ -76,6 +76,8 @@ static int print_text(void)
             if (p.max_alloc_size)
                 printf("%.0f MiB", mib(p.max_alloc_size));
             printf("\n        plugin %s; %s\n", p.plugin, p.description);
+            if (p.uuid[0] != '\0')
+                printf("        uuid %s\n", p.uuid);
             infinirtAllocatorStats_t st;
             if (infinirtGetAllocatorStats(t, i, &st) == INFINI_STATUS_SUCCESS)
                 printf("        allocator: %zu B allocated (peak %zu), %zu B reserved in %zu segments, "
@@ -144,6 +146,8 @@ static int print_json(void)
             json_string(p.description);
             printf(",\"plugin\":");
             json_string(p.plugin);
+            printf(",\"uuid\":"); /* "" where the backend has none */
+            json_string(p.uuid);
             printf(",\"total_memory\":%zu,\"free_memory\":%zu,\"max_alloc_size\":%zu,"
                    "\"allocator\":{\"allocated_bytes\":%zu,\"peak_allocated_bytes\":%zu,\"reserved_bytes\":%zu,"
                    "\"segments\":%zu,\"raw_allocs\":%zu,\"retries\":%zu,\"oom_count\":%zu}}",

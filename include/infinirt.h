@@ -626,6 +626,13 @@ typedef struct {
     size_t total_memory;   /* bytes */
     size_t max_alloc_size; /* largest single allocation; 0 = no limit */
     char plugin[64];       /* the plugin serving it, e.g. "cpu" */
+    /* The device's UUID, "" where the backend has none (CPU, OpenCL).  On
+     * CUDA "GPU-" and 8-4-4-4-12 hex digits from cuDeviceGetUuid_v2, as
+     * nvidia-smi -L and NVML spell it: the same device gets the same UUID
+     * whatever CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER or `devices =` make
+     * its id.  Under MIG, cuDeviceGetUuid_v2 gives the instance's UUID
+     * (spelled here with "GPU-" too; nvidia-smi writes "MIG-"). */
+    char uuid[64];
 } infinirtDeviceProperties_t;
 
 /* Properties of one device into *props (caller-owned).

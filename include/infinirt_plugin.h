@@ -54,7 +54,7 @@
 #include "infinicore.h"
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 2
+#define INFINIRT_PLUGIN_ABI_MINOR 3
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -289,6 +289,17 @@ typedef struct infinirtPluginOps {
      * own): fill what the backend can observe; NOT_IMPLEMENTED or valid = 0
      * when it can observe nothing now.  Must not block for long. */
     infiniStatus_t (*get_utilization)(int dev, infinirtPluginUtilization *util);
+
+    /* ---- ABI 1.3: device identity ---- */
+    /* The device's UUID as text (NUL-terminated, at most size - 1 bytes,
+     * printable ASCII), stable for the life of the device whatever order or
+     * subset the backend exposes it in: on CUDA "GPU-" and 8-4-4-4-12 hex
+     * digits, NVML's spelling.  Optional: without it, or on NOT_IMPLEMENTED,
+     * the device has no UUID ("").  Called once per device at load; must
+     * not create a context or allocate device memory.  (An entry rather
+     * than a field of infinirtPluginDeviceInfo: a plugin built for a later
+     * ABI would write past an older loader's copy of that struct.) */
+    infiniStatus_t (*get_device_uuid)(int dev, char *uuid, size_t size);
 } infinirtPluginOps;
 
 /* The size a table of ABI 1.0 must at least have: up to its last entry.
@@ -301,6 +312,9 @@ typedef struct infinirtPluginOps {
 /* The same for ABI 1.2. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_2 \
     (offsetof(infinirtPluginOps, get_utilization) + sizeof(void (*)(void)))
+/* The same for ABI 1.3. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_3 \
+    (offsetof(infinirtPluginOps, get_device_uuid) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

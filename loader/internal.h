@@ -113,6 +113,7 @@ typedef enum {
     INFINIRT__OP_graph_exec_destroy,
     INFINIRT__OP_graph_destroy,
     INFINIRT__OP_get_utilization,
+    INFINIRT__OP_get_device_uuid,
     INFINIRT__OP_COUNT
 } infinirt__op;
 
@@ -161,6 +162,7 @@ struct infinirt__device {
     infinirt__plugin *plugin;
     int index;                   /* id within its type == plugin-local index */
     infinirtPluginDeviceInfo info;
+    char uuid[64];               /* get_device_uuid's answer; "" = none */
     infinirt__pool *pool;
     infinirt__stream *default_stream; /* the NULL stream's loader object */
     pthread_mutex_t lock;        /* streams list, event pool */

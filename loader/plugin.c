@@ -106,7 +106,8 @@ static int open_and_handshake(infinirt__plugin *p)
     /* A table must hold every entry of the minor it claims (later minors
      * than the loader's are read up to what the loader knows). */
     uint32_t known = ops->abi_minor < INFINIRT_PLUGIN_ABI_MINOR ? ops->abi_minor : INFINIRT_PLUGIN_ABI_MINOR;
-    size_t need = known >= 2   ? INFINIRT_PLUGIN_OPS_SIZE_1_2
+    size_t need = known >= 3   ? INFINIRT_PLUGIN_OPS_SIZE_1_3
+                  : known == 2 ? INFINIRT_PLUGIN_OPS_SIZE_1_2
                   : known == 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1
                                : INFINIRT_PLUGIN_OPS_SIZE_1_0;
     if (ops->struct_size < need) {
@@ -131,6 +132,33 @@ static int open_and_handshake(infinirt__plugin *p)
     return 0;
 }
 
+/* The device's UUID, if the plugin gives one; "" otherwise.  Text that is
+ * not printable ASCII, or not terminated within the buffer, is dropped with
+ * a warning rather than shown to the application. */
+static void read_uuid(infinirt__plugin *p, infinirt__device *d, int index)
+{
+    char buf[sizeof d->uuid];
+    memset(buf, 0, sizeof buf);
+    d->uuid[0] = '\0';
+    infiniStatus_t st = p->ops->get_device_uuid(index, buf, sizeof buf);
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+        return;
+    if (st != INFINI_STATUS_SUCCESS) {
+        INFINIRT__WARN("plugin %s: get_device_uuid(%d) failed: %s", p->name, index, infinirtGetErrorName(st));
+        return;
+    }
+    size_t n = strnlen(buf, sizeof buf);
+    bool printable = n < sizeof buf;
+    for (size_t i = 0; printable && i < n; i++)
+        printable = buf[i] > ' ' && buf[i] < 0x7f;
+    if (!printable) {
+        INFINIRT__WARN("plugin %s: get_device_uuid(%d) gave no printable, terminated text: device %d has no UUID",
+                       p->name, index, index);
+        return;
+    }
+    memcpy(d->uuid, buf, n + 1);
+}
+
 static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, const infinirt__config *cfg)
 {
     memset(d, 0, sizeof *d);
@@ -144,6 +172,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, con
     }
     d->info.name[sizeof d->info.name - 1] = '\0';
     d->info.description[sizeof d->info.description - 1] = '\0';
+    read_uuid(p, d, index);
     d->default_stream = calloc(1, sizeof *d->default_stream);
     if (d->default_stream == NULL)
         return -1;

@@ -313,6 +313,7 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, i
     snprintf(props->name, sizeof props->name, "%s", dev->info.name);
     snprintf(props->description, sizeof props->description, "%s", dev->info.description);
     snprintf(props->plugin, sizeof props->plugin, "%s", dev->plugin->name);
+    snprintf(props->uuid, sizeof props->uuid, "%s", dev->uuid);
     props->total_memory = dev->info.total_memory;
     props->max_alloc_size = dev->info.max_alloc_size;
     return INFINI_STATUS_SUCCESS;

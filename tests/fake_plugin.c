@@ -2,7 +2,10 @@
  * fake_plugin.c - plugins that differ in what they export and how they fail,
  * for the loader tests.  Built once per FAKE_* variant:
  *   FAKE_GOOD        serves ASCEND: `devices` devices (default 2) on host
- *                    memory; init fails unless the key answer = 42 arrived
+ *                    memory; init fails unless the key answer = 42 arrived.
+ *                    get_device_uuid: device 0 "FAKE-0000-UUID", device 1
+ *                    fills the buffer without a terminator, device 2 gives
+ *                    text with a control character, device 3 fails
  *   FAKE_NO_ENTRY    exports no entry
  *   FAKE_ABI2        declares ABI 2.0
  *   FAKE_SMALL_TABLE declares a table smaller than ABI 1.0's
@@ -105,6 +108,25 @@ static infiniStatus_t fake_info(int dev, infinirtPluginDeviceInfo *info)
     info->total_memory = (size_t)1 << 30;
     return INFINI_STATUS_SUCCESS;
 }
+
+#if defined(FAKE_GOOD)
+static infiniStatus_t fake_uuid(int dev, char *uuid, size_t size)
+{
+    switch (dev) {
+    case 0:
+        snprintf(uuid, size, "FAKE-0000-UUID");
+        return INFINI_STATUS_SUCCESS;
+    case 1:
+        memset(uuid, 'x', size);
+        return INFINI_STATUS_SUCCESS;
+    case 2:
+        snprintf(uuid, size, "FAKE\n0002");
+        return INFINI_STATUS_SUCCESS;
+    default:
+        return INFINI_STATUS_INTERNAL_ERROR;
+    }
+}
+#endif
 
 static infiniStatus_t fake_malloc(int dev, void **p, size_t n)
 {
@@ -312,6 +334,9 @@ static const infinirtPluginOps fake_ops = {
 #endif
 #if defined(FAKE_PARTIAL_GRAPH)
     .stream_begin_capture = fake_begin_capture,
+#endif
+#if defined(FAKE_GOOD)
+    .get_device_uuid = fake_uuid,
 #endif
     /* otherwise no streams, events or host memory: the loader answers
      * NOT_IMPLEMENTED */

@@ -181,6 +181,31 @@ int test_loader_vendor_plugin_graph(void)
  * working: its stream and event objects are the handles, the 1.1 calls
  * answer from the loader's defaults, and what needs an entry it lacks is
  * NOT_IMPLEMENTED. */
+/* get_device_uuid's text reaches the device properties; text that is not
+ * terminated or not printable, or a failure, gives "" and a warning; the
+ * CPU plugin has no UUID. */
+int test_loader_device_uuid(void)
+{
+    use_config("[plugin.good]\nlibrary = " FAKE_DIR "/libfake_good.so\nanswer = 42\ndevices = 4\n"
+               "[plugin.cpu]\nlibrary = " CPU_PLUGIN "\n");
+    infinirtDeviceProperties_t props;
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_ASCEND, 0, &props));
+    ASSERT_STR_EQ(props.uuid, "FAKE-0000-UUID");
+    for (int d = 1; d < 4; d++) {
+        memset(&props, 0x55, sizeof props);
+        ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_ASCEND, d, &props));
+        ASSERT_STR_EQ(props.uuid, "");
+        ASSERT_STR_CONTAINS(props.name, "fake device"); /* the rest of the device is fine */
+    }
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_CPU, 0, &props));
+    ASSERT_STR_EQ(props.uuid, "");
+    const char *log = tc_read_file(log_path());
+    ASSERT_STR_CONTAINS(log, "get_device_uuid(1) gave no printable, terminated text: device 1 has no UUID");
+    ASSERT_STR_CONTAINS(log, "get_device_uuid(2) gave no printable, terminated text: device 2 has no UUID");
+    ASSERT_STR_CONTAINS(log, "get_device_uuid(3) failed: INTERNAL_ERROR");
+    return TEST_OK;
+}
+
 int test_loader_abi_1_0_plugin(void)
 {
     use_config("[plugin.streams]\nlibrary = " FAKE_DIR "/libfake_streams.so\nanswer = 42\ndevices = 1\n");
@@ -191,6 +216,10 @@ int test_loader_abi_1_0_plugin(void)
     ASSERT_EQ(n, 1);
     ASSERT_OK(infinirtGetPluginInfo(0, &info));
     ASSERT_EQ(info.abi_minor, 0);
+    infinirtDeviceProperties_t props;
+    memset(&props, 0x55, sizeof props);
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_ASCEND, 0, &props));
+    ASSERT_STR_EQ(props.uuid, ""); /* a 1.0 table has no get_device_uuid */
     infinirtStream_t s, s0;
     infinirtEvent_t e;
     ASSERT_OK(infinirtStreamCreate(&s));

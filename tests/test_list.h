@@ -61,6 +61,7 @@
     X(loader, table_too_small)            \
     X(loader, table_short_for_minor)      \
     X(loader, abi_1_0_plugin)             \
+    X(loader, device_uuid)                \
     X(loader, table_short_for_minor_2)    \
     X(loader, incoherent_partial_graph)   \
     X(loader, vendor_plugin_graph)        \

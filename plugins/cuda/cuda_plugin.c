@@ -9,6 +9,7 @@
  * This file also holds the device-level entries and, at the bottom, the ops
  * table and the one exported symbol.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,6 +100,34 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
              v / 1000, v % 1000 / 10, sms, d->ordinal, (unsigned)domain, (unsigned)bus, (unsigned)slot);
     info->total_memory = total;
     info->max_alloc_size = 0; /* cuMemAlloc takes anything that fits */
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits (NVML's and nvidia-smi's
+ * spelling).  cuDeviceGetUuid_v2 (CUDA 11.4) gives a MIG instance its own
+ * UUID, the older name the whole GPU's; neither needs a context.  A driver
+ * that cannot tell (NOT_SUPPORTED) means no UUID, not a failure. */
+static infiniStatus_t cuda_get_device_uuid(int dev, char *uuid, size_t size)
+{
+    const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
+    const char *name = "cuDeviceGetUuid_v2";
+    PFN_cuDeviceGetUuid_v11040 get = NULL;
+    void *p = dlsym(infinirt_cuda__state.lib, name);
+    CUuuid u;
+
+    if (p == NULL)
+        p = dlsym(infinirt_cuda__state.lib, name = "cuDeviceGetUuid");
+    if (p == NULL)
+        return INFINI_STATUS_NOT_IMPLEMENTED;
+    memcpy(&get, &p, sizeof p);
+    CUresult r = get(&u, d->cudev);
+    if (r == CUDA_ERROR_NOT_SUPPORTED)
+        return INFINI_STATUS_NOT_IMPLEMENTED;
+    if (r != CUDA_SUCCESS)
+        return infinirt_cuda__check(r, name, dev);
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    snprintf(uuid, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -197,6 +226,9 @@ static const infinirtPluginOps cuda_ops = {
 
     /* ABI 1.2: utilisation for the resource snapshot (cuda_nvml.c) */
     .get_utilization = infinirt_cuda__get_utilization,
+
+    /* ABI 1.3: the device's UUID */
+    .get_device_uuid = cuda_get_device_uuid,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)

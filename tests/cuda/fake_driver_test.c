@@ -21,6 +21,7 @@
 
 #include "cuda_internal.h" /* the plugin's driver symbol table */
 #include "cuda_test_util.h"
+#include "fake_gpu_ids.h"
 
 /* The fake's inspection functions, found in the same loaded copy the
  * plugin uses (dlopen of the same path returns the same handle). */
@@ -327,6 +328,34 @@ static int test_devices_subset(void)
     ASSERT_EQ(fake.alloc_device(b), 0);
     ASSERT_OK(p.ops->free_device(0, a));
     ASSERT_OK(p.ops->free_device(1, b));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* get_device_uuid names the GPU behind each device, whatever id `devices =`
+ * gives it, without creating a context; a driver that cannot tell means no
+ * UUID. */
+static int test_device_uuid(void)
+{
+    cuda_plugin p;
+    const infinirtPluginKeyValue kv[] = {{"devices", "2,0"}};
+    char want[64], got[64];
+
+    CHECK(fake_open(&p, kv, 1));
+    ASSERT(p.ops->get_device_uuid != NULL);
+    ASSERT_GE(p.ops->struct_size, INFINIRT_PLUGIN_OPS_SIZE_1_3);
+    fake_gpu_uuid_string(2, want, sizeof want);
+    ASSERT_OK(p.ops->get_device_uuid(0, got, sizeof got));
+    ASSERT_STR_EQ(got, want);
+    fake_gpu_uuid_string(0, want, sizeof want);
+    ASSERT_OK(p.ops->get_device_uuid(1, got, sizeof got));
+    ASSERT_STR_EQ(got, want);
+    ASSERT_EQ(strlen(got), 40); /* "GPU-" and 36 */
+    for (int d = 0; d < 3; d++)
+        ASSERT_EQ(fake.refcount(d), 0);
+    setenv("FAKE_CUDA_NO_UUID", "1", 1);
+    ASSERT_STATUS(p.ops->get_device_uuid(0, got, sizeof got), INFINI_STATUS_NOT_IMPLEMENTED);
+    unsetenv("FAKE_CUDA_NO_UUID");
     CHECK(fake_close(&p));
     return TEST_OK;
 }
@@ -1337,6 +1366,7 @@ static const test_entry tests[] = {
     {"driver_symbols", test_driver_symbols},
     {"config", test_config},
     {"devices_subset", test_devices_subset},
+    {"device_uuid", test_device_uuid},
     {"lazy_context", test_lazy_context},
     {"context_switch", test_context_switch},
     {"streams", test_streams},

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "fake_gpu_ids.h"
 #include "infinirt.h"
 #include "test.h"
 
@@ -26,6 +27,7 @@ static struct {
     void *(*ctx)(int);
     void *(*last_stream)(void);
     int (*live_streams)(void);
+    int (*refcount)(int);
     CUresult (*cuCtxGetCurrent)(CUcontext *);
     CUresult (*cuStreamCreate)(CUstream *, unsigned);
     CUresult (*cuStreamDestroy_v2)(CUstream);
@@ -52,6 +54,7 @@ static int fake_bind(void)
     BIND_(ctx, "fake_cuda_ctx");
     BIND_(last_stream, "fake_cuda_last_stream");
     BIND_(live_streams, "fake_cuda_live_streams");
+    BIND_(refcount, "fake_cuda_refcount");
     BIND_(cuCtxGetCurrent, "cuCtxGetCurrent");
     BIND_(cuStreamCreate, "cuStreamCreate");
     BIND_(cuStreamDestroy_v2, "cuStreamDestroy_v2");
@@ -314,6 +317,24 @@ static int test_native_capture(void)
     return TEST_OK;
 }
 
+/* Each device's properties carry the driver's UUID of its own GPU (the
+ * fake's devices: fake_gpu_ids.h); reading them creates no context. */
+static int test_device_uuid(void)
+{
+    int n = 0;
+    CHECK(setup());
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_NVIDIA, &n));
+    for (int i = 0; i < n; i++) {
+        infinirtDeviceProperties_t props;
+        char want[64];
+        fake_gpu_uuid_string(i, want, sizeof want);
+        ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_NVIDIA, i, &props));
+        ASSERT_STR_EQ(props.uuid, want);
+        ASSERT_EQ(fake.refcount(i), 0);
+    }
+    return TEST_OK;
+}
+
 typedef struct {
     const char *name;
     int (*fn)(void);
@@ -325,6 +346,7 @@ static const test_entry tests[] = {
     {"set_device_threads", test_set_device_threads},
     {"wrap_native", test_wrap_native},
     {"native_capture", test_native_capture},
+    {"device_uuid", test_device_uuid},
     {NULL, NULL},
 };
 
