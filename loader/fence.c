@@ -286,7 +286,16 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
             st = fence_device(devs[i], &f, &cap);
     } else {
         infinirt__stream *s = stream ? stream : dev->default_stream;
-        if (busy(s)) {
+        if (INFINIRT__NATIVE_GRAPHS(dev->plugin)) {
+            /* The check and the record under the lock a BeginCapture
+             * takes around the backend's: a capture cannot begin between
+             * "not capturing" and a query or record that would join or
+             * invalidate it. */
+            pthread_mutex_lock(&dev->lock);
+            if (busy(s))
+                st = add_record(&f, &cap, s);
+            pthread_mutex_unlock(&dev->lock);
+        } else if (busy(s)) {
             pthread_mutex_lock(&dev->lock);
             st = add_record(&f, &cap, s);
             pthread_mutex_unlock(&dev->lock);

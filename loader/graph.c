@@ -662,10 +662,15 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "stream %p is capturing already", stream);
     }
     if (c->native) {
+        /* Under dev->lock, which the allocator holds from "is this stream
+         * capturing" to its query or fence record (fence.c): neither can
+         * land in the capture that begins here. */
+        pthread_mutex_lock(&dev->lock);
         st = dev->plugin->ops->stream_begin_capture(dev->index, s->ps, (int)mode);
         int capturing = 0;
         if (st == INFINI_STATUS_SUCCESS)
             st = dev->plugin->ops->stream_is_capturing(dev->index, s->ps, &capturing, &c->native_id);
+        pthread_mutex_unlock(&dev->lock);
         if (st != INFINI_STATUS_SUCCESS) {
             pthread_mutex_unlock(&g_mu);
             capture_free(c, false);
