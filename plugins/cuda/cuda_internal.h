@@ -199,6 +199,10 @@ void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg);
 
 /* ---- devices and contexts (cuda_context.c) ---- */
 /* Build the device table from the driver's devices and cfg's selection. */
+/* cuda_plugin.c: device `dev`'s UUID ("GPU-..."), without a context and
+ * without logging; *fn names the driver call used (CUDA_ERROR_NOT_FOUND:
+ * the driver exports no UUID call). */
+CUresult infinirt_cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn);
 infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cfg, char *msg,
                                                size_t msg_size);
 /*

@@ -68,7 +68,6 @@ static struct {
     nvml_rates_fn rates;
     nvml_memory_fn memory; /* NULL: not exported */
     nvml_error_string_fn error_string;
-    PFN_cuDeviceGetUuid_v11040 get_uuid;       /* NULL: not exported */
     PFN_cuDeviceGetPCIBusId_v4010 get_bus_id;  /* NULL: not exported */
     pthread_mutex_t lock; /* matches */
     nvml_match *matches;
@@ -125,10 +124,8 @@ static void load(void)
     (void)sym(lib, "nvmlDeviceGetHandleByPciBusId_v2", &g_nvml.by_pci);
     (void)sym(lib, "nvmlErrorString", &g_nvml.error_string);
     (void)sym(lib, "nvmlDeviceGetMemoryInfo", &g_nvml.memory);
-    /* The driver's identifiers of a device (cuda_driver.c resolved the
-     * functions every call needs; these two only serve this file). */
-    if (sym(infinirt_cuda__state.lib, "cuDeviceGetUuid_v2", &g_nvml.get_uuid) != 0)
-        (void)sym(infinirt_cuda__state.lib, "cuDeviceGetUuid", &g_nvml.get_uuid);
+    /* The driver's PCI bus id of a device (cuda_driver.c resolved the
+     * functions every call needs; this one only serves this file). */
     (void)sym(infinirt_cuda__state.lib, "cuDeviceGetPCIBusId", &g_nvml.get_bus_id);
 
     nvml_return r = init();
@@ -149,18 +146,14 @@ static void resolve(int dev, nvml_match *m)
     const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
     char uuid[64] = "", bus_id[32] = "";
     nvml_device h = NULL;
-    CUuuid u;
+    const char *fn;
 
     m->resolved = 1;
     m->cudev = d->cudev;
     m->handle = NULL;
     m->by_uuid = 0;
     m->rates_failed_logged = 0;
-    if (g_nvml.get_uuid != NULL && g_nvml.get_uuid(&u, d->cudev) == CUDA_SUCCESS) {
-        const unsigned char *b = (const unsigned char *)u.bytes;
-        snprintf(uuid, sizeof uuid,
-                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    if (infinirt_cuda__device_uuid(dev, uuid, sizeof uuid, &fn) == CUDA_SUCCESS) {
         if (g_nvml.by_uuid(uuid, &h) == NVML_OK && h != NULL) {
             m->handle = h;
             m->by_uuid = 1;

@@ -105,29 +105,41 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
 
 /* "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits (NVML's and nvidia-smi's
  * spelling).  cuDeviceGetUuid_v2 (CUDA 11.4) gives a MIG instance its own
- * UUID, the older name the whole GPU's; neither needs a context.  A driver
- * that cannot tell (NOT_SUPPORTED) means no UUID, not a failure. */
-static infiniStatus_t cuda_get_device_uuid(int dev, char *uuid, size_t size)
+ * UUID, the older name the whole GPU's; neither needs a context.  Quiet:
+ * *fn names the driver call for the caller's message; a driver exporting
+ * neither gives CUDA_ERROR_NOT_FOUND. */
+CUresult infinirt_cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn)
 {
     const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
-    const char *name = "cuDeviceGetUuid_v2";
     PFN_cuDeviceGetUuid_v11040 get = NULL;
-    void *p = dlsym(infinirt_cuda__state.lib, name);
+    void *p = dlsym(infinirt_cuda__state.lib, *fn = "cuDeviceGetUuid_v2");
     CUuuid u;
 
     if (p == NULL)
-        p = dlsym(infinirt_cuda__state.lib, name = "cuDeviceGetUuid");
+        p = dlsym(infinirt_cuda__state.lib, *fn = "cuDeviceGetUuid");
     if (p == NULL)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
+        return CUDA_ERROR_NOT_FOUND;
     memcpy(&get, &p, sizeof p);
     CUresult r = get(&u, d->cudev);
-    if (r == CUDA_ERROR_NOT_SUPPORTED)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
     if (r != CUDA_SUCCESS)
-        return infinirt_cuda__check(r, name, dev);
+        return r;
     const unsigned char *b = (const unsigned char *)u.bytes;
     snprintf(uuid, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    return CUDA_SUCCESS;
+}
+
+/* A driver that cannot tell (NOT_SUPPORTED, or no UUID call at all) means
+ * no UUID, not a failure. */
+static infiniStatus_t cuda_get_device_uuid(int dev, char *uuid, size_t size)
+{
+    const char *fn;
+    CUresult r = infinirt_cuda__device_uuid(dev, uuid, size, &fn);
+
+    if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_NOT_SUPPORTED)
+        return INFINI_STATUS_NOT_IMPLEMENTED;
+    if (r != CUDA_SUCCESS)
+        return infinirt_cuda__check(r, fn, dev);
     return INFINI_STATUS_SUCCESS;
 }
 
