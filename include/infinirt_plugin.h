@@ -191,7 +191,14 @@ typedef struct infinirtPluginOps {
      * are; the conformance suite checks it).  Return
      * INFINI_STATUS_OUT_OF_MEMORY when the device is full, so the loader can
      * release its cache and retry.  free_device receives exactly the pointer
-     * malloc_device returned, and only after the work using it completed. */
+     * malloc_device returned, and only after the work using it completed.
+     *
+     * Pinned host memory is one pool per plugin in the loader, so
+     * malloc_host's `dev` is only a hint (the loader passes 0): the memory
+     * must be usable by every device of the plugin (CUDA's portable pinned
+     * memory), and the plugin should take it through a device the process
+     * already uses rather than start one (a CUDA context costs hundreds of
+     * MiB of its GPU).  free_host gets the same hint. */
     infiniStatus_t (*malloc_device)(int dev, void **ptr, size_t size);
     infiniStatus_t (*free_device)(int dev, void *ptr);
     infiniStatus_t (*malloc_host)(int dev, void **ptr, size_t size);
