@@ -40,10 +40,7 @@ printf '[plugin.cpu]\nlibrary = %s\ndevices = 1\n' "$build/lib/infinirt/libinfin
 libs="current base"
 if [ -n "${INFINICORE_SRC:-}" ]; then
     echo "infinicore: building its CPU runtime from $INFINICORE_SRC ..." >&2
-    mkdir -p "$tmp/lib-infinicore"
-    g++ -std=c++17 -O2 -fPIC -shared -Wl,-soname,libinfinirt.so.0 -I"$INFINICORE_SRC/include" -DENABLE_CPU_API \
-        "$INFINICORE_SRC/src/infinirt/infinirt.cc" "$INFINICORE_SRC/src/infinirt/cpu/infinirt_cpu.cc" \
-        -o "$tmp/lib-infinicore/libinfinirt.so.0"
+    sh "$root/bench/infinicore_cpu_lib.sh" "$INFINICORE_SRC" "$tmp/lib-infinicore"
     libs="$libs infinicore"
 fi
 

@@ -1,0 +1,567 @@
+/*
+ * cpu_bench.c - what a CPU stream, the first call and the small calls cost,
+ * each against a baseline measured in the same run (a 64 B memcpy, a 64 B
+ * and a 4 KiB malloc+free, pthread_create+join, a condition-variable
+ * handoff between two threads), with the goals of docs/performance.md.
+ *
+ *   infinirt-cpu-bench [--quick]
+ *       runs the rows below for inline and async CPU streams (one child
+ *       process each, with a config of its own) and the first-call rows
+ *       (fresh processes), and prints the table.
+ *   infinirt-cpu-bench --rows LABEL [--quick]
+ *       the rows only, as "LABEL ROW VALUE" lines, under whatever
+ *       libinfinirt and INFINIRT_CONFIG the environment gives:
+ *       bench/cpu_compare.sh runs it against InfiniCore's CPU runtime.
+ *
+ * Only calls InfiniCore's header also declares are made, so the same binary
+ * runs against either library.  Every figure is the best of BATCHES batches
+ * (the least disturbed by other load on a shared machine); times are ns per
+ * operation.
+ */
+#define _GNU_SOURCE
+#include "infinirt.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCHES 7
+
+static long g_scale = 1; /* --quick divides every batch by 10 */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+#define MUST(call)                                                                                 \
+    do {                                                                                           \
+        infiniStatus_t st_ = (call);                                                               \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                                        \
+            fprintf(stderr, "cpu-bench: line %d: %s failed with status %d\n", __LINE__, #call,     \
+                    (int)st_);                                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+typedef void (*body_fn)(long n, void *ctx);
+
+/* Best time per operation of `n` operations over BATCHES batches. */
+static double best_per_op(body_fn body, void *ctx, long n)
+{
+    double best = 1e30;
+    n = n / g_scale > 0 ? n / g_scale : 1;
+    body(n / 10 > 0 ? n / 10 : 1, ctx); /* warm up */
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns();
+        body(n, ctx);
+        double t = (now_ns() - t0) / (double)n;
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------ baselines */
+
+static char g_src[4096], g_dst[4096];
+
+static void b_memcpy64(long n, void *ctx)
+{
+    (void)ctx;
+    for (long i = 0; i < n; i++) {
+        memcpy(g_dst, g_src, 64);
+        __asm__ __volatile__("" : : "r"(g_dst) : "memory");
+    }
+}
+
+static void b_malloc(long n, void *ctx)
+{
+    size_t size = *(const size_t *)ctx;
+    for (long i = 0; i < n; i++) {
+        void *p = malloc(size);
+        __asm__ __volatile__("" : : "r"(p) : "memory");
+        free(p);
+    }
+}
+
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static void b_pthread(long n, void *ctx)
+{
+    (void)ctx;
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, nothing, NULL) != 0)
+            exit(1);
+        pthread_join(t, NULL);
+    }
+}
+
+/* One round trip between two threads through a mutex and two condition
+ * variables: what a queue-and-signal stream pays per synchronising call. */
+struct handoff {
+    pthread_mutex_t m;
+    pthread_cond_t to_peer, to_me;
+    long turn; /* odd: the peer's turn */
+    long stop;
+};
+
+static void *handoff_peer(void *arg)
+{
+    struct handoff *h = arg;
+    pthread_mutex_lock(&h->m);
+    for (;;) {
+        while (!(h->turn & 1) && !h->stop)
+            pthread_cond_wait(&h->to_peer, &h->m);
+        if (h->stop)
+            break;
+        h->turn++;
+        pthread_cond_signal(&h->to_me);
+    }
+    pthread_mutex_unlock(&h->m);
+    return NULL;
+}
+
+static void b_handoff(long n, void *ctx)
+{
+    struct handoff *h = ctx;
+    pthread_mutex_lock(&h->m);
+    for (long i = 0; i < n; i++) {
+        h->turn++;
+        pthread_cond_signal(&h->to_peer);
+        while (h->turn & 1)
+            pthread_cond_wait(&h->to_me, &h->m);
+    }
+    pthread_mutex_unlock(&h->m);
+}
+
+static double handoff_ns(void)
+{
+    struct handoff h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, handoff_peer, &h) != 0)
+        exit(1);
+    double ns = best_per_op(b_handoff, &h, 20000);
+    pthread_mutex_lock(&h.m);
+    h.stop = 1;
+    pthread_cond_signal(&h.to_peer);
+    pthread_mutex_unlock(&h.m);
+    pthread_join(t, NULL);
+    return ns;
+}
+
+/* ------------------------------------------------------------- the API */
+
+struct copies {
+    infinirtStream_t s[4];
+    int streams;
+    void *dev; /* 64 B of device memory per stream, 256 B apart */
+};
+
+static void a_copy_sync(long n, void *ctx)
+{
+    struct copies *c = ctx;
+    for (long i = 0; i < n; i += c->streams) {
+        for (int k = 0; k < c->streams; k++)
+            MUST(infinirtMemcpyAsync((char *)c->dev + 256 * k, g_src, 64, INFINIRT_MEMCPY_H2D, c->s[k]));
+        for (int k = 0; k < c->streams; k++)
+            MUST(infinirtStreamSynchronize(c->s[k]));
+    }
+}
+
+static double copy_sync_ns(int streams)
+{
+    struct copies c = {.streams = streams};
+    for (int k = 0; k < streams; k++)
+        MUST(infinirtStreamCreate(&c.s[k]));
+    MUST(infinirtMalloc(&c.dev, 1024));
+    double ns = best_per_op(a_copy_sync, &c, 100000);
+    MUST(infinirtFree(c.dev));
+    for (int k = 0; k < streams; k++)
+        MUST(infinirtStreamDestroy(c.s[k]));
+    return ns;
+}
+
+struct ev {
+    infinirtStream_t s;
+    infinirtEvent_t e;
+};
+
+static void a_event_idle(long n, void *ctx)
+{
+    struct ev *v = ctx;
+    for (long i = 0; i < n; i++) {
+        MUST(infinirtEventRecord(v->e, v->s));
+        MUST(infinirtEventSynchronize(v->e));
+    }
+}
+
+static void a_event_cycle(long n, void *ctx)
+{
+    struct ev *v = ctx;
+    for (long i = 0; i < n; i++) {
+        infinirtEvent_t e;
+        infinirtEventStatus_t q;
+        MUST(infinirtEventCreate(&e));
+        MUST(infinirtEventRecord(e, v->s));
+        MUST(infinirtEventQuery(e, &q));
+        MUST(infinirtEventDestroy(e));
+    }
+}
+
+static void a_stream_cycle(long n, void *ctx)
+{
+    (void)ctx;
+    for (long i = 0; i < n; i++) {
+        infinirtStream_t s;
+        MUST(infinirtStreamCreate(&s));
+        MUST(infinirtStreamDestroy(s));
+    }
+}
+
+struct copy1 {
+    void *dst;
+    const void *src;
+    infinirtMemcpyKind_t kind;
+};
+
+static void a_memcpy(long n, void *ctx)
+{
+    struct copy1 *c = ctx;
+    for (long i = 0; i < n; i++)
+        MUST(infinirtMemcpy(c->dst, c->src, 64, c->kind));
+}
+
+static void a_malloc(long n, void *ctx)
+{
+    size_t size = *(const size_t *)ctx;
+    for (long i = 0; i < n; i++) {
+        void *p;
+        MUST(infinirtMalloc(&p, size));
+        MUST(infinirtFree(p));
+    }
+}
+
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+struct worker {
+    long n;
+    double ns;
+};
+
+static void *copy_worker(void *arg)
+{
+    struct worker *w = arg;
+    struct copies c = {.streams = 1};
+    MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    MUST(infinirtStreamCreate(&c.s[0]));
+    MUST(infinirtMalloc(&c.dev, 256));
+    a_copy_sync(w->n / 10, &c);
+    double t0 = now_ns();
+    a_copy_sync(w->n, &c);
+    w->ns = now_ns() - t0;
+    MUST(infinirtFree(c.dev));
+    MUST(infinirtStreamDestroy(c.s[0]));
+    return NULL;
+}
+
+/* Operations per second of two threads, each on its own stream, over one
+ * thread's; best of BATCHES. */
+static double two_thread_speedup(void)
+{
+    long n = 200000 / g_scale;
+    double best = 0;
+    for (int b = 0; b < BATCHES; b++) {
+        struct worker one = {n, 0}, two[2] = {{n, 0}, {n, 0}};
+        pthread_t t[2];
+        copy_worker(&one);
+        double t0 = now_ns();
+        for (int k = 0; k < 2; k++)
+            if (pthread_create(&t[k], NULL, copy_worker, &two[k]) != 0)
+                exit(1);
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        double wall = now_ns() - t0;
+        double s = (2.0 * (double)n / wall) / ((double)n / one.ns);
+        if (s > best)
+            best = s;
+    }
+    return best;
+}
+
+static void rows(const char *label)
+{
+    size_t s64 = 64, s4k = 4096;
+    printf("%s memcpy64 %.2f\n", label, best_per_op(b_memcpy64, NULL, 10000000));
+    printf("%s malloc64 %.2f\n", label, best_per_op(b_malloc, &s64, 2000000));
+    printf("%s malloc4k %.2f\n", label, best_per_op(b_malloc, &s4k, 2000000));
+    printf("%s pthread %.1f\n", label, best_per_op(b_pthread, NULL, 2000));
+    printf("%s handoff %.1f\n", label, handoff_ns());
+    fflush(stdout);
+
+    MUST(infinirtInit());
+    MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    printf("%s copy_sync_1 %.1f\n", label, copy_sync_ns(1));
+    printf("%s copy_sync_4 %.1f\n", label, copy_sync_ns(4));
+
+    struct ev v;
+    MUST(infinirtStreamCreate(&v.s));
+    MUST(infinirtEventCreate(&v.e));
+    printf("%s event_idle %.1f\n", label, best_per_op(a_event_idle, &v, 100000));
+    printf("%s event_cycle %.1f\n", label, best_per_op(a_event_cycle, &v, 100000));
+    MUST(infinirtEventDestroy(v.e));
+    MUST(infinirtStreamDestroy(v.s));
+    printf("%s stream_cycle %.1f\n", label, best_per_op(a_stream_cycle, NULL, 20000));
+    fflush(stdout);
+
+    /* Two blocks in different segments of the cache: a small one and one
+     * too big to share a segment with it. */
+    void *small, *big, *host = malloc(64);
+    MUST(infinirtMalloc(&small, 64));
+    MUST(infinirtMalloc(&big, 8 << 20));
+    struct copy1 d2d = {big, small, INFINIRT_MEMCPY_D2D}, h2d = {small, host, INFINIRT_MEMCPY_H2D},
+                 d2h = {host, small, INFINIRT_MEMCPY_D2H};
+    memset(host, 1, 64);
+    MUST(infinirtMemset(small, 0, 64));
+    printf("%s d2d64 %.2f\n", label, best_per_op(a_memcpy, &d2d, 2000000));
+    printf("%s h2d64 %.2f\n", label, best_per_op(a_memcpy, &h2d, 2000000));
+    printf("%s d2h64 %.2f\n", label, best_per_op(a_memcpy, &d2h, 2000000));
+    MUST(infinirtFree(big));
+    MUST(infinirtFree(small));
+    free(host);
+    printf("%s cmalloc64 %.2f\n", label, best_per_op(a_malloc, &s64, 2000000));
+    printf("%s cmalloc4k %.2f\n", label, best_per_op(a_malloc, &s4k, 2000000));
+
+    infinirtStream_t many[1000];
+    for (int i = 0; i < 1000; i++)
+        MUST(infinirtStreamCreate(&many[i]));
+    printf("%s threads_1000 %d\n", label, thread_count());
+    for (int i = 0; i < 1000; i++)
+        MUST(infinirtStreamDestroy(many[i]));
+    printf("%s two_threads %.2f\n", label, two_thread_speedup());
+    fflush(stdout);
+}
+
+/* The first call of a fresh process: Init, the CPU device, one allocation. */
+static void first_call(void)
+{
+    double t0 = now_ns();
+    void *p;
+    MUST(infinirtInit());
+    MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    MUST(infinirtMalloc(&p, 64));
+    double t1 = now_ns();
+    MUST(infinirtFree(p));
+    printf("%.0f\n", t1 - t0);
+}
+
+/* ------------------------------------------------------------- driver */
+
+#ifndef CPU_PLUGIN
+#define CPU_PLUGIN ""
+#endif
+
+static const char *write_config(const char *name, const char *body)
+{
+    static char path[8][256];
+    static int used;
+    char *p = path[used++ % 8];
+    snprintf(p, sizeof path[0], "%s/infinirt-cpu-bench-%ld-%s.ini", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (long)getpid(), name);
+    FILE *f = fopen(p, "w");
+    if (f == NULL || fputs(body, f) < 0 || fclose(f) != 0) {
+        perror(p);
+        exit(1);
+    }
+    return p;
+}
+
+/* Runs this program with `args` under config `cfg`; its stdout into `out`. */
+static void run_child(const char *self, const char *cfg, char *const args[], char *out, size_t size)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        exit(1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        setenv("INFINIRT_CONFIG", cfg, 1);
+        execv(self, args);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    for (ssize_t r; len + 1 < size && (r = read(fd[0], out + len, size - 1 - len)) > 0;)
+        len += (size_t)r;
+    out[len] = '\0';
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "cpu-bench: %s under %s failed\n", args[1], cfg);
+        exit(1);
+    }
+}
+
+static double value(const char *out, const char *label, const char *row)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s %s ", label, row);
+    const char *p = strstr(out, key);
+    return p != NULL ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* Median of five fresh processes' first call, in ms. */
+static double first_call_ms(const char *self, const char *cfg)
+{
+    double v[5];
+    char out[64];
+    char *args[] = {(char *)self, "--first-call", NULL};
+    for (int i = 0; i < 5; i++) {
+        run_child(self, cfg, args, out, sizeof out);
+        v[i] = strtod(out, NULL) / 1e6;
+    }
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (v[j] < v[i]) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+            }
+    return v[2];
+}
+
+/* One row: the figure, its ratio to the baseline and, when goal > 0, the
+ * goal (a ratio at most, or at least) and whether this run met it. */
+static void line(const char *what, double fig, const char *unit, double base, const char *base_name,
+                 double goal, int at_least)
+{
+    double ratio = fig / base;
+    printf("%-46s %10.1f %-2s %8.2fx %-19s", what, fig, unit, ratio, base_name);
+    if (goal > 0)
+        printf(" goal %s %.2fx: %s", at_least ? ">=" : "<=", goal,
+               (at_least ? ratio >= goal : ratio <= goal) ? "met" : "MISSED");
+    else
+        printf(" goal against InfiniCore (cpu_compare.sh)");
+    printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--quick") == 0)
+            g_scale = 10;
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: %s [--quick] | --rows LABEL [--quick]\n"
+               "Prints the CPU stream, start-up and small-call figures against baselines\n"
+               "measured in the same run (see docs/performance.md).\n",
+               argv[0]);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--first-call") == 0) {
+        first_call();
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--rows") == 0) {
+        rows(argv[2]);
+        return 0;
+    }
+
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = '\0';
+    char body[2048];
+    static char out_inline[8192], out_async[8192];
+    char *quick = g_scale > 1 ? "--quick" : NULL;
+
+    snprintf(body, sizeof body, "[loader]\nplugins = cpu\n\n[plugin.cpu]\nlibrary = %s\nstreams = inline\n",
+             CPU_PLUGIN);
+    const char *cfg_inline = write_config("inline", body);
+    snprintf(body, sizeof body, "[loader]\nplugins = cpu\n\n[plugin.cpu]\nlibrary = %s\nstreams = async\n",
+             CPU_PLUGIN);
+    const char *cfg_async = write_config("async", body);
+    char *args_inline[] = {self, "--rows", "inline", quick, NULL};
+    char *args_async[] = {self, "--rows", "async", quick, NULL};
+    run_child(self, cfg_inline, args_inline, out_inline, sizeof out_inline);
+    run_child(self, cfg_async, args_async, out_async, sizeof out_async);
+
+    double cpu_only = first_call_ms(self, cfg_inline), with_cl = -1;
+#ifdef OPENCL_PLUGIN
+    snprintf(body, sizeof body,
+             "[loader]\nplugins = cpu, opencl\n\n[plugin.cpu]\nlibrary = %s\n\n[plugin.opencl]\nlibrary = %s\n",
+             CPU_PLUGIN, OPENCL_PLUGIN);
+    const char *cfg_cl = write_config("opencl", body);
+    with_cl = first_call_ms(self, cfg_cl);
+    unlink(cfg_cl);
+#endif
+    unlink(cfg_inline);
+    unlink(cfg_async);
+
+    const char *o = out_inline;
+    double memcpy64 = value(o, "inline", "memcpy64"), malloc64 = value(o, "inline", "malloc64");
+    double malloc4k = value(o, "inline", "malloc4k"), pthread = value(o, "inline", "pthread");
+    printf("baselines (this run): memcpy 64 B %.2f ns, malloc+free 64 B %.2f ns / 4 KiB %.2f ns, "
+           "pthread_create+join %.0f ns, condition-variable round trip %.0f ns\n\n",
+           memcpy64, malloc64, malloc4k, pthread, value(o, "inline", "handoff"));
+    printf("%-46s %13s %9s %-19s\n", "measure", "figure", "ratio", "against");
+    for (int m = 0; m < 2; m++) {
+        const char *lab = m ? "async" : "inline";
+        const char *out = m ? out_async : out_inline;
+        char what[96];
+        printf("-- %s streams\n", lab);
+        snprintf(what, sizeof what, "64 B MemcpyAsync+StreamSynchronize, 1 stream");
+        line(what, value(out, lab, "copy_sync_1"), "ns", memcpy64, "memcpy 64 B", m ? 40 : 15, 0);
+        line("the same, round robin over 4 streams", value(out, lab, "copy_sync_4"), "ns", memcpy64,
+             "memcpy 64 B", m ? 40 : 15, 0);
+        line("EventRecord+EventSynchronize, idle stream", value(out, lab, "event_idle"), "ns", malloc64,
+             "malloc+free 64 B", 20, 0);
+        line("EventCreate+Record+Query+Destroy", value(out, lab, "event_cycle"), "ns", malloc64,
+             "malloc+free 64 B", 0, 0);
+        line("StreamCreate+StreamDestroy", value(out, lab, "stream_cycle"), "ns", pthread,
+             "pthread_create+join", 0.1, 0);
+        double threads = value(out, lab, "threads_1000");
+        printf("%-46s %10.0f %-2s %9s %-19s goal <= 64: %s\n", "threads with 1000 streams", threads, "", "", "",
+               threads <= 64 ? "met" : "MISSED");
+        line("D2D Memcpy 64 B, two segments", value(out, lab, "d2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
+        line("H2D Memcpy 64 B", value(out, lab, "h2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
+        line("D2H Memcpy 64 B", value(out, lab, "d2h64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
+        line("cached Malloc+Free 64 B", value(out, lab, "cmalloc64"), "ns", malloc64, "malloc+free 64 B", 0,
+             0);
+        line("cached Malloc+Free 4 KiB", value(out, lab, "cmalloc4k"), "ns", malloc4k, "malloc+free 4 KiB", 2,
+             0);
+        line("two threads, each its own stream (speed-up)", value(out, lab, "two_threads"), "x", 1, "one thread",
+             1.8, 1);
+    }
+    printf("-- start-up (median of 5 fresh processes: Init, SetDevice(CPU), Malloc)\n");
+    printf("%-46s %10.2f ms\n", "first CPU call, cpu plugin only", cpu_only);
+    if (with_cl >= 0)
+        printf("%-46s %10.2f ms %8.2fx %-19s goal <= 1.50x or <= 2 ms: %s\n", "first CPU call, cpu and opencl",
+               with_cl, with_cl / cpu_only, "cpu only", with_cl <= 1.5 * cpu_only || with_cl <= 2 ? "met" : "MISSED");
+    return 0;
+}
