@@ -12,12 +12,15 @@
  * freed, so it is validated, not trusted). */
 static _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__seg *tl_seg;
 
-/* The block of this thread's last successful lookup, as found under its
- * arena's lock.  It is answered again with no lock while nobody has taken
- * that lock since (the epoch): a block changes only under its arena's lock
- * (freed, moved with its segment), so an untouched arena means the block
- * is still live with the same size.  The loop of a program that copies
- * to and from one buffer then costs a few loads per lookup. */
+/* The blocks of this thread's last two successful lookups, as found under
+ * their arenas' locks.  One is answered again with no lock while nobody
+ * has taken its arena's lock since (the epoch): a block changes only under
+ * its arena's lock (freed, moved with its segment), so an untouched arena
+ * means the block is still live with the same size.  Two, because a D2D
+ * copy looks up its source and its destination on every call, and they
+ * are usually different blocks in different segments: the loop of a
+ * program that copies between two buffers then costs a few loads per
+ * lookup.  A miss replaces the entry not used last. */
 typedef struct {
     uintptr_t start;
     size_t req;
@@ -26,7 +29,16 @@ typedef struct {
     uint_fast64_t epoch;
     uint_fast64_t gen;
 } lookup_hit;
-static _Thread_local __attribute__((tls_model("initial-exec"))) lookup_hit tl_hit;
+static _Thread_local __attribute__((tls_model("initial-exec"))) lookup_hit tl_hit[2];
+static _Thread_local __attribute__((tls_model("initial-exec"))) unsigned tl_hit_last; /* used last */
+
+static inline int hit_valid(const lookup_hit *h, uintptr_t p)
+{
+    return h->seg != NULL && p - h->start < h->req &&
+           atomic_load_explicit(&h->seg->arena, memory_order_acquire) == h->arena &&
+           atomic_load_explicit(&h->arena->lock.epoch, memory_order_acquire) == h->epoch &&
+           atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen;
+}
 
 /* --------------------------------------------------------- pass-through */
 
@@ -116,10 +128,12 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0)
         return 0;
-    const lookup_hit *h = &tl_hit;
-    if (p - h->start < h->req && atomic_load_explicit(&h->seg->arena, memory_order_acquire) == h->arena &&
-        atomic_load_explicit(&h->arena->lock.epoch, memory_order_acquire) == h->epoch &&
-        atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen) {
+    unsigned k = tl_hit_last;
+    const lookup_hit *h = &tl_hit[k];
+    if (!hit_valid(h, p))
+        h = &tl_hit[k ^= 1u];
+    if (hit_valid(h, p)) {
+        tl_hit_last = k;
         if (info != NULL) {
             infinirt__pool *pool = h->arena->pool;
             info->pool = pool;
@@ -152,8 +166,11 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     uintptr_t start = infinirt__seg_block_start(s, p, pool->gshift);
     infinirt__blk *b = infinirt__ht_get(a, start);
     int found = b != NULL && p - start < b->req;
-    if (found)
-        tl_hit = (lookup_hit){start, b->req, s, a, atomic_load_explicit(&a->lock.epoch, memory_order_relaxed), gen};
+    if (found) {
+        tl_hit_last ^= 1u; /* the entry not used last */
+        tl_hit[tl_hit_last] =
+            (lookup_hit){start, b->req, s, a, atomic_load_explicit(&a->lock.epoch, memory_order_relaxed), gen};
+    }
     if (found && info != NULL) {
         info->pool = pool;
         info->owner = pool->be.ctx;
