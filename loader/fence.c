@@ -319,7 +319,8 @@ static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence *
     int ndevs = 0;
     for (int k = 0; k < infinirt__rt.nplugins && st == INFINI_STATUS_SUCCESS; k++) {
         infinirt__plugin *p = &infinirt__rt.plugins[k];
-        if (p->status != INFINIRT_PLUGIN_LOADED)
+        /* A plugin not started yet has no device that could use the block. */
+        if (!atomic_load_explicit(&p->started, memory_order_acquire) || p->status != INFINIRT_PLUGIN_LOADED)
             continue;
         for (int i = 0; i < p->device_count && st == INFINI_STATUS_SUCCESS; i++) {
             st = fence_device(&p->devices[i], &f, &cap);

@@ -135,6 +135,13 @@ struct infinirt__plugin {
     int device_count;
     infinirt__device *devices; /* device_count entries */
     infinirt__pool *host_pool; /* MallocHost memory of this plugin */
+    /* Plugins start on first use (infinirt__plugin_start): infinirtInit
+     * only reads the config and does each plugin's handshake, so a
+     * CPU-only program never waits for an OpenCL platform scan.  `started`
+     * is set, with release, once status, device_count, devices and
+     * host_pool are final. */
+    const infinirt__plugin_conf *conf;
+    atomic_int started;
 };
 
 /* Build p->table from the plugin's table `theirs` (dispatch.c) and point
@@ -152,9 +159,19 @@ const char *infinirt__op_name(infinirt__op op);
  * entries, all of them: dispatch.c refuses a part). */
 #define INFINIRT__NATIVE_GRAPHS(plugin) INFINIRT__HAS(plugin, stream_begin_capture)
 
-/* Load every configured plugin into the runtime's table, recording each
- * one's status.  Never fails as a whole. */
+/* Open every configured plugin and do its handshake, recording each one's
+ * status.  Never fails as a whole.  No plugin's init runs here. */
 void infinirt__plugins_load(const infinirt__config *cfg);
+/* Start p's device type: the type's plugins, in config order, until one
+ * starts with devices (the rest are duplicates), once (any thread; later
+ * callers wait for the first).  Afterwards p->status is final. */
+void infinirt__plugin_start(infinirt__plugin *p);
+/* Start every plugin: what a complete answer needs (the report, every
+ * device count). */
+void infinirt__plugins_start_all(void);
+/* The started plugin serving device type slot `slot`, or NULL when none
+ * does (none claimed it, or its start failed or found no device). */
+infinirt__plugin *infinirt__plugin_of_slot(int slot);
 
 /* ------------------------------------------------------------- devices */
 
@@ -385,7 +402,8 @@ typedef struct {
     infinirt__config cfg;
     infinirt__plugin *plugins;  /* every plugin considered, in order */
     int nplugins;
-    infinirt__plugin *by_type[INFINIRT__TYPE_SLOTS]; /* by infinirt__type_slot: loaded, >0 devices */
+    infinirt__plugin *by_type[INFINIRT__TYPE_SLOTS]; /* by infinirt__type_slot: loaded, >0 devices;
+                                                      * read through infinirt__plugin_of_slot */
     infiniDevice_t default_type;
     int default_id;
     char config_path[1024];

@@ -185,7 +185,9 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, con
     return st == INFINI_STATUS_SUCCESS ? 0 : -1;
 }
 
-static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const infinirt__config *cfg)
+/* Handshake only: whether p may serve.  Its device type is decided on
+ * first use (resolve_slot). */
+static void claim_one(infinirt__plugin *p, const infinirt__plugin_conf *pc)
 {
     if (!pc->enabled) {
         set_status(p, INFINIRT_PLUGIN_DISABLED, "enabled = false");
@@ -193,14 +195,12 @@ static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const
     }
     if (open_and_handshake(p) != 0)
         return;
-    infinirt__plugin *owner = infinirt__rt.by_type[infinirt__type_slot(p->type)];
-    if (owner != NULL) {
-        set_status(p, INFINIRT_PLUGIN_DUPLICATE_TYPE, "device type %s is already served by plugin %s (%s)",
-                   infinirtGetDeviceTypeName(p->type), owner->name, owner->path);
-        unload(p);
-        return;
-    }
+    atomic_store_explicit(&p->started, 0, memory_order_relaxed);
+}
 
+/* init, then the device table: p->status says how it ended. */
+static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const infinirt__config *cfg)
+{
     infinirtPluginKeyValue *kv = calloc(pc->nkeys ? pc->nkeys : 1, sizeof *kv);
     if (kv == NULL) {
         set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory");
@@ -254,9 +254,58 @@ static void load_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, const
     p->device_count = count;
     snprintf(p->message, sizeof p->message, "%s", msg);
     p->status = INFINIRT_PLUGIN_LOADED;
-    infinirt__rt.by_type[infinirt__type_slot(p->type)] = p;
     INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,
                    infinirtGetDeviceTypeName(p->type));
+}
+
+/* Starting is rare and may take long (a driver's init): one lock for all,
+ * and a flag per device type read without it. */
+static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_slot_ready[INFINIRT__TYPE_SLOTS];
+
+static void resolve_slot(int slot)
+{
+    pthread_mutex_lock(&g_start_lock);
+    if (!atomic_load_explicit(&g_slot_ready[slot], memory_order_relaxed)) {
+        infinirt__plugin *serving = NULL;
+        for (int k = 0; k < infinirt__rt.nplugins; k++) {
+            infinirt__plugin *p = &infinirt__rt.plugins[k];
+            if (atomic_load_explicit(&p->started, memory_order_relaxed) || infinirt__type_slot(p->type) != slot)
+                continue;
+            if (serving != NULL) {
+                set_status(p, INFINIRT_PLUGIN_DUPLICATE_TYPE, "device type %s is already served by plugin %s (%s)",
+                           infinirtGetDeviceTypeName(p->type), serving->name, serving->path);
+                unload(p); /* its init never ran */
+            } else {
+                start_one(p, p->conf, &infinirt__rt.cfg);
+                if (p->status == INFINIRT_PLUGIN_LOADED)
+                    serving = p;
+            }
+            atomic_store_explicit(&p->started, 1, memory_order_release);
+        }
+        infinirt__rt.by_type[slot] = serving;
+        atomic_store_explicit(&g_slot_ready[slot], 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_start_lock);
+}
+
+void infinirt__plugin_start(infinirt__plugin *p)
+{
+    if (!atomic_load_explicit(&p->started, memory_order_acquire))
+        resolve_slot(infinirt__type_slot(p->type));
+}
+
+void infinirt__plugins_start_all(void)
+{
+    for (int k = 0; k < infinirt__rt.nplugins; k++)
+        infinirt__plugin_start(&infinirt__rt.plugins[k]);
+}
+
+infinirt__plugin *infinirt__plugin_of_slot(int slot)
+{
+    if (!atomic_load_explicit(&g_slot_ready[slot], memory_order_acquire))
+        resolve_slot(slot);
+    return infinirt__rt.by_type[slot];
 }
 
 void infinirt__plugins_load(const infinirt__config *cfg)
@@ -271,7 +320,9 @@ void infinirt__plugins_load(const infinirt__config *cfg)
         snprintf(p->name, sizeof p->name, "%s", cfg->plugins[i].name);
         snprintf(p->path, sizeof p->path, "%s", cfg->plugins[i].library);
         p->type = INFINI_DEVICE_TYPE_COUNT;
-        load_one(p, &cfg->plugins[i], cfg);
+        p->conf = &cfg->plugins[i];
+        atomic_init(&p->started, 1); /* claim_one clears it for a plugin to start */
+        claim_one(p, &cfg->plugins[i]);
         infinirt__rt.nplugins = (int)i + 1;
     }
 }
@@ -301,6 +352,7 @@ INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count)
         return st;
     if (count == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
+    infinirt__plugins_start_all(); /* the report is complete */
     *count = infinirt__rt.nplugins;
     return INFINI_STATUS_SUCCESS;
 }
@@ -315,7 +367,8 @@ INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_
     if (index < 0 || index >= infinirt__rt.nplugins)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "plugin index %d outside [0, %d)", index,
                               infinirt__rt.nplugins);
-    const infinirt__plugin *p = &infinirt__rt.plugins[index];
+    infinirt__plugin *p = &infinirt__rt.plugins[index];
+    infinirt__plugin_start(p); /* its status is final */
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "%s", p->name);
     snprintf(info->path, sizeof info->path, "%s", p->path);

@@ -61,7 +61,9 @@ static void do_init(void)
     infiniDevice_t t = infinirt__rt.cfg.default_type;
     int id = infinirt__rt.cfg.default_id;
     int slot = infinirt__type_slot(t);
-    infinirt__plugin *p = slot >= 0 ? infinirt__rt.by_type[slot] : NULL;
+    /* Checking a configured default device starts its plugin; cpu:0 is
+     * checked when first used. */
+    infinirt__plugin *p = slot >= 0 && (t != INFINI_DEVICE_CPU || id != 0) ? infinirt__plugin_of_slot(slot) : NULL;
     if (p != NULL && id < p->device_count) {
         infinirt__rt.default_type = t;
         infinirt__rt.default_id = id;
@@ -128,7 +130,7 @@ infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *
     int slot = infinirt__type_slot(type);
     if (slot < 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "device type %d is not an infiniDevice_t", (int)type);
-    infinirt__plugin *p = infinirt__rt.by_type[slot];
+    infinirt__plugin *p = infinirt__plugin_of_slot(slot);
     if (p == NULL)
         return infinirt__fail(INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED, fn,
                               "no loaded plugin serves %s devices (see infinirt-info for why)",
@@ -157,7 +159,7 @@ static void current_init(void)
     tls_current.set = true;
     tls_current.type = infinirt__rt.default_type;
     tls_current.id = infinirt__rt.default_id;
-    infinirt__plugin *p = infinirt__rt.by_type[infinirt__type_slot(tls_current.type)];
+    infinirt__plugin *p = infinirt__plugin_of_slot(infinirt__type_slot(tls_current.type));
     tls_current.dev = (p != NULL && tls_current.id < p->device_count) ? &p->devices[tls_current.id] : NULL;
 }
 
@@ -192,8 +194,10 @@ INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count_array is NULL");
     /* Exactly InfiniCore's types: a caller built against its header passes
      * an array of INFINI_DEVICE_TYPE_COUNT ints. */
-    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++)
-        count_array[t] = infinirt__rt.by_type[t] ? infinirt__rt.by_type[t]->device_count : 0;
+    for (int t = 0; t < INFINI_DEVICE_TYPE_COUNT; t++) {
+        infinirt__plugin *p = infinirt__plugin_of_slot(t);
+        count_array[t] = p != NULL ? p->device_count : 0;
+    }
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -224,7 +228,8 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *c
     if (slot < 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "device type %d is not an infiniDevice_t",
                               (int)device);
-    *count = infinirt__rt.by_type[slot] ? infinirt__rt.by_type[slot]->device_count : 0;
+    infinirt__plugin *p = infinirt__plugin_of_slot(slot);
+    *count = p != NULL ? p->device_count : 0;
     return INFINI_STATUS_SUCCESS;
 }
 

@@ -25,6 +25,8 @@
  *   FAKE_PARTIAL_GRAPH  FAKE_STREAMS of ABI 1.2 with stream_begin_capture
  *                    but not the other graph entries (incoherent: refused)
  *
+ * With the key `starts = PATH`, every init call appends a line "init" to
+ * PATH (the loader starts plugins on first use).
  * With the key `ledger = PATH`, the memory, stream and event operations
  * append one line each to PATH ("memset dev=1"), so a test can see which
  * plugin and device a call reached without the plugin exporting anything.
@@ -87,6 +89,14 @@ static infiniStatus_t fake_init(const infinirtPluginInitArgs *args, int *count)
             g_devices = atoi(args->config[i].value);
         else if (strcmp(args->config[i].key, "ledger") == 0)
             snprintf(g_ledger, sizeof g_ledger, "%s", args->config[i].value);
+        else if (strcmp(args->config[i].key, "starts") == 0) {
+            /* One line per init call: when the loader started the plugin. */
+            FILE *f = fopen(args->config[i].value, "a");
+            if (f != NULL) {
+                fputs("init\n", f);
+                fclose(f);
+            }
+        }
     }
 #if defined(FAKE_GOOD) || defined(FAKE_STREAMS)
     if (answer != 42) {

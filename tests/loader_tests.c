@@ -1120,3 +1120,82 @@ int test_threads_event_teardown(void)
     ASSERT_OK(infinirtStreamDestroy(g_teardown_streams[1]));
     return TEST_OK;
 }
+
+/* Plugins start on first use: a program that only uses the CPU never runs
+ * another plugin's init (PoCL's platform scan costs 80-190 ms), and the
+ * first callers needing a plugin start it exactly once between them. */
+static void *count_ascend(void *arg)
+{
+    int *n = arg;
+    if (infinirtGetDeviceCount(INFINI_DEVICE_ASCEND, n) != INFINI_STATUS_SUCCESS)
+        *n = -1;
+    return NULL;
+}
+
+int test_loader_lazy_start(void)
+{
+    char starts[600], cfg[2048];
+    snprintf(starts, sizeof starts, "%s/fake.starts", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\n\n[plugin.fake]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\nstarts = %s\n",
+             CPU_PLUGIN, starts);
+    use_config(cfg);
+    int n = 0;
+    void *p;
+    ASSERT_OK(infinirtInit());
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_EQ(n, 1);
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_STR_EQ(ledger_text(starts), ""); /* not started */
+
+    enum { T = 4 };
+    pthread_t t[T];
+    int counts[T];
+    for (int i = 0; i < T; i++)
+        ASSERT_EQ(pthread_create(&t[i], NULL, count_ascend, &counts[i]), 0);
+    for (int i = 0; i < T; i++) {
+        pthread_join(t[i], NULL);
+        ASSERT_EQ(counts[i], 2);
+    }
+    ASSERT_STR_EQ(ledger_text(starts), "init\n"); /* once, for all four */
+
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("fake", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_EQ(pi.device_count, 2);
+    ASSERT_STR_EQ(ledger_text(starts), "init\n");
+    return TEST_OK;
+}
+
+/* The report is complete without any device call: it starts every plugin,
+ * and an init failure shows there as it did when plugins started at
+ * infinirtInit.  A type's plugins start in config order until one serves:
+ * the fake (ascend) serves after initfail (ascend too) failed. */
+int test_loader_report_starts_all(void)
+{
+    char starts[600], cfg[2048];
+    snprintf(starts, sizeof starts, "%s/fake.starts", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\n\n[plugin.initfail]\nlibrary = " FAKE_DIR
+             "/libfake_init_fail.so\n\n[plugin.fake]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\nstarts = %s\n",
+             CPU_PLUGIN, starts);
+    use_config(cfg);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, 3);
+    ASSERT_STR_EQ(ledger_text(starts), "init\n");
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("initfail", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_INIT_FAILED);
+    ASSERT_GE(find_plugin("fake", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_ASCEND, &n));
+    ASSERT_EQ(n, 2);
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    return TEST_OK;
+}

@@ -137,7 +137,9 @@
     X(cpu, native_enqueue_async)          \
     X(cpu, native_work_free)              \
     X(snapshot, no_mem_info)              \
-    X(snapshot, mem_info_fails)
+    X(snapshot, mem_info_fails)           \
+    X(loader, lazy_start)                 \
+    X(loader, report_starts_all)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
