@@ -47,6 +47,12 @@ static struct {
     int (*peer_copies)(void);
     int (*staged_copies)(void);
     int (*peer_faults)(void);
+    int (*strict)(void);
+    void (*inject_sticky)(int, CUresult);
+    void (*unload)(void);
+    int (*host_fn_max_concurrent)(void);
+    int (*host_fn_refusals)(void);
+    int (*ctx_stack_depth)(void);
     /* driver entries, called as the application would call them */
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuCtxGetCurrent)(CUcontext *);
@@ -63,6 +69,15 @@ static struct {
     CUresult (*cuEventQuery)(CUevent);
     CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree_v2)(CUdeviceptr);
+    CUresult (*cuCtxPushCurrent_v2)(CUcontext);
+    CUresult (*cuCtxPopCurrent_v2)(CUcontext *);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuDeviceGetCount)(int *);
 } fake;
 
 static int fake_bind(void)
@@ -97,6 +112,12 @@ static int fake_bind(void)
     BIND_(peer_copies);
     BIND_(staged_copies);
     BIND_(peer_faults);
+    BIND_(strict);
+    BIND_(inject_sticky);
+    BIND_(unload);
+    BIND_(host_fn_max_concurrent);
+    BIND_(host_fn_refusals);
+    BIND_(ctx_stack_depth);
 #undef BIND_
 #define BIND_CU_(field)                                      \
     do {                                                     \
@@ -119,6 +140,15 @@ static int fake_bind(void)
     BIND_CU_(cuEventQuery);
     BIND_CU_(cuMemAlloc_v2);
     BIND_CU_(cuMemFree_v2);
+    BIND_CU_(cuCtxPushCurrent_v2);
+    BIND_CU_(cuCtxPopCurrent_v2);
+    BIND_CU_(cuCtxSynchronize);
+    BIND_CU_(cuMemcpyAsync);
+    BIND_CU_(cuMemHostAlloc);
+    BIND_CU_(cuMemFreeHost);
+    BIND_CU_(cuEventCreate);
+    BIND_CU_(cuStreamSynchronize);
+    BIND_CU_(cuDeviceGetCount);
 #undef BIND_CU_
     return TEST_OK;
 }
@@ -143,9 +173,12 @@ static int fake_open(cuda_plugin *p, const infinirtPluginKeyValue *extra, size_t
     return TEST_OK;
 }
 
-/* Shutdown leaves nothing behind in the driver. */
+static atomic_int gate_timeouts;
+
+/* Shutdown leaves nothing behind in the driver, and no gate timed out. */
 static int fake_close(cuda_plugin *p)
 {
+    ASSERT_EQ(atomic_load(&gate_timeouts), 0);
     p->ops->shutdown();
     for (int d = 0; d < 8; d++)
         ASSERT_EQ(fake.refcount(d), 0);
@@ -487,14 +520,21 @@ static int test_streams(void)
     return TEST_OK;
 }
 
-/* A host function that holds its stream until the test opens the gate. */
+/* A host function that holds its stream until the test opens the gate.
+ * It gives up after 20 s, so a test whose opener is blocked (a copy of
+ * pageable memory queued behind the gate, which the strict fake, like the
+ * real driver, returns only after it completes) fails in fake_close
+ * instead of hanging. */
 static atomic_int gate_open_flag;
 static void gate_wait(void *arg)
 {
     struct timespec ms = {0, 1000000};
+    int i;
     (void)arg;
-    for (int i = 0; i < 20000 && !atomic_load(&gate_open_flag); i++)
+    for (i = 0; i < 20000 && !atomic_load(&gate_open_flag); i++)
         nanosleep(&ms, NULL);
+    if (i == 20000)
+        atomic_fetch_add(&gate_timeouts, 1);
 }
 
 static int test_events(void)
@@ -1287,9 +1327,9 @@ static int test_wrap_native(void)
 {
     enum { N = 1024 };
     cuda_plugin p;
-    unsigned char h[N], g[N];
+    unsigned char *h, g[N];
     CUstream mine = NULL, gone = NULL, other = NULL;
-    void *w = NULL, *w2, *d;
+    void *w = NULL, *w2, *d, *pinned;
     int idle = -1;
     pthread_t th;
 
@@ -1302,7 +1342,11 @@ static int test_wrap_native(void)
     ASSERT_PTR_EQ(w, mine);
     ASSERT_EQ(fake.live_streams(), 1);
 
-    /* Native work holds the stream; infinirt's copy queues behind it. */
+    /* Native work holds the stream; infinirt's copy queues behind it.
+     * Pinned memory: a pageable copy would return only once done, after
+     * the gate that only this thread opens (the driver's rule). */
+    ASSERT_OK(p.ops->malloc_host(0, &pinned, N));
+    h = pinned;
     fill_pattern(h, N, 5);
     atomic_store(&gate_open_flag, 0);
     ASSERT_EQ(fake.cuLaunchHostFunc(mine, gate_wait, NULL), CUDA_SUCCESS);
@@ -1351,7 +1395,295 @@ static int test_wrap_native(void)
     ASSERT_EQ(fake.cuStreamDestroy_v2(other), CUDA_SUCCESS);
     fake.set_current(-1);
     ASSERT_OK(p.ops->free_device(0, d));
+    ASSERT_OK(p.ops->free_host(0, pinned));
     CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+
+/* ------------------------------------------ the strict fake's own rules */
+/* Each rule the strict fake adds (fake_libcuda.c), checked on the fake
+ * itself, so that it cannot slip back to the lenient behaviour unnoticed.
+ * Every ctest entry sets FAKE_CUDA_STRICT=1; these set it themselves too. */
+
+static int strict_open(cuda_plugin *p)
+{
+    setenv("FAKE_CUDA_STRICT", "1", 1);
+    CHECK(fake_open(p, NULL, 0));
+    ASSERT_EQ(fake.strict(), 1);
+    return TEST_OK;
+}
+
+static CUdeviceptr dptr(void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+/* Rule: an async copy touching pageable memory returns after it has
+ * completed, so after the gate before it; a pinned one returns at once. */
+static int test_strict_pageable_copy(void)
+{
+    enum { N = 4096 };
+    cuda_plugin p;
+    unsigned char *page = malloc(N), *pinned = NULL, want[N];
+    void *d;
+    CUstream s;
+    pthread_t th;
+
+    ASSERT(page != NULL);
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->set_device(0));
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    fill_pattern(want, N, 9);
+    ASSERT_OK(p.ops->memcpy(0, d, want, N, INFINIRT_PLUGIN_MEMCPY_H2D));
+    ASSERT_EQ(fake.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+
+    /* D2H into malloc'd memory behind a gate another thread opens. */
+    memset(page, 0, N);
+    atomic_store(&gate_open_flag, 0);
+    ASSERT_EQ(fake.cuLaunchHostFunc(s, gate_wait, NULL), CUDA_SUCCESS);
+    ASSERT_EQ(pthread_create(&th, NULL, open_gate_later, (void *)(intptr_t)100), 0);
+    ASSERT_EQ(fake.cuMemcpyAsync(dptr(page), dptr(d), N, s), CUDA_SUCCESS);
+    ASSERT_EQ(atomic_load(&gate_open_flag), 1); /* it waited for the gate */
+    ASSERT_MEM_EQ(page, want, N);               /* and the copy is done */
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+
+    /* H2D from malloc'd memory: the source may be reused on return. */
+    atomic_store(&gate_open_flag, 0);
+    ASSERT_EQ(fake.cuLaunchHostFunc(s, gate_wait, NULL), CUDA_SUCCESS);
+    ASSERT_EQ(pthread_create(&th, NULL, open_gate_later, (void *)(intptr_t)100), 0);
+    fill_pattern(page, N, 10);
+    memcpy(want, page, N);
+    ASSERT_EQ(fake.cuMemcpyAsync(dptr(d), dptr(page), N, s), CUDA_SUCCESS);
+    ASSERT_EQ(atomic_load(&gate_open_flag), 1);
+    memset(page, 0xee, N);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+
+    /* Pinned memory: the copy is queued behind the gate, returns at once. */
+    ASSERT_EQ(fake.cuMemHostAlloc((void **)&pinned, N, 0), CUDA_SUCCESS);
+    memset(pinned, 0, N);
+    atomic_store(&gate_open_flag, 0);
+    ASSERT_EQ(fake.cuLaunchHostFunc(s, gate_wait, NULL), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemcpyAsync(dptr(pinned), dptr(d), N, s), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+    atomic_store(&gate_open_flag, 1);
+    ASSERT_EQ(fake.cuStreamSynchronize(s), CUDA_SUCCESS);
+    ASSERT_MEM_EQ(pinned, want, N);
+    ASSERT_EQ(fake.cuMemFreeHost(pinned), CUDA_SUCCESS);
+
+    ASSERT_EQ(fake.cuStreamDestroy_v2(s), CUDA_SUCCESS);
+    ASSERT_OK(p.ops->free_device(0, d));
+    free(page);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: host functions run one at a time across streams, and a driver call
+ * from inside one is refused with CUDA_ERROR_NOT_PERMITTED. */
+static atomic_int hf_running, hf_max;
+static _Atomic CUresult hf_calls[3];
+static void hf_probe(void *arg)
+{
+    int now = atomic_fetch_add(&hf_running, 1) + 1;
+    int seen = atomic_load(&hf_max);
+    while (now > seen && !atomic_compare_exchange_weak(&hf_max, &seen, now))
+        ;
+    if (arg != NULL) {
+        CUcontext c;
+        int n;
+        atomic_store(&hf_calls[0], fake.cuCtxGetCurrent(&c));
+        atomic_store(&hf_calls[1], fake.cuStreamQuery((CUstream)arg));
+        atomic_store(&hf_calls[2], fake.cuDeviceGetCount(&n));
+    }
+    struct timespec ts = {0, 30 * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&hf_running, 1);
+}
+
+static int test_strict_host_functions(void)
+{
+    cuda_plugin p;
+    CUstream s[4];
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->set_device(0));
+    int refusals = fake.host_fn_refusals();
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(fake.cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(fake.cuLaunchHostFunc(s[i], hf_probe, i == 0 ? (void *)s[1] : NULL), CUDA_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(fake.cuStreamSynchronize(s[i]), CUDA_SUCCESS);
+    ASSERT_EQ(atomic_load(&hf_max), 1);
+    ASSERT_EQ(fake.host_fn_max_concurrent(), 1);
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(atomic_load(&hf_calls[i]), CUDA_ERROR_NOT_PERMITTED);
+    ASSERT_EQ(fake.host_fn_refusals() - refusals, 3);
+    /* Outside a host function the same calls work. */
+    ASSERT_EQ(fake.cuStreamQuery(s[1]), CUDA_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(fake.cuStreamDestroy_v2(s[i]), CUDA_SUCCESS);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: cuCtxSetCurrent replaces the top of the thread's context stack
+ * (NULL pops it); cuCtxPushCurrent / cuCtxPopCurrent push and pop. */
+static int test_strict_ctx_stack(void)
+{
+    cuda_plugin p;
+    CUcontext c[3], got = NULL;
+
+    CHECK(strict_open(&p));
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c[i], i), CUDA_SUCCESS);
+    fake.set_current(-1);
+    ASSERT_EQ(fake.ctx_stack_depth(), 0);
+    ASSERT_EQ(fake.cuCtxPushCurrent_v2(c[0]), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuCtxPushCurrent_v2(c[1]), CUDA_SUCCESS);
+    ASSERT_EQ(fake.ctx_stack_depth(), 2);
+    ASSERT_EQ(fake.cuCtxSetCurrent(c[2]), CUDA_SUCCESS); /* replaces c[1] */
+    ASSERT_EQ(fake.ctx_stack_depth(), 2);
+    ASSERT_EQ(fake.current_device(), 2);
+    ASSERT_EQ(fake.cuCtxPopCurrent_v2(&got), CUDA_SUCCESS);
+    ASSERT_PTR_EQ(got, c[2]);
+    ASSERT_EQ(fake.current_device(), 0); /* c[0] under it, not c[1] */
+    ASSERT_EQ(fake.cuCtxSetCurrent(NULL), CUDA_SUCCESS); /* pops c[0] */
+    ASSERT_EQ(fake.ctx_stack_depth(), 0);
+    ASSERT_EQ(fake.current_device(), -1);
+    ASSERT_EQ(fake.cuCtxPopCurrent_v2(&got), CUDA_ERROR_INVALID_CONTEXT);
+    ASSERT_EQ(fake.cuCtxSetCurrent(c[1]), CUDA_SUCCESS); /* empty: pushes */
+    ASSERT_EQ(fake.ctx_stack_depth(), 1);
+    fake.set_current(-1);
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(i), CUDA_SUCCESS);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: the last release of a primary context resets it: its streams,
+ * events and allocations are gone, and a new retain starts afresh. */
+static int test_strict_primary_reset(void)
+{
+    cuda_plugin p;
+    CUcontext c;
+    CUstream s;
+    CUevent e;
+    CUdeviceptr d;
+    void *h;
+
+    CHECK(strict_open(&p));
+    int allocs = fake.live_allocs(), events = fake.live_events();
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c, 2), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuCtxSetCurrent(c), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuEventCreate(&e, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemAlloc_v2(&d, 1024), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemHostAlloc(&h, 1024, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.live_allocs(), allocs + 2);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(2), CUDA_SUCCESS);
+    ASSERT_EQ(fake.refcount(2), 0);
+    ASSERT_EQ(fake.live_allocs(), allocs);
+    ASSERT_EQ(fake.live_events(), events);
+    ASSERT_EQ(fake.live_streams(), 0);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c, 2), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(fake.cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(fake.cuMemFree_v2(d), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(fake.cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+    fake.set_current(-1);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(2), CUDA_SUCCESS);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: cuStreamDestroy returns at once with work queued; the handle is
+ * invalid at once and the work still completes. */
+static atomic_int after_gate_ran;
+static void after_gate(void *arg)
+{
+    (void)arg;
+    atomic_store(&after_gate_ran, 1);
+}
+
+static int test_strict_stream_destroy(void)
+{
+    cuda_plugin p;
+    CUstream s;
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->set_device(0));
+    ASSERT_EQ(fake.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    atomic_store(&gate_open_flag, 0);
+    atomic_store(&after_gate_ran, 0);
+    ASSERT_EQ(fake.cuLaunchHostFunc(s, gate_wait, NULL), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuLaunchHostFunc(s, after_gate, NULL), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamDestroy_v2(s), CUDA_SUCCESS); /* gate still shut */
+    ASSERT_EQ(atomic_load(&after_gate_ran), 0);
+    ASSERT_EQ(fake.cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(fake.live_streams(), 0);
+    atomic_store(&gate_open_flag, 1);
+    ASSERT_EQ(fake.cuCtxSynchronize(), CUDA_SUCCESS); /* waits for it too */
+    ASSERT_EQ(atomic_load(&after_gate_ran), 1);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: a sticky error breaks its context only, for every later call,
+ * until the context's last release resets it. */
+static int test_strict_sticky(void)
+{
+    cuda_plugin p;
+    CUcontext c0, c1;
+    CUstream s;
+    CUdeviceptr d;
+
+    CHECK(strict_open(&p));
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c1, 1), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    fake.inject_sticky(0, CUDA_ERROR_ILLEGAL_ADDRESS);
+    ASSERT_EQ(fake.cuMemAlloc_v2(&d, 256), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ASSERT_EQ(fake.cuStreamQuery(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ASSERT_EQ(fake.cuStreamSynchronize(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ASSERT_EQ(fake.cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ASSERT_EQ(fake.cuStreamDestroy_v2(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    /* Another context is unaffected. */
+    ASSERT_EQ(fake.cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemAlloc_v2(&d, 256), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemFree_v2(d), CUDA_SUCCESS);
+    /* The last release resets device 0's context. */
+    ASSERT_EQ(fake.cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRetain(&c0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemAlloc_v2(&d, 256), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuMemFree_v2(d), CUDA_SUCCESS);
+    fake.set_current(-1);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    ASSERT_EQ(fake.cuDevicePrimaryCtxRelease_v2(1), CUDA_SUCCESS);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* Rule: after the driver's teardown every call is DEINITIALIZED; the
+ * plugin then fails calls cleanly and shuts down without an error log. */
+static int test_strict_deinit(void)
+{
+    cuda_plugin p;
+    void *d = NULL;
+    int n = -1;
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->malloc_device(0, &d, 256));
+    fake.unload();
+    ASSERT_EQ(fake.cuDeviceGetCount(&n), CUDA_ERROR_DEINITIALIZED);
+    test_log_clear();
+    void *d2 = NULL;
+    ASSERT(p.ops->malloc_device(0, &d2, 256) != INFINI_STATUS_SUCCESS);
+    ASSERT_PTR_EQ(d2, NULL);
+    ASSERT_EQ(test_log_count("ERROR", "CUDA_ERROR_DEINITIALIZED"), 1);
+    test_log_clear();
+    p.ops->shutdown();
+    ASSERT_EQ(test_log_count("ERROR", NULL), 0);
     return TEST_OK;
 }
 
@@ -1385,6 +1717,13 @@ static const test_entry tests[] = {
     {"current_context", test_current_context},
     {"pointer_device", test_pointer_device},
     {"wrap_native", test_wrap_native},
+    {"strict_pageable_copy", test_strict_pageable_copy},
+    {"strict_host_functions", test_strict_host_functions},
+    {"strict_ctx_stack", test_strict_ctx_stack},
+    {"strict_primary_reset", test_strict_primary_reset},
+    {"strict_stream_destroy", test_strict_stream_destroy},
+    {"strict_sticky", test_strict_sticky},
+    {"strict_deinit", test_strict_deinit},
     {NULL, NULL},
 };
 

@@ -42,6 +42,29 @@
  * "potentially unsafe" calls, refused while a global-mode capture goes on
  * unless the calling thread exchanged its capture mode to relaxed.
  *
+ * Strict mode (FAKE_CUDA_STRICT=1, read at cuInit; every ctest entry that
+ * loads the fake sets it) adds the real driver's rules where the lenient
+ * fake is kinder, so that what passes here does not deadlock or fail on a
+ * GPU:
+ *  - an async copy touching pageable host memory (malloc'd: neither
+ *    cuMemHostAlloc'd nor a device allocation) returns only after the copy
+ *    has completed, so after all the work queued before it on the stream
+ *    (D2H by CUDA's rule; H2D waits the same way, for the staging);
+ *  - host functions run one at a time across all streams, and every driver
+ *    call made from inside one fails with CUDA_ERROR_NOT_PERMITTED;
+ *  - cuStreamDestroy returns at once: the handle is invalid at once, the
+ *    queued work still completes;
+ *  - the last cuDevicePrimaryCtxRelease resets the context: its streams,
+ *    events and allocations (device and pinned host) are gone;
+ *  - fake_cuda_inject_sticky(dev, r) models a fault that breaks a context
+ *    (CUDA_ERROR_ILLEGAL_ADDRESS, ...): every later call in that context
+ *    returns r, queued work is skipped, until the context is reset;
+ *  - the driver's teardown at process exit (an atexit handler, or
+ *    fake_cuda_unload): every later call returns CUDA_ERROR_DEINITIALIZED.
+ * In both modes the current context is the top of a per-thread stack
+ * (cuCtxPushCurrent / cuCtxPopCurrent), which cuCtxSetCurrent replaces
+ * (NULL pops it), as the driver documents.
+ *
  * fake_cuda_* functions let the test look inside.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -65,6 +88,16 @@ pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t fake_progress = PTHREAD_COND_INITIALIZER;
 int fake_initialized;
 _Thread_local fake_ctx *fake_current;
+int fake_strict;
+_Atomic int fake_deinit;
+_Thread_local int fake_in_host_fn;
+static _Atomic int host_fn_refusals;
+
+/* The calling thread's context stack; fake_current is its top (NULL when
+ * empty). */
+#define FAKE_CTX_STACK 16
+static _Thread_local fake_ctx *ctx_stack[FAKE_CTX_STACK];
+static _Thread_local int ctx_depth;
 
 static int ndev = 3;
 static size_t mem_per_dev = 64u << 20, used[FAKE_MAX_DEV];
@@ -77,8 +110,46 @@ static _Atomic int set_current_calls;
 static int can_peer[FAKE_MAX_DEV][FAKE_MAX_DEV], peer_on[FAKE_MAX_DEV][FAKE_MAX_DEV];
 static int peer_copies, staged_copies, peer_faults;
 
+/* cuCtxSetCurrent's rule: replace the top of the stack (push onto an empty
+ * one); NULL pops. */
+static void set_top(fake_ctx *x)
+{
+    if (x == NULL)
+        ctx_depth -= ctx_depth > 0;
+    else if (ctx_depth == 0)
+        ctx_stack[ctx_depth++] = x;
+    else
+        ctx_stack[ctx_depth - 1] = x;
+    fake_current = ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+CUresult fake_gate(void)
+{
+    if (fake_deinit)
+        return CUDA_ERROR_DEINITIALIZED;
+    if (!fake_initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (fake_in_host_fn) {
+        host_fn_refusals++;
+        return CUDA_ERROR_NOT_PERMITTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+int fake_cuda_strict(void) { return fake_strict; }
+int fake_cuda_host_fn_refusals(void) { return host_fn_refusals; }
+int fake_cuda_ctx_stack_depth(void) { return ctx_depth; }
+void fake_cuda_unload(void) { fake_deinit = 1; }
+
+void fake_cuda_inject_sticky(int dev, CUresult r)
+{
+    pthread_mutex_lock(&fake_lock);
+    ctxs[dev].sticky = r;
+    pthread_mutex_unlock(&fake_lock);
+}
+
 int fake_cuda_refcount(int dev) { return ctxs[dev].refcount; }
-void fake_cuda_set_current(int dev) { fake_current = dev < 0 ? NULL : &ctxs[dev]; }
+void fake_cuda_set_current(int dev) { set_top(dev < 0 ? NULL : &ctxs[dev]); }
 int fake_cuda_current_device(void) { return fake_current != NULL ? fake_current->dev : -1; }
 void *fake_cuda_ctx(int dev) { return &ctxs[dev]; }
 int fake_cuda_set_current_calls(void) { return set_current_calls; }
@@ -113,6 +184,11 @@ int fake_cuda_alloc_device(const void *p)
     int dev = a ? a->dev : -2;
     pthread_mutex_unlock(&fake_lock);
     return dev;
+}
+
+int fake_pageable_locked(const void *p)
+{
+    return find(p) == NULL;
 }
 
 /* The device of another device's memory that ctx reaches at p: -1 when p
@@ -176,6 +252,7 @@ static const struct {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
@@ -266,6 +343,12 @@ CUresult CUDAAPI cuInit(unsigned int flags)
     }
     for (int i = 0; i < FAKE_MAX_DEV; i++)
         ctxs[i].dev = i;
+    /* The real driver tears itself down at exit; strict mode models that
+     * (registered once, whatever the number of cuInit calls). */
+    fake_strict = strcmp(env("FAKE_CUDA_STRICT", "0"), "1") == 0;
+    static int atexit_done;
+    if (fake_strict && !atexit_done)
+        atexit_done = atexit(fake_cuda_unload) == 0;
     fake_initialized = 1;
     return CUDA_SUCCESS;
 }
@@ -321,6 +404,30 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 }
 
 /* ---- contexts ---- */
+static alloc *untrack(const void *p, int host);
+
+/* Strict mode: the context's last release resets it.  Its queued work
+ * drains (a reset would abort it; the fake lets it end rather than touch
+ * freed memory), then its streams, events and allocations go. */
+static void reset_ctx(fake_ctx *ctx)
+{
+    fake_ctx_streams_reset(ctx);
+    pthread_mutex_lock(&fake_lock);
+    for (alloc **pp = &allocs; *pp;) {
+        alloc *a = *pp;
+        if (a->dev == ctx->dev || (a->dev < 0 && a->ctx_dev == ctx->dev)) {
+            *pp = a->next;
+            if (a->dev >= 0)
+                used[a->dev] -= a->size;
+            free(a->p);
+            free(a);
+        } else
+            pp = &a->next;
+    }
+    ctx->sticky = CUDA_SUCCESS;
+    pthread_mutex_unlock(&fake_lock);
+}
+
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
     NEED_INIT();
@@ -353,6 +460,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d)
     for (int i = 0; last && i < FAKE_MAX_DEV; i++)
         peer_on[d][i] = peer_on[i][d] = 0;
     pthread_mutex_unlock(&fake_lock);
+    if (last && fake_strict)
+        reset_ctx(&ctxs[d]);
     if (last)
         fake_legacy_destroy(&ctxs[d]);
     return CUDA_SUCCESS;
@@ -365,7 +474,31 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
     set_current_calls++;
     if (x != NULL && (x < ctxs || x >= ctxs + ndev))
         return CUDA_ERROR_INVALID_CONTEXT;
+    set_top(x);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext c)
+{
+    fake_ctx *x = (fake_ctx *)(void *)c;
+    NEED_INIT();
+    if (x == NULL || x < ctxs || x >= ctxs + ndev)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == FAKE_CTX_STACK)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = x;
     fake_current = x;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pc)
+{
+    NEED_INIT();
+    if (ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (pc != NULL)
+        *pc = (CUcontext)(void *)fake_current;
+    set_top(NULL);
     return CUDA_SUCCESS;
 }
 

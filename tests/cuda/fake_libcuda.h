@@ -18,6 +18,9 @@ typedef struct {
     int dev;
     int refcount;
     struct CUstream_st *legacy;
+    /* Strict mode: a sticky error (CUDA_SUCCESS: none) every later call in
+     * this context returns, until its last release resets it. */
+    _Atomic int sticky;
 } fake_ctx;
 
 /* One lock for the whole fake; `fake_progress` is broadcast whenever a
@@ -26,6 +29,21 @@ extern pthread_mutex_t fake_lock;
 extern pthread_cond_t fake_progress;
 extern int fake_initialized;
 extern _Thread_local fake_ctx *fake_current;
+
+/* Strict mode (FAKE_CUDA_STRICT=1 at cuInit, see fake_libcuda.c): the real
+ * driver's rules where the lenient fake is kinder.  `fake_deinit`: the
+ * driver was torn down (process exit, or fake_cuda_unload); every call
+ * returns CUDA_ERROR_DEINITIALIZED.  `fake_in_host_fn`: the calling thread
+ * runs a host function (strict: every driver call is NOT_PERMITTED). */
+extern int fake_strict;
+extern _Atomic int fake_deinit;
+extern _Thread_local int fake_in_host_fn;
+/* What a driver entry returns before doing anything: not initialised, torn
+ * down, called from a host function (strict); CUDA_SUCCESS otherwise. */
+CUresult fake_gate(void);
+/* Whether p is host memory the driver does not know (malloc'd, pageable):
+ * in strict mode an async copy touching it returns after it completes. */
+int fake_pageable_locked(const void *p);
 
 /* A queued (or captured) operation.  OP_KERNEL stands for a kernel: the
  * fake has no device code, so a "kernel" is a function run on the stream's
@@ -64,6 +82,9 @@ struct CUstream_st {
     struct fake_capture *cap;
     unsigned long cap_ops;
     int cap_unjoined;
+    /* Strict mode: destroyed (the handle is invalid) while its queued work
+     * still runs; the worker frees the stream when the queue is empty. */
+    int dead;
 };
 
 /* An event counts its records: `recorded` when queued, `completed` when the
@@ -135,17 +156,23 @@ void fake_wait_idle_locked(const fake_ctx *ctx);
  * for the first time / released for the last).  Called without the lock. */
 CUresult fake_legacy_create(fake_ctx *ctx);
 void fake_legacy_destroy(fake_ctx *ctx);
+/* Strict reset of ctx (its last release): wait for its queued work, then
+ * destroy its streams (not the legacy one) and events.  Without the lock. */
+void fake_ctx_streams_reset(fake_ctx *ctx);
 
 #define NEED_INIT()                            \
     do {                                       \
-        if (!fake_initialized)                 \
-            return CUDA_ERROR_NOT_INITIALIZED; \
+        CUresult g_ = fake_gate();             \
+        if (g_ != CUDA_SUCCESS)                \
+            return g_;                         \
     } while (0)
 #define NEED_CTX()                                             \
     do {                                                       \
         NEED_INIT();                                           \
         if (fake_current == NULL || fake_current->refcount == 0) \
             return CUDA_ERROR_INVALID_CONTEXT;                 \
+        if (fake_current->sticky != CUDA_SUCCESS)              \
+            return (CUresult)fake_current->sticky;             \
     } while (0)
 
 /* Inspection API for the tests (exported). */
@@ -191,5 +218,20 @@ int fake_cuda_peer_enabled(int from, int to);
 int fake_cuda_peer_copies(void);
 int fake_cuda_staged_copies(void);
 int fake_cuda_peer_faults(void);
+/* Strict mode (1: on, as FAKE_CUDA_STRICT=1 read at cuInit). */
+int fake_cuda_strict(void);
+/* A fault of device work in dev's context that breaks it (strict mode):
+ * every later call in that context returns r (e.g.
+ * CUDA_ERROR_ILLEGAL_ADDRESS) until its last primary-context release. */
+void fake_cuda_inject_sticky(int dev, CUresult r);
+/* The driver's teardown at process exit, now: every later call returns
+ * CUDA_ERROR_DEINITIALIZED (strict mode registers it with atexit). */
+void fake_cuda_unload(void);
+/* Host functions running now, and the most that ever ran at once. */
+int fake_cuda_host_fn_max_concurrent(void);
+/* Calls refused with NOT_PERMITTED because they came from a host function. */
+int fake_cuda_host_fn_refusals(void);
+/* The calling thread's context stack depth (cuCtxPushCurrent). */
+int fake_cuda_ctx_stack_depth(void);
 
 #endif /* FAKE_LIBCUDA_H_ */

@@ -21,6 +21,12 @@
  * recorded into the capture instead of running, and what would wait for it
  * (synchronize, query, the legacy stream's implicit ordering, a captured
  * event's query) is refused the way CUDA refuses it.
+ *
+ * Strict mode (fake_libcuda.c) changes four things here: host functions
+ * run one at a time process-wide with every driver call refused inside
+ * them, cuStreamDestroy returns before the queue drains, async copies of
+ * pageable memory wait for their completion, and a context broken by a
+ * sticky error runs no more of its queued work.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -34,6 +40,11 @@
 struct CUstream_st *fake_live;
 struct CUevent_st *fake_live_ev;
 static int live_streams, live_events, wait_event_calls;
+/* Strict mode: one host function at a time, process-wide. */
+static pthread_mutex_t host_fn_serial = PTHREAD_MUTEX_INITIALIZER;
+static int host_fn_running, host_fn_max;
+
+int fake_cuda_host_fn_max_concurrent(void) { return host_fn_max; }
 static unsigned last_event_flags;
 static void *last_stream;
 
@@ -80,15 +91,30 @@ static void *worker(void *arg)
             }
             break;
         default:
+            /* A context broken by a sticky error runs nothing more. */
+            if (s->ctx->sticky != CUDA_SUCCESS)
+                break;
             /* Run without the lock: a host function may take its time
-             * (or call into the fake, which a real driver forbids). */
+             * (or call into the fake, which a real driver forbids: strict
+             * mode refuses those calls, and runs one host function at a
+             * time, as the driver may). */
             pthread_mutex_unlock(&fake_lock);
-            if (o->kind == OP_COPY)
+            if (o->kind == OP_COPY) {
                 memmove(o->dst, o->src, o->n);
-            else if (o->kind == OP_SET)
+            } else if (o->kind == OP_SET) {
                 memset(o->dst, o->value, o->n);
-            else
+            } else if (o->kind == OP_HOST && fake_strict) {
+                pthread_mutex_lock(&host_fn_serial);
+                host_fn_running++;
+                host_fn_max = host_fn_running > host_fn_max ? host_fn_running : host_fn_max;
+                fake_in_host_fn = 1;
                 o->fn(o->data);
+                fake_in_host_fn = 0;
+                host_fn_running--;
+                pthread_mutex_unlock(&host_fn_serial);
+            } else {
+                o->fn(o->data);
+            }
             pthread_mutex_lock(&fake_lock);
             break;
         }
@@ -99,6 +125,17 @@ static void *worker(void *arg)
         if (o->ev != NULL)
             event_unref_locked(o->ev);
         free(o);
+        pthread_cond_broadcast(&fake_progress);
+    }
+    /* A stream destroyed in strict mode is ours to free, its queue done. */
+    if (s->dead) {
+        for (struct CUstream_st **pp = &fake_live; *pp; pp = &(*pp)->next_live)
+            if (*pp == s) {
+                *pp = s->next_live;
+                break;
+            }
+        pthread_cond_destroy(&s->work);
+        free(s);
         pthread_cond_broadcast(&fake_progress);
     }
     pthread_mutex_unlock(&fake_lock);
@@ -239,10 +276,12 @@ CUresult fake_stream_of(CUstream h, int any_ctx, struct CUstream_st **out)
     pthread_mutex_lock(&fake_lock);
     int found = 0;
     for (struct CUstream_st *s = fake_live; s != NULL && !found; s = s->next_live)
-        found = s == h && !s->legacy;
+        found = s == h && !s->legacy && !s->dead;
     pthread_mutex_unlock(&fake_lock);
     if (!found)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (h->ctx->sticky != CUDA_SUCCESS)
+        return (CUresult)h->ctx->sticky;
     if (!any_ctx) {
         NEED_CTX();
         if (h->ctx != fake_current)
@@ -263,6 +302,8 @@ CUresult fake_event_ok(CUevent e, int any_ctx)
     pthread_mutex_unlock(&fake_lock);
     if (!found || (!any_ctx && e->ctx != fake_current))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (e->ctx->sticky != CUDA_SUCCESS)
+        return (CUresult)e->ctx->sticky;
     return CUDA_SUCCESS;
 }
 
@@ -326,6 +367,55 @@ static void stream_free(struct CUstream_st *s)
     free(s);
 }
 
+/* Strict cuStreamDestroy: the handle dies now; the worker drains the
+ * queue and frees the stream (see worker). */
+static void stream_abandon(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&fake_lock);
+    s->dead = 1;
+    live_streams--;
+    s->stop = 1;
+    pthread_cond_signal(&s->work);
+    pthread_detach(s->thread);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ctx_streams_reset(fake_ctx *ctx)
+{
+    pthread_mutex_lock(&fake_lock);
+    fake_wait_idle_locked(ctx);
+    for (struct CUevent_st **pp = &fake_live_ev; *pp;) {
+        struct CUevent_st *e = *pp;
+        if (e->ctx == ctx) {
+            *pp = e->next_live;
+            live_events--;
+            event_unref_locked(e);
+        } else
+            pp = &e->next_live;
+    }
+    for (;;) {
+        struct CUstream_st *victim = NULL;
+        for (struct CUstream_st *s = fake_live; s != NULL && victim == NULL; s = s->next_live)
+            if (s->ctx == ctx && !s->legacy && !s->dead)
+                victim = s;
+        if (victim == NULL)
+            break;
+        pthread_mutex_unlock(&fake_lock);
+        stream_free(victim);
+        pthread_mutex_lock(&fake_lock);
+    }
+    /* Streams destroyed earlier may still be freeing themselves. */
+    for (;;) {
+        int dying = 0;
+        for (struct CUstream_st *s = fake_live; s != NULL; s = s->next_live)
+            dying |= s->ctx == ctx && s->dead;
+        if (!dying)
+            break;
+        pthread_cond_wait(&fake_progress, &fake_lock);
+    }
+    pthread_mutex_unlock(&fake_lock);
+}
+
 CUresult fake_legacy_create(fake_ctx *ctx)
 {
     struct CUstream_st *s;
@@ -369,7 +459,10 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
     pthread_mutex_unlock(&fake_lock);
     if (c != NULL)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    stream_free(s);
+    if (fake_strict)
+        stream_abandon(s); /* returns at once, as the driver does */
+    else
+        stream_free(s);
     return CUDA_SUCCESS;
 }
 
@@ -481,16 +574,25 @@ CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data)
     return enqueue(s, (fake_op){.kind = OP_KERNEL, .fn = fn, .data = data}, NULL);
 }
 
+/* Strict mode: a copy touching pageable host memory returns only after it
+ * has completed (D2H, CUDA's rule; H2D is staged after a stream sync, which
+ * the fake models the same way), so after all the stream's earlier work. */
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
     struct CUstream_st *s;
+    unsigned long seq = 0;
     STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
     fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
+    int pageable = fake_strict && (fake_pageable_locked((const void *)(uintptr_t)dst) ||
+                                   fake_pageable_locked((const void *)(uintptr_t)src));
+    CUresult r = enqueue_locked(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst,
+                                             .src = (const void *)(uintptr_t)src, .n = n},
+                                &seq);
+    if (r == CUDA_SUCCESS && pageable && seq != 0)
+        wait_done_locked(s, seq);
     pthread_mutex_unlock(&fake_lock);
-    return enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
-                           .n = n},
-                   NULL);
+    return r;
 }
 
 /* On the legacy stream, and returns once the copy is done (the real one may
