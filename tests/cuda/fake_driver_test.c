@@ -1687,6 +1687,130 @@ static int test_strict_deinit(void)
     return TEST_OK;
 }
 
+/* ------------------------------ the plugin under the strict fake's rules */
+
+/* The plugin makes no driver call from inside a host function: its host
+ * functions are the caller's, passed straight to cuLaunchHostFunc. */
+static atomic_int plugin_hf_calls;
+static void plugin_hf(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&plugin_hf_calls, 1);
+}
+
+static int test_strict_plugin_host_fn(void)
+{
+    cuda_plugin p;
+    void *s, *nb;
+
+    CHECK(strict_open(&p));
+    int refusals = fake.host_fn_refusals();
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->stream_create_with_flags(1, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &nb));
+    atomic_store(&plugin_hf_calls, 0);
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(p.ops->launch_host_func(0, s, plugin_hf, NULL));
+        ASSERT_OK(p.ops->launch_host_func(1, nb, plugin_hf, NULL));
+        ASSERT_OK(p.ops->launch_host_func(0, NULL, plugin_hf, NULL));
+    }
+    ASSERT_OK(p.ops->stream_synchronize(0, s));
+    ASSERT_OK(p.ops->stream_synchronize(1, nb));
+    ASSERT_OK(p.ops->stream_synchronize(0, NULL));
+    ASSERT_EQ(atomic_load(&plugin_hf_calls), 12);
+    ASSERT_EQ(fake.host_fn_refusals(), refusals);
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_OK(p.ops->stream_destroy(1, nb));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* cuStreamDestroy returns at once; the plugin's stream_destroy still
+ * returns only after the stream's work (the ABI's promise). */
+static int test_strict_plugin_stream_destroy(void)
+{
+    enum { N = 4096 };
+    cuda_plugin p;
+    void *s, *d, *h;
+    unsigned char want[N];
+    pthread_t th;
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->malloc_device(0, &d, N));
+    ASSERT_OK(p.ops->malloc_host(0, &h, N));
+    fill_pattern(want, N, 4);
+    ASSERT_OK(p.ops->memcpy(0, d, want, N, INFINIRT_PLUGIN_MEMCPY_H2D));
+    memset(h, 0, N);
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    atomic_store(&gate_open_flag, 0);
+    ASSERT_OK(p.ops->launch_host_func(0, s, gate_wait, NULL));
+    ASSERT_OK(p.ops->memcpy_async(0, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, s));
+    ASSERT_EQ(pthread_create(&th, NULL, open_gate_later, (void *)(intptr_t)50), 0);
+    ASSERT_OK(p.ops->stream_destroy(0, s));
+    ASSERT_MEM_EQ(h, want, N); /* the queued copy is done */
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_EQ(fake.live_streams(), 0);
+    ASSERT_OK(p.ops->free_host(0, h));
+    ASSERT_OK(p.ops->free_device(0, d));
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
+/* After a sticky error every call on that device fails, each with the
+ * "unusable" log line; other devices go on; shutdown still releases. */
+static int test_strict_plugin_sticky(void)
+{
+    const char *unusable = "the device's CUDA context is unusable until the process restarts";
+    cuda_plugin p;
+    void *s, *d = NULL, *e;
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->stream_create(0, &s));
+    ASSERT_OK(p.ops->event_create(0, 0, &e));
+    fake.inject_sticky(0, CUDA_ERROR_ILLEGAL_ADDRESS);
+    test_log_clear();
+    ASSERT(p.ops->stream_synchronize(0, s) != INFINI_STATUS_SUCCESS);
+    ASSERT(p.ops->malloc_device(0, &d, 256) != INFINI_STATUS_SUCCESS);
+    ASSERT_PTR_EQ(d, NULL);
+    ASSERT(p.ops->event_record(0, e, s) != INFINI_STATUS_SUCCESS);
+    ASSERT_EQ(test_log_count("ERROR device 0", unusable), 3);
+    ASSERT_EQ(test_log_count("CUDA_ERROR_ILLEGAL_ADDRESS", NULL), 3);
+    /* Device 1 is another context. */
+    ASSERT_OK(p.ops->malloc_device(1, &d, 256));
+    ASSERT_OK(p.ops->free_device(1, d));
+    /* The broken context's handles cannot be destroyed; shutdown releases
+     * the context, which resets it. */
+    ASSERT(p.ops->stream_destroy(0, s) != INFINI_STATUS_SUCCESS);
+    ASSERT(p.ops->event_destroy(0, e) != INFINI_STATUS_SUCCESS);
+    p.ops->shutdown();
+    for (int dv = 0; dv < 8; dv++)
+        ASSERT_EQ(fake.refcount(dv), 0);
+    ASSERT_EQ(fake.live_streams(), 0);
+    ASSERT_EQ(fake.live_events(), 0);
+    return TEST_OK;
+}
+
+/* Shutdown releases the primary contexts, which resets them: memory from
+ * before is gone, and a later plugin refuses it with a clear error
+ * rather than touching it. */
+static int test_strict_plugin_reset(void)
+{
+    cuda_plugin p;
+    void *d = NULL;
+
+    CHECK(strict_open(&p));
+    ASSERT_OK(p.ops->malloc_device(0, &d, 256));
+    ASSERT_EQ(fake.live_allocs(), 1);
+    p.ops->shutdown();
+    ASSERT_EQ(fake.refcount(0), 0);
+    ASSERT_EQ(fake.live_allocs(), 0);
+    ASSERT_OK(fake_init(&p, "ok", NULL, 0));
+    test_log_clear();
+    ASSERT_STATUS(p.ops->free_device(0, d), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(test_log_count("ERROR", NULL), 1);
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 static const test_entry tests[] = {
     {"missing_library", test_missing_library},
     {"no_device", test_no_device},
@@ -1724,6 +1848,10 @@ static const test_entry tests[] = {
     {"strict_stream_destroy", test_strict_stream_destroy},
     {"strict_sticky", test_strict_sticky},
     {"strict_deinit", test_strict_deinit},
+    {"strict_plugin_host_fn", test_strict_plugin_host_fn},
+    {"strict_plugin_stream_destroy", test_strict_plugin_stream_destroy},
+    {"strict_plugin_sticky", test_strict_plugin_sticky},
+    {"strict_plugin_reset", test_strict_plugin_reset},
     {NULL, NULL},
 };
 
