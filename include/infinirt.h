@@ -646,10 +646,18 @@ typedef enum {
     INFINIRT_PLUGIN_LOADED = 0,
     INFINIRT_PLUGIN_DISABLED = 1,        /* enabled = false in the config */
     INFINIRT_PLUGIN_NOT_FOUND = 2,       /* library file does not exist */
-    INFINIRT_PLUGIN_DLOPEN_ERROR = 3,    /* message holds dlerror() */
+    /* message holds dlerror(), or why the file was not opened: it is not a
+     * regular file (a FIFO, a device, a directory), or, in a setuid/setgid
+     * process, it or its folder is world-writable or owned by a user other
+     * than root and the process's.  Outside setuid/setgid such a plugin
+     * loads, with a warning logged and added to its message. */
+    INFINIRT_PLUGIN_DLOPEN_ERROR = 3,
     INFINIRT_PLUGIN_ENTRY_MISSING = 4,   /* no infinirtPluginEntry symbol */
     INFINIRT_PLUGIN_ABI_MISMATCH = 5,    /* message holds got/wanted */
-    INFINIRT_PLUGIN_INIT_FAILED = 6,     /* message holds the plugin's reason */
+    /* message holds the plugin's reason, or the loader's: the plugin
+     * declared more than 4096 devices (refused, not cut down: such a count
+     * is a plugin bug). */
+    INFINIRT_PLUGIN_INIT_FAILED = 6,
     INFINIRT_PLUGIN_NO_DEVICES = 7,      /* loaded, zero devices; message says why */
     INFINIRT_PLUGIN_DUPLICATE_TYPE = 8,  /* another plugin already serves the type */
 } infinirtPluginStatus_t;

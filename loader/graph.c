@@ -142,7 +142,7 @@ static void gmem_put(gmem *m)
     }
     /* The key's arena (its cached blocks, and blocks the application still
      * holds) joins the device's shared one. */
-    infinirt__pool_stream_retired(m->dev->pool, m);
+    infinirt__pool_stream_retired(infinirt__device_pool_peek(m->dev), m);
     free(m);
 }
 
@@ -504,9 +504,10 @@ infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void *
     }
     void *p = NULL;
     infinirt__device *dev = s->dev;
-    infiniStatus_t st = infinirt__pool_alloc(dev->pool, size, c->mem, &p);
+    infinirt__pool *pool = infinirt__device_pool(dev);
+    infiniStatus_t st = pool != NULL ? infinirt__pool_alloc(pool, size, c->mem, &p) : INFINI_STATUS_OUT_OF_MEMORY;
     if (st == INFINI_STATUS_SUCCESS && held_add(c->mem, p, HELD_CAPTIVE) != 0) {
-        infinirt__pool_free(p, INFINIRT__POOL_SYNC, dev->pool);
+        infinirt__pool_free(p, INFINIRT__POOL_SYNC, pool);
         st = INFINI_STATUS_OUT_OF_MEMORY;
     }
     pthread_mutex_unlock(&g_mu);
@@ -546,7 +547,7 @@ infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char
     /* FreeAsync inside a capture of a block allocated before it: the graph
      * may still read it, so it is held until the graph goes. */
     infinirt__ptr_info info;
-    if (!infinirt__pool_lookup(ptr, &info) || info.offset != 0 || info.pool != s->dev->pool)
+    if (!infinirt__pool_lookup(ptr, &info) || info.offset != 0 || info.pool != infinirt__device_pool_peek(s->dev))
         return INFINI_STATUS_SUCCESS; /* not a block of this device: the normal path explains */
     pthread_mutex_lock(&g_mu);
     infinirt__capture *c = capture_of_locked(s, true);

@@ -413,7 +413,7 @@ static void stream_free(infinirt__stream *s)
                         infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name);
         return;
     }
-    infinirt__pool_stream_retired(dev->pool, s);
+    infinirt__pool_stream_retired(infinirt__device_pool_peek(dev), s);
     infinirt__pool_stream_retired(dev->plugin->host_pool, s);
     stream_unlink(s);
     /* A device synchronize may still be using the plugin stream. */

@@ -122,6 +122,7 @@ struct infinirt__plugin {
     char path[1024];
     infinirtPluginStatus_t status;
     char message[512];
+    char warning[512]; /* an unsafe file or folder: shown with the report's message */
     void *dl;
     /* &table once the handshake passed: the loader's own complete copy of
      * the plugin's entries, NULL ones replaced by NOT_IMPLEMENTED stubs, so
@@ -180,7 +181,9 @@ struct infinirt__device {
     int index;                   /* id within its type == plugin-local index */
     infinirtPluginDeviceInfo info;
     char uuid[64];               /* get_device_uuid's answer; "" = none */
-    infinirt__pool *pool;
+    /* Created on first use (infinirt__device_pool): a device that is never
+     * used costs no allocator. */
+    _Atomic(infinirt__pool *) pool;
     infinirt__stream *default_stream; /* the NULL stream's loader object */
     pthread_mutex_t lock;        /* streams list, event pool */
     infinirt__stream *streams;   /* created streams, doubly linked */
@@ -433,6 +436,19 @@ infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out);
 /* Log a failed call: "fn: reason (STATUS)" and return the status. */
 infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
     INFINIRT__PRINTF(3, 4);
+/* The device's allocator pool, created on first use; NULL only when out
+ * of memory. */
+infinirt__pool *infinirt__device_pool_slow(infinirt__device *d);
+static inline infinirt__pool *infinirt__device_pool(infinirt__device *d)
+{
+    infinirt__pool *p = atomic_load_explicit(&d->pool, memory_order_acquire);
+    return __builtin_expect(p != NULL, 1) ? p : infinirt__device_pool_slow(d);
+}
+/* The pool if it was created, else NULL: then the device holds no block. */
+static inline infinirt__pool *infinirt__device_pool_peek(infinirt__device *d)
+{
+    return atomic_load_explicit(&d->pool, memory_order_acquire);
+}
 /* Log a plugin call that failed, naming plugin, device and entry. */
 infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev,
                                        const char *entry);

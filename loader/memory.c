@@ -49,8 +49,8 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
         *p_ptr = NULL;
     } else {
         void *p = NULL;
-        infinirt__pool *pool = host ? dev->plugin->host_pool : dev->pool;
-        st = infinirt__pool_alloc(pool, size, host ? NULL : s, &p);
+        infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
+        st = pool != NULL ? infinirt__pool_alloc(pool, size, host ? NULL : s, &p) : INFINI_STATUS_OUT_OF_MEMORY;
         if (st == INFINI_STATUS_SUCCESS)
             *p_ptr = p;
         else
@@ -113,7 +113,9 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     void *key = s != NULL ? (void *)s : sync ? INFINIRT__POOL_SYNC : NULL;
     /* The pool rejects what it does not own; the lookup below only runs to
      * explain a failure, so the fast path pays for one lookup only. */
-    st = infinirt__pool_free(ptr, key, s != NULL ? s->dev->pool : want);
+    infinirt__pool *owner = s != NULL ? infinirt__device_pool_peek(s->dev) : want;
+    /* A stream's device whose pool was never made holds no block. */
+    st = s != NULL && owner == NULL ? INFINI_STATUS_BAD_PARAM : infinirt__pool_free(ptr, key, owner);
     if (st != INFINI_STATUS_SUCCESS) {
         infinirt__ptr_info info;
         bool found = infinirt__pool_lookup(ptr, &info);

@@ -14,7 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* The most devices one plugin may declare.  A count beyond it is a broken
+ * plugin, not a machine (the largest nodes have a few dozen devices); each
+ * device costs the loader a device entry and an allocator pool, so a bogus
+ * count of 100,000 would cost gigabytes before anything failed. */
+#define INFINIRT__MAX_PLUGIN_DEVICES 4096
 
 static void plugin_log(int level, const char *plugin_name, const char *fmt, ...)
 {
@@ -59,6 +67,72 @@ static void unload(infinirt__plugin *p)
     p->ops = NULL;
 }
 
+/* What a path that is not a regular file is, for the report. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "a special file";
+}
+
+/* Why a file or folder others could change is unsafe to load code from, or
+ * NULL: writable by everyone (a folder with the sticky bit only lets owners
+ * replace their files), or owned by a user other than root and us. */
+static const char *unsafe_why(const struct stat *sb, bool folder, char *buf, size_t n)
+{
+    if ((sb->st_mode & S_IWOTH) && !(folder && (sb->st_mode & S_ISVTX)))
+        return "is world-writable";
+    if (sb->st_uid != 0 && sb->st_uid != geteuid()) {
+        snprintf(buf, n, "is owned by uid %u (neither root nor this process's %u)", (unsigned)sb->st_uid,
+                 (unsigned)geteuid());
+        return buf;
+    }
+    return NULL;
+}
+
+/* A plugin file or folder that another user could have changed is loaded
+ * with a warning (kept in the report), and refused in a setuid or setgid
+ * process, whose caller must not choose the code it runs.  Returns 0 when
+ * the plugin may be opened. */
+static int check_ownership(infinirt__plugin *p, const struct stat *file)
+{
+    char owner[96], what[1200] = "";
+    const char *why = unsafe_why(file, false, owner, sizeof owner);
+    if (why != NULL) {
+        snprintf(what, sizeof what, "the file %s", why);
+    } else {
+        /* The folder the file really lives in: who may replace the file. */
+        char real[4096];
+        if (realpath(p->path, real) != NULL) {
+            char *slash = strrchr(real, '/');
+            if (slash == real)
+                slash[1] = '\0';
+            else if (slash != NULL)
+                *slash = '\0';
+            struct stat db;
+            if (stat(real, &db) == 0 && (why = unsafe_why(&db, true, owner, sizeof owner)) != NULL)
+                snprintf(what, sizeof what, "its folder %s %s", real, why);
+        }
+    }
+    if (why == NULL)
+        return 0;
+    if (getauxval(AT_SECURE)) {
+        set_status(p, INFINIRT_PLUGIN_DLOPEN_ERROR, "%s: refused in a setuid/setgid process", what);
+        return -1;
+    }
+    snprintf(p->warning, sizeof p->warning, "warning: %s; anyone who can change it controls this process", what);
+    INFINIRT__WARN("plugin %s (%s): %s", p->name, p->path, p->warning);
+    return 0;
+}
+
 /* dlopen, find the entry, check the table.  Returns 0 when the plugin may be
  * initialised. */
 static int open_and_handshake(infinirt__plugin *p)
@@ -71,6 +145,14 @@ static int open_and_handshake(infinirt__plugin *p)
         set_status(p, INFINIRT_PLUGIN_NOT_FOUND, "%s", strerror(errno));
         return -1;
     }
+    /* dlopen of a FIFO blocks until a writer comes, of a device reads it:
+     * only a regular file is opened. */
+    if (!S_ISREG(sb.st_mode)) {
+        set_status(p, INFINIRT_PLUGIN_DLOPEN_ERROR, "%s, not a regular file: not opened", file_kind(sb.st_mode));
+        return -1;
+    }
+    if (check_ownership(p, &sb) != 0)
+        return -1;
     dlerror();
     p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
     if (p->dl == NULL) {
@@ -159,7 +241,7 @@ static void read_uuid(infinirt__plugin *p, infinirt__device *d, int index)
     memcpy(d->uuid, buf, n + 1);
 }
 
-static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, const infinirt__config *cfg)
+static int setup_device(infinirt__plugin *p, infinirt__device *d, int index)
 {
     memset(d, 0, sizeof *d);
     d->plugin = p;
@@ -178,11 +260,27 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index, con
         return -1;
     d->default_stream->dev = d;
     d->default_stream->is_default = true;
+    atomic_init(&d->pool, NULL); /* infinirt__device_pool creates it */
+    return 0;
+}
 
+/* A pool is some 80 KiB of bins: made when a device is first used, so a
+ * plugin with many devices costs little until they are. */
+infinirt__pool *infinirt__device_pool_slow(infinirt__device *d)
+{
     infinirt__pool_backend be;
     infinirt__fence_backend(&be, d, NULL);
-    st = infinirt__pool_create(&be, &cfg->alloc, &d->pool);
-    return st == INFINI_STATUS_SUCCESS ? 0 : -1;
+    infinirt__pool *made = NULL, *none = NULL;
+    if (infinirt__pool_create(&be, &infinirt__rt.cfg.alloc, &made) != INFINI_STATUS_SUCCESS) {
+        INFINIRT__ERROR("%s:%d: out of memory creating the device's allocator",
+                        infinirtGetDeviceTypeName(d->plugin->type), d->index);
+        return infinirt__device_pool_peek(d);
+    }
+    if (!atomic_compare_exchange_strong(&d->pool, &none, made)) {
+        infinirt__pool_destroy(made); /* another thread's came first; this one holds nothing */
+        return none;
+    }
+    return made;
 }
 
 /* Handshake only: whether p may serve.  Its device type is decided on
@@ -231,7 +329,18 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     if (count <= 0) {
-        set_status(p, INFINIRT_PLUGIN_NO_DEVICES, "%s", msg[0] ? msg : "the plugin found no device");
+        set_status(p, INFINIRT_PLUGIN_NO_DEVICES, "%s%s%s", msg[0] ? msg : "the plugin found no device",
+                   p->warning[0] ? "; " : "", p->warning);
+        return;
+    }
+    if (count > INFINIRT__MAX_PLUGIN_DEVICES) {
+        /* Refused rather than clamped: a count like this is a bug in the
+         * plugin, and its other answers are no more to be trusted.  Its
+         * init succeeded, so it is shut down before it is dropped. */
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "the plugin declared %d devices; a plugin may serve at most %d",
+                   count, INFINIRT__MAX_PLUGIN_DEVICES);
+        p->ops->shutdown();
+        p->ops = NULL;
         return;
     }
     p->devices = calloc((size_t)count, sizeof *p->devices);
@@ -240,7 +349,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     for (int i = 0; i < count; i++) {
-        if (setup_device(p, &p->devices[i], i, cfg) != 0) {
+        if (setup_device(p, &p->devices[i], i) != 0) {
             set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory setting up device %d", i);
             return; /* devices stay allocated: harmless, and nothing else points at them */
         }
@@ -252,7 +361,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     p->device_count = count;
-    snprintf(p->message, sizeof p->message, "%s", msg);
+    snprintf(p->message, sizeof p->message, "%s%s%s", msg, msg[0] && p->warning[0] ? "; " : "", p->warning);
     p->status = INFINIRT_PLUGIN_LOADED;
     INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,
                    infinirtGetDeviceTypeName(p->type));

@@ -383,7 +383,11 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int
     infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__pool_stats(dev->pool, stats);
+    infinirt__pool *pool = infinirt__device_pool_peek(dev);
+    if (pool != NULL)
+        infinirt__pool_stats(pool, stats);
+    else
+        memset(stats, 0, sizeof *stats); /* never used: nothing allocated */
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -422,7 +426,9 @@ INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int de
     infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__pool_reset_peak(dev->pool);
+    infinirt__pool *pool = infinirt__device_pool_peek(dev);
+    if (pool != NULL)
+        infinirt__pool_reset_peak(pool);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -434,5 +440,6 @@ INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_
     infinirt__device *dev = NULL;
     if ((st = infinirt__device_lookup(device, device_id, __func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    return infinirt__pool_trim(dev->pool);
+    infinirt__pool *pool = infinirt__device_pool_peek(dev);
+    return pool != NULL ? infinirt__pool_trim(pool) : INFINI_STATUS_SUCCESS;
 }

@@ -80,7 +80,11 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceResourceSnapshot(infiniDevice_t dev
     /* What the allocator holds is the loader's own figure: known on every
      * backend, so reported even where the plugin gives no memory figures. */
     infinirtAllocatorStats_t stats;
-    infinirt__pool_stats(dev->pool, &stats);
+    infinirt__pool *pool = infinirt__device_pool_peek(dev);
+    if (pool != NULL)
+        infinirt__pool_stats(pool, &stats);
+    else
+        memset(&stats, 0, sizeof stats);
     snap.reserved_bytes = stats.reserved_bytes;
 
     /* Memory capacity only from the backend: a plugin without get_mem_info

@@ -139,7 +139,13 @@
     X(snapshot, no_mem_info)              \
     X(snapshot, mem_info_fails)           \
     X(loader, lazy_start)                 \
-    X(loader, report_starts_all)
+    X(loader, report_starts_all)          \
+    X(loader, device_cap)                 \
+    X(loader, many_devices_cheap)         \
+    X(loader, library_fifo)               \
+    X(loader, library_device)             \
+    X(loader, library_directory)          \
+    X(loader, unsafe_plugin_warns)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
