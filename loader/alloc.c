@@ -63,6 +63,46 @@ static void arena_free(infinirt__arena *a)
     free(a);
 }
 
+/* The peak of a multi-arena pool: each arena adds every change of its
+ * allocated bytes to the pool's total, whose highest value is the peak.
+ * Exact (a per-arena peak, or a total published only in steps, is lower
+ * than the true peak and could make the peak seem to fall when a later
+ * figure takes over); it costs one shared atomic add per call, paid only
+ * once a second stream has allocated.  A one-arena pool's own peak is the
+ * pool's. */
+static inline void publish(infinirt__pool *pool, infinirt__arena *a)
+{
+    size_t cur = a->req_bytes, pub = a->published;
+    if (cur == pub)
+        return;
+    size_t total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
+    a->published = cur;
+    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
+    while (total > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, total))
+        ;
+}
+
+/* The pool goes multi-arena (pool->mu held): from now on every arena
+ * publishes its changes.  `multi` is set first, so a call that takes an
+ * arena's lock after this publishes itself; what each arena did before is
+ * published here, with the one-arena peak as the starting peak. */
+static void start_multi(infinirt__pool *pool)
+{
+    atomic_store(&pool->multi, 1);
+    size_t peak = 0;
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        infinirt__arena *x = pool->arenas[i];
+        infinirt__spin_lock(&x->lock);
+        publish(pool, x);
+        if (x->peak_req > peak)
+            peak = x->peak_req;
+        infinirt__spin_unlock(&x->lock);
+    }
+    size_t pk = atomic_load(&pool->pub_peak);
+    while (peak > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, peak))
+        ;
+}
+
 static infinirt__arena *arena_for_slow(infinirt__pool *pool, void *stream, tl_map_ent *e, uint_fast64_t gen)
 {
     infinirt__arena *a = NULL, *spare = NULL;
@@ -93,8 +133,8 @@ static infinirt__arena *arena_for_slow(infinirt__pool *pool, void *stream, tl_ma
             a->stream = stream;
             a->in_use = true;
             infinirt__spin_unlock(&a->lock);
-            if (in_use > 0)
-                atomic_store(&pool->multi, 1);
+            if (in_use > 0 && !atomic_load(&pool->multi))
+                start_multi(pool);
         }
     }
     pthread_mutex_unlock(&pool->mu);
@@ -246,24 +286,6 @@ infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt
         INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails",
                        be->label, infinirtGetErrorName(st));
     return st;
-}
-
-/* Multi-arena pools keep the peak without a shared write per call: each
- * arena publishes max(0, current - SLACK) whenever its current value leaves
- * [published, published + 2 SLACK], so the published sum never exceeds the
- * true sum, and its peak is a lower bound of the true peak within 2 SLACK
- * per arena. */
-static inline void publish(infinirt__pool *pool, infinirt__arena *a)
-{
-    size_t cur = a->req_bytes, pub = a->published;
-    if (__builtin_expect(cur >= pub && cur - pub <= 2 * INFINIRT__PEAK_SLACK, 1))
-        return;
-    size_t np = cur > INFINIRT__PEAK_SLACK ? cur - INFINIRT__PEAK_SLACK : 0;
-    size_t total = atomic_fetch_add_explicit(&pool->pub_total, np - pub, memory_order_relaxed) + (np - pub);
-    a->published = np;
-    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
-    while (total > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, total))
-        ;
 }
 
 /* The counters a free changes first, before its block is handled (arena

@@ -56,9 +56,6 @@ typedef struct infinirt__arena infinirt__arena;
  * 1/WASTE_DIV of the request, 1/WASTE_DIV_STRICT near capacity. */
 #define INFINIRT__WASTE_DIV 16
 #define INFINIRT__WASTE_DIV_STRICT 64
-/* Arenas of a multi-arena pool publish their allocated bytes for the peak
- * within this hysteresis (see publish() in alloc.c). */
-#define INFINIRT__PEAK_SLACK ((size_t)2 << 20)
 /* Arenas copied at a time by the slow paths that visit every arena. */
 #define INFINIRT__SNAP_MAX 32u
 

@@ -208,8 +208,8 @@ void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
             infinirt__spin_unlock(&a->lock);
         }
     }
-    /* One arena: its peak is the pool's.  Several: the best lower bound kept
-     * without a shared write on the hot path (see publish() in alloc.c). */
+    /* One arena: its peak is the pool's.  Several: the published total's
+     * (see publish() in alloc.c). */
     if (atomic_load(&pool->multi)) {
         size_t pub = atomic_load(&pool->pub_peak);
         peak = pub > peak ? pub : peak;
@@ -240,7 +240,8 @@ void infinirt__pool_reset_peak(infinirt__pool *pool)
             infinirt__spin_unlock(&a->lock);
         }
     }
-    atomic_store(&pool->pub_peak, total);
+    /* Several arenas: the published total is the exact current figure. */
+    atomic_store(&pool->pub_peak, atomic_load(&pool->multi) ? atomic_load(&pool->pub_total) : total);
     atomic_store(&pool->peak_reserved, atomic_load(&pool->reserved));
 }
 

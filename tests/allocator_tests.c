@@ -386,3 +386,80 @@ int test_allocator_retired_stream_merged(void)
     ASSERT_OK(infinirtFree(p2));
     return TEST_OK;
 }
+
+/* The peak is the most bytes ever allocated at once since the last reset:
+ * exact, and never lower than before, however allocations and frees spread
+ * over streams (each stream has an arena of its own) and however streams
+ * retire.  The sequence includes the reported case: 32 MiB on two streams,
+ * then one FreeAsync. */
+int test_allocator_peak_exact(void)
+{
+    cpu_config("");
+    infinirtStream_t s[3];
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(infinirtStreamCreate(&s[i]));
+    enum { N = 64 };
+    void *ptr[N] = {0};
+    size_t len[N] = {0};
+    int on[N];
+    size_t cur = 0, peak = 0, last_peak = 0;
+    infinirtAllocatorStats_t st;
+    unsigned seed = 12345;
+    for (int step = 0; step < 600; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int i = (int)((seed >> 8) % N);
+        if (step == 0 || step == 1) {
+            /* The reported case first: 16 MiB on each of two streams. */
+            i = step;
+            ASSERT(ptr[i] == NULL);
+        }
+        if (ptr[i] == NULL) {
+            size_t n = step < 2 ? 16 * MiB : ((size_t)((seed >> 16) % 4096) + 1) * 1024;
+            int k = step < 2 ? step : (int)((seed >> 4) % 4); /* 3: the default stream */
+            ASSERT_OK(infinirtMallocAsync(&ptr[i], n, k < 3 ? s[k] : NULL));
+            len[i] = n;
+            on[i] = k;
+            cur += n;
+            peak = cur > peak ? cur : peak;
+        } else {
+            /* Freed on its own stream or, one time in three, on another
+             * of the device's streams. */
+            int k = (seed >> 20) % 3 == 0 ? (on[i] + 1) % 4 : on[i];
+            ASSERT_OK(infinirtFreeAsync(ptr[i], k < 3 ? s[k] : NULL));
+            ptr[i] = NULL;
+            cur -= len[i];
+        }
+        if (step == 300) {
+            /* A stream that retires hands its arena to the device's. */
+            for (int j = 0; j < N; j++)
+                if (ptr[j] != NULL && on[j] == 2) {
+                    ASSERT_OK(infinirtFreeAsync(ptr[j], s[2]));
+                    ptr[j] = NULL;
+                    cur -= len[j];
+                }
+            ASSERT_OK(infinirtStreamDestroy(s[2]));
+            ASSERT_OK(infinirtStreamCreate(&s[2]));
+        }
+        ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+        ASSERT_EQ(st.allocated_bytes, cur);
+        if (st.peak_allocated_bytes < last_peak)
+            TEST_FAILED_("step %d: the peak went down from %zu to %zu", step, last_peak,
+                         (size_t)st.peak_allocated_bytes);
+        if (st.peak_allocated_bytes != peak)
+            TEST_FAILED_("step %d: peak %zu, the most allocated at once was %zu", step,
+                         (size_t)st.peak_allocated_bytes, peak);
+        last_peak = st.peak_allocated_bytes;
+        if (step == 450) {
+            ASSERT_OK(infinirtResetPeakStats(INFINI_DEVICE_CPU, 0));
+            ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+            ASSERT_EQ(st.peak_allocated_bytes, cur);
+            peak = last_peak = cur;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        if (ptr[i] != NULL)
+            ASSERT_OK(infinirtFree(ptr[i]));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(infinirtStreamDestroy(s[i]));
+    return TEST_OK;
+}

@@ -145,7 +145,8 @@
     X(loader, library_fifo)               \
     X(loader, library_device)             \
     X(loader, library_directory)          \
-    X(loader, unsafe_plugin_warns)
+    X(loader, unsafe_plugin_warns)        \
+    X(allocator, peak_exact)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
