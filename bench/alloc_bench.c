@@ -859,9 +859,28 @@ static void print_machine(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, 1.0 / g_ns_per_tick, g_tsc_overhead);
 }
 
+static void usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: %s [--quick] [--frag-n N]\n"
+            "       %s --cell N MAX_MIB\n"
+            "Benchmarks the caching allocator: alloc+free pair latency, a random workload,\n"
+            "fragmentation and two-thread throughput (several minutes; --quick: fewer runs).\n"
+            "  --quick      fewer iterations and runs\n"
+            "  --frag-n N   the fragmentation part for N operations only\n"
+            "  --cell N MAX_MIB   one timing cell of the random workload, for profilers\n"
+            "The public-API parts read INFINIRT_CONFIG (a config with the CPU plugin).\n",
+            prog, prog);
+}
+
 int main(int argc, char **argv)
 {
     size_t frag_n = 0; /* 0: every N */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
     if (argc == 4 && strcmp(argv[1], "--cell") == 0) { /* for profilers */
         g_cell_n = strtoull(argv[2], NULL, 10);
         g_cell_max = strtoull(argv[3], NULL, 10);
@@ -874,6 +893,11 @@ int main(int argc, char **argv)
             g_quick = 1;
         else if (strcmp(argv[i], "--frag-n") == 0 && i + 1 < argc)
             frag_n = strtoull(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "%s: unknown argument '%s'\n", argv[0], argv[i]);
+            usage(stderr, argv[0]);
+            return 2;
+        }
     }
     double t0 = now_s();
     calibrate();

@@ -42,9 +42,10 @@ static double now_ns(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s event_query|stream_sync|memcpy_h2d|memcpy_d2h [calls]\n", argv[0]);
-        return 2;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: %s event_query|stream_sync|memcpy_h2d|memcpy_d2h [calls]\n",
+                argv[0]);
+        return argc < 2 ? 2 : 0;
     }
     const char *which = argv[1];
     long calls = argc > 2 ? atol(argv[2]) : 1000000;

@@ -250,6 +250,11 @@ static timing measure_events(int reps)
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 || (argc == 2 && (argv[1][0] < '0' || argv[1][0] > '9'))) {
+        int help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr, "usage: %s [REPETITIONS]   (default 20)\n", argv[0]);
+        return help ? 0 : 2;
+    }
     int reps = argc > 1 ? atoi(argv[1]) : 20;
     int ncuda = 0, nirt = 0, drv = 0;
     struct cudaDeviceProp prop;

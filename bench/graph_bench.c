@@ -214,6 +214,11 @@ static void write_config(void)
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 || (argc == 2 && (argv[1][0] < '0' || argv[1][0] > '9'))) {
+        int help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr, "usage: %s [ITERATIONS]   (default 2000)\n", argv[0]);
+        return help ? 0 : 2;
+    }
     long iters = argc > 1 ? atol(argv[1]) : 2000;
     if (iters <= 0)
         iters = 2000;

@@ -730,7 +730,10 @@ int main(int argc, char **argv)
     int status = EXIT_SKIP;
 
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--reps N] [--size MiB] [--sets N] [--plugin PATH] [--memory svm|buffer]\n", argv[0]);
+            return 0;
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
             bytes = (size_t)atol(argv[++i]) * MiB;
