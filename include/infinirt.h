@@ -27,6 +27,8 @@
  *    thread starts on the configured default device (CPU 0 if none).
  *  - A NULL stream means the default stream of the current device.
  *  - Every failure is also logged with its reason (see INFINIRT_LOG).
+ *    NOT_READY is an answer, not a failure: it is logged at debug level
+ *    only, so a program may poll.
  */
 #ifndef __INFINIRT_API_H__
 #define __INFINIRT_API_H__

@@ -101,13 +101,16 @@ infiniStatus_t infinirt__init_slow(void)
 
 infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
 {
-    if (infinirt__log_enabled(INFINIRT__LOG_WARN)) {
+    /* NOT_READY is an answer ("not yet"), not a failure: a program that
+     * polls must not flood the log. */
+    int level = st == INFINI_STATUS_NOT_READY ? INFINIRT__LOG_DEBUG : INFINIRT__LOG_WARN;
+    if (infinirt__log_enabled(level)) {
         char msg[1024];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        infinirt__log(INFINIRT__LOG_WARN, "%s: %s (%s)", fn, msg, infinirtGetErrorName(st));
+        infinirt__log(level, "%s: %s (%s)", fn, msg, infinirtGetErrorName(st));
     }
     return st;
 }
@@ -118,6 +121,11 @@ infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device
         /* The loader's stub for an entry the plugin does not have. */
         INFINIRT__WARN("%s:%d (plugin %s): %s is not supported by this plugin",
                        infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, entry);
+        return st;
+    }
+    if (st == INFINI_STATUS_NOT_READY) { /* an answer, not a failure (see infinirt__fail) */
+        INFINIRT__DEBUG("%s:%d (plugin %s): %s: not ready", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
+                        dev->plugin->name, entry);
         return st;
     }
     INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,

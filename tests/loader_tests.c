@@ -1341,3 +1341,43 @@ int test_loader_unsafe_plugin_warns(void)
         fprintf(stderr, "not root: the case of a file owned by another user was not run\n");
     return TEST_OK;
 }
+
+/* NOT_READY is an answer, not an error: polling an event that has not
+ * completed logs nothing at warn level (it flooded stderr). */
+int test_loader_not_ready_is_quiet(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = async\n", CPU_PLUGIN);
+    use_config(cfg);
+    tc_setenv("INFINIRT_LOG", "warn");
+    infinirtStream_t s;
+    infinirtEvent_t a, b;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtEventCreate(&a));
+    ASSERT_OK(infinirtEventCreate(&b));
+    static tc_gate gate; /* static: the runner may open it after we return */
+    ASSERT_OK(infinirtEventRecord(a, s));
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtEventRecord(b, s));
+    infinirtEventStatus_t es;
+    float ms;
+    for (int i = 0; i < 100; i++) {
+        ASSERT_OK(infinirtEventQuery(b, &es));
+        ASSERT_EQ(es, INFINIRT_EVENT_NOT_READY);
+        ASSERT_STATUS(infinirtEventElapsedTime(&ms, a, b), INFINI_STATUS_NOT_READY);
+    }
+    /* A real mistake next to it is still logged. */
+    ASSERT_STATUS(infinirtEventElapsedTime(NULL, a, b), INFINI_STATUS_NULL_POINTER);
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtEventElapsedTime(&ms, a, b));
+    const char *log = tc_read_file(log_path());
+    ASSERT(log != NULL);
+    ASSERT_STR_CONTAINS(log, "ms_ptr is NULL");
+    if (strstr(log, "NOT_READY") != NULL || strstr(log, "not completed") != NULL)
+        TEST_FAILED_("NOT_READY was logged as a warning:\n%s", log);
+    ASSERT_OK(infinirtEventDestroy(a));
+    ASSERT_OK(infinirtEventDestroy(b));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}

@@ -146,7 +146,8 @@
     X(loader, library_device)             \
     X(loader, library_directory)          \
     X(loader, unsafe_plugin_warns)        \
-    X(allocator, peak_exact)
+    X(allocator, peak_exact)              \
+    X(loader, not_ready_is_quiet)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
