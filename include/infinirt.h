@@ -482,7 +482,10 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
 
 /* Stream-ordered free: the memory is released once the work queued on
  * `stream` before this call has completed; allocations on the same stream
- * may reuse it at once.  Returns as infinirtFree, plus BAD_PARAM. */
+ * may reuse it at once.  The stream must belong to the pointer's device
+ * (NULL: that device's default stream); a stream of another device gives
+ * BAD_PARAM, logged naming the stream's device, and frees nothing.
+ * Returns as infinirtFree, plus BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream);
 
 /* Set `count` bytes at device pointer ptr to (unsigned char)value and wait.
@@ -734,7 +737,10 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorSettings(infinirtAllocatorSettin
 INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id);
 
 /* Give every fully free cached segment of a device's pool back to the
- * backend, after the work that may still use them has completed. */
+ * backend, after the work that may still use them has completed: blocks
+ * the caller until the work queued before earlier frees on the device's
+ * streams has completed.  Returns SUCCESS, BAD_PARAM, DEVICE_NOT_FOUND,
+ * DEVICE_TYPE_NOT_SUPPORTED. */
 INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id);
 
 #endif /* __INFINIRT_API_H__ */

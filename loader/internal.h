@@ -52,7 +52,7 @@ typedef struct {
     size_t nplugins, capplugins;
 } infinirt__config;
 
-/* Find and read the config (search order of ARCHITECTURE §3).  Never fails:
+/* Find and read the config (search order: the README's configuration section).  Never fails:
  * unreadable files and malformed lines are logged and skipped. */
 void infinirt__config_load(infinirt__config *cfg);
 /* Read one file.  Returns 0, or -1 if it cannot be opened (errno set). */
