@@ -53,8 +53,12 @@
 
 #include "infinicore.h"
 
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 3
+#define INFINIRT_PLUGIN_ABI_MINOR 4
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -88,7 +92,7 @@ typedef struct {
 
 /* What the loader gives the plugin at init.  Valid during init only, except
  * `log`, which may be called at any time from any thread. */
-typedef struct {
+typedef struct infinirtPluginInitArgs {
     uint32_t struct_size;                    /* sizeof as the loader knows it */
     uint32_t abi_major, abi_minor;           /* the loader's ABI */
     const infinirtPluginKeyValue *config;    /* the section's keys, in file order */
@@ -104,7 +108,79 @@ typedef struct {
      * ("no CUDA-capable device").  NUL-terminated, at most message_size. */
     char *message;
     size_t message_size;
+    /* ABI 1.4: report a problem with config[index] (an unknown key, a value
+     * that cannot be used).  The loader logs a warning that starts with the
+     * file and line of that key, the section, the key and the value; fmt
+     * says what is wrong and what is used instead ("not a number from 0 to
+     * 64; using 1").  Call it through infinirtPluginConfigWarn below, which
+     * falls back to `log` with an older loader.  A bad value should not fail
+     * init: warn and use the default, as the loader does for its own keys. */
+    void (*config_warnv)(const struct infinirtPluginInitArgs *args, size_t index, const char *fmt, va_list ap);
 } infinirtPluginInitArgs;
+
+/* Report a problem with args->config[index] (see config_warnv). */
+static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name,
+                                            size_t index, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name,
+                                            size_t index, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (args->struct_size >= offsetof(infinirtPluginInitArgs, config_warnv) + sizeof args->config_warnv &&
+        args->config_warnv != NULL) {
+        args->config_warnv(args, index, fmt, ap);
+    } else if (args->log != NULL) {
+        char what[512];
+        vsnprintf(what, sizeof what, fmt, ap);
+        args->log(INFINIRT_PLUGIN_LOG_WARN, plugin_name, "[plugin.%s] %s = '%s': %s", plugin_name,
+                  args->config[index].key, args->config[index].value, what);
+    }
+    va_end(ap);
+}
+
+/* A byte count: digits with an optional binary suffix K, M, G or T (also
+ * written KB/KiB, MB/MiB, GB/GiB, TB/TiB; any case), 1K = 1024.  The one
+ * parser of sizes: the loader reads its own keys with it too, so every
+ * section accepts the same spellings.  Returns 0 with *out set, or -1
+ * (*out unchanged) when text is not such a size or does not fit size_t. */
+static inline int infinirtPluginParseSize(const char *text, size_t *out)
+{
+    unsigned long long v = 0;
+    const char *p = text;
+    unsigned shift = 0;
+    if (p == NULL || *p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (~0ull - (unsigned)(*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (unsigned)(*p - '0');
+    }
+    switch (*p) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift != 0) {
+        p++;
+        if (*p == 'i' || *p == 'I') {
+            p++;
+            if (*p != 'b' && *p != 'B')
+                return -1; /* "Ki" alone */
+        }
+        if (*p == 'b' || *p == 'B')
+            p++;
+    }
+    if (*p != '\0' || v > ((size_t)-1 >> shift))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
 
 typedef struct {
     char name[256];
@@ -322,6 +398,8 @@ typedef struct infinirtPluginOps {
 /* The same for ABI 1.3. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_3 \
     (offsetof(infinirtPluginOps, get_device_uuid) + sizeof(void (*)(void)))
+/* ABI 1.4 appends no entry (it adds config_warnv to infinirtPluginInitArgs):
+ * a 1.4 table needs INFINIRT_PLUGIN_OPS_SIZE_1_3. */
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

@@ -3,8 +3,13 @@
  *
  * Search order (ARCHITECTURE §3): INFINIRT_CONFIG, then
  * $XDG_CONFIG_HOME/infinirt/infinirt.ini (~/.config when unset), then the
- * installed <prefix>/etc/infinirt/infinirt.ini found relative to the loader,
- * then an embedded default that loads every plugin beside the loader.
+ * installed <prefix>/etc/infinirt/infinirt.ini found relative to the loader.
+ * Every plugin in the plugin folder is considered whether the file names it
+ * or not; the file's [loader] plugins = LIST or a section's enabled = false
+ * keep one unloaded, and the report says which did.  The lines are read by
+ * ini.c; this file gives the keys their meaning, with one policy for every
+ * section: a bad value or an unknown key is logged with file:line, the key,
+ * the value and what is used instead, and the rest of the file still counts.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -13,13 +18,14 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <ini.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef INFINIRT_SYSCONF_FROM_LIBDIR
 #define INFINIRT_SYSCONF_FROM_LIBDIR "../etc"
@@ -59,34 +65,7 @@ INFINIRT_API const char *infinirtGetDeviceTypeName(infiniDevice_t device)
 
 int infinirt__parse_size(const char *text, size_t *out)
 {
-    if (text == NULL || !isdigit((unsigned char)*text))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0)
-        return -1;
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: return -1;
-    }
-    if (shift && (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I')) {
-        if (toupper((unsigned char)*end) == 'I')
-            end++; /* KiB, MiB, GiB */
-        if (toupper((unsigned char)*end) == 'B')
-            end++;
-    }
-    if (*end != '\0')
-        return -1;
-    if (shift && v > (SIZE_MAX >> shift))
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
+    return infinirtPluginParseSize(text, out);
 }
 
 int infinirt__parse_bool(const char *text)
@@ -131,15 +110,22 @@ const char *infinirt__loader_dir(void)
 
 /* ------------------------------------------------------------ reading */
 
+/* A config file is a few kilobytes; anything near this is not one. */
+#define CONFIG_MAX_BYTES ((size_t)1 << 20)
+/* Line problems reported per file: a file that is not INI at all would
+ * otherwise print one warning per line. */
+#define CONFIG_MAX_PROBLEMS 20
+
+typedef enum { SEC_IGNORED, SEC_LOADER, SEC_ALLOCATOR, SEC_PLUGIN } section_kind;
+
 typedef struct {
+    infinirt__ini_sink sink; /* first: the sink pointer is the reader's */
     infinirt__config *cfg;
-    FILE *f;
     const char *path;
-    int line;                 /* line number of the line inih is parsing */
-    bool prev_was_key;        /* for inih's indented continuation lines */
-    infinirt__plugin_conf *cur_plugin;
-    char cur_section[128];
-} reader_state;
+    section_kind kind;
+    infinirt__plugin_conf *plugin; /* SEC_PLUGIN: its entry */
+    int problems;
+} reader;
 
 static char *xstrdup(const char *s)
 {
@@ -165,71 +151,27 @@ static void *xgrow(void *p, size_t *cap, size_t n, size_t elem)
     return q;
 }
 
-static bool is_blank_or_comment(const char *s)
+static void on_problem(infinirt__ini_sink *sink, int line, const char *what)
 {
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
-        s++;
-    return *s == '\0' || *s == ';' || *s == '#';
+    reader *r = (reader *)sink;
+    if (++r->problems <= CONFIG_MAX_PROBLEMS)
+        INFINIRT__WARN("%s:%d: %s", r->path, line, what);
+    else if (r->problems == CONFIG_MAX_PROBLEMS + 1)
+        INFINIRT__WARN("%s:%d: more than %d malformed lines; the others are not reported", r->path, line,
+                       CONFIG_MAX_PROBLEMS);
 }
 
-/* Cut an inline comment: ';' or '#' after a space or tab ends the value.
- * inih cuts ';' only, and only when built with inline comments, so a
- * "key = 4M  # note" used to reach the plugin as the value "4M  # note". */
-static void cut_inline_comment(char *line)
+/* The one format of every bad value: where, which key, the value, what is
+ * wrong and what is used instead. */
+static void bad_value(reader *r, int line, const char *section, const char *key, const char *value,
+                      const char *why, const char *used)
 {
-    for (char *p = line; *p != '\0'; p++) {
-        if ((*p == ';' || *p == '#') && p > line && (p[-1] == ' ' || p[-1] == '\t')) {
-            p[0] = '\n';
-            p[1] = '\0';
-            return;
-        }
-    }
+    INFINIRT__WARN("%s:%d: [%s] %s = '%s': %s; using %s", r->path, line, section, key, value, why, used);
 }
 
-/* inih does not tell its handler the line number, and reports only the first
- * malformed line.  Feeding it through this reader lets us count lines and
- * warn about every malformed one ourselves, with file and line. */
-static char *counting_reader(char *str, int num, void *stream)
+static void unknown_key(reader *r, int line, const char *section, const char *key, const char *known)
 {
-    reader_state *st = stream;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, st->f);
-    if (n < 0) {
-        free(line);
-        return NULL;
-    }
-    st->line++;
-    const char *s = line;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    bool indented = s != line;
-    bool ok;
-    if ((size_t)n >= (size_t)num) {
-        INFINIRT__WARN("%s:%d: line longer than %d characters ignored", st->path, st->line, num - 1);
-        ok = false;
-    } else if (is_blank_or_comment(s)) {
-        ok = true;
-    } else if (*s == '[') {
-        ok = strchr(s, ']') != NULL;
-        if (!ok)
-            INFINIRT__WARN("%s:%d: malformed section header (no closing ']'): ignored", st->path, st->line);
-        st->prev_was_key = false;
-    } else if (indented && st->prev_was_key) {
-        ok = true; /* continuation of the previous value */
-        cut_inline_comment(line);
-    } else {
-        cut_inline_comment(line);
-        ok = strchr(s, '=') != NULL || strchr(s, ':') != NULL;
-        if (!ok)
-            INFINIRT__WARN("%s:%d: malformed line (expected key = value): ignored", st->path, st->line);
-        st->prev_was_key = ok;
-    }
-    /* A rejected line is replaced by an empty one so inih neither errors on
-     * it nor loses its own line count. */
-    snprintf(str, (size_t)num, "%s", ok ? line : "\n");
-    free(line);
-    return str;
+    INFINIRT__WARN("%s:%d: [%s] unknown key '%s' ignored (known: %s)", r->path, line, section, key, known);
 }
 
 static void resolve_path(const infinirt__config *cfg, const char *value, char *out, size_t outsz)
@@ -240,13 +182,21 @@ static void resolve_path(const infinirt__config *cfg, const char *value, char *o
         snprintf(out, outsz, "%s/%s", cfg->dir, value);
 }
 
-static infinirt__plugin_conf *find_or_add_plugin(infinirt__config *cfg, const char *name, int line)
+static infinirt__plugin_conf *find_plugin(infinirt__config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->nplugins; i++)
         if (strcmp(cfg->plugins[i].name, name) == 0)
             return &cfg->plugins[i];
+    return NULL;
+}
+
+static infinirt__plugin_conf *find_or_add_plugin(infinirt__config *cfg, const char *name, int line)
+{
+    infinirt__plugin_conf *pc = find_plugin(cfg, name);
+    if (pc != NULL)
+        return pc;
     cfg->plugins = xgrow(cfg->plugins, &cfg->capplugins, cfg->nplugins, sizeof *cfg->plugins);
-    infinirt__plugin_conf *pc = &cfg->plugins[cfg->nplugins++];
+    pc = &cfg->plugins[cfg->nplugins++];
     memset(pc, 0, sizeof *pc);
     snprintf(pc->name, sizeof pc->name, "%s", name);
     pc->enabled = true;
@@ -254,17 +204,68 @@ static infinirt__plugin_conf *find_or_add_plugin(infinirt__config *cfg, const ch
     return pc;
 }
 
-static void handle_loader_key(reader_state *st, const char *name, const char *value)
+/* A plugin name becomes part of a file name (libinfinirt_NAME.so). */
+static bool valid_plugin_name(const char *name)
 {
-    infinirt__config *cfg = st->cfg;
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof(((infinirt__plugin_conf *)0)->name))
+        return false;
+    for (const char *p = name; *p != '\0'; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+            return false;
+    return true;
+}
+
+static void on_section(infinirt__ini_sink *sink, const char *name, int line)
+{
+    reader *r = (reader *)sink;
+    r->plugin = NULL;
+    r->kind = SEC_IGNORED;
+    if (strcmp(name, "loader") == 0) {
+        r->kind = SEC_LOADER;
+    } else if (strcmp(name, "allocator") == 0) {
+        r->kind = SEC_ALLOCATOR;
+    } else if (strncmp(name, "plugin.", 7) == 0) {
+        if (!valid_plugin_name(name + 7)) {
+            INFINIRT__WARN("%s:%d: [%.80s%s]: a plugin name is 1 to 63 letters, digits, '_' or '-'; section "
+                           "ignored",
+                           r->path, line, name, strlen(name) > 80 ? "..." : "");
+            return;
+        }
+        r->kind = SEC_PLUGIN;
+        /* "[plugin.cpu]" alone means "load cpu with its defaults". */
+        r->plugin = find_or_add_plugin(r->cfg, name + 7, line);
+    } else {
+        INFINIRT__WARN("%s:%d: unknown section [%.80s%s]: its keys are ignored (known: [loader], [allocator], "
+                       "[plugin.NAME])",
+                       r->path, line, name, strlen(name) > 80 ? "..." : "");
+    }
+}
+
+static void loader_key(reader *r, int line, const char *name, const char *value)
+{
+    infinirt__config *cfg = r->cfg;
     if (strcmp(name, "log_level") == 0) {
         int l = infinirt__log_parse_level(value);
         if (l < 0)
-            INFINIRT__WARN("%s:%d: log_level '%s' is not error, warn, info or debug", st->path, st->line, value);
+            bad_value(r, line, "loader", name, value, "not error, warn, info or debug",
+                      cfg->log_level < 0 ? "the default (warn, or INFINIRT_LOG)" : "the earlier value");
         else
             cfg->log_level = l;
     } else if (strcmp(name, "plugin_dir") == 0) {
-        resolve_path(cfg, value, cfg->plugin_dir, sizeof cfg->plugin_dir);
+        if (value[0] == '\0')
+            bad_value(r, line, "loader", name, value, "empty", "the folder beside libinfinirt.so");
+        else
+            resolve_path(cfg, value, cfg->plugin_dir, sizeof cfg->plugin_dir);
+    } else if (strcmp(name, "plugins") == 0) {
+        if (value[0] == '\0') {
+            bad_value(r, line, "loader", name, value, "empty (to load no plugin, set enabled = false in its "
+                      "section)", "every plugin found");
+            return;
+        }
+        free(cfg->only);
+        cfg->only = xstrdup(value);
+        cfg->only_line = line;
     } else if (strcmp(name, "default_device") == 0) {
         char type[32];
         int id = 0;
@@ -278,126 +279,216 @@ static void handle_loader_key(reader_state *st, const char *name, const char *va
         }
         char *end = NULL;
         if (colon != NULL) {
+            errno = 0;
             long v = strtol(colon + 1, &end, 10);
             id = (int)v;
-            if (end == colon + 1 || *end != '\0' || v < 0 || v > INT_MAX)
+            if (end == colon + 1 || *end != '\0' || errno != 0 || v < 0 || v > INT_MAX)
                 t = -1;
         }
         if (t < 0) {
-            INFINIRT__WARN("%s:%d: default_device '%s' is not TYPE[:ID] (e.g. cpu:0, nvidia:1)", st->path,
-                           st->line, value);
+            char used[64];
+            snprintf(used, sizeof used, "%s:%d", infinirtGetDeviceTypeName(cfg->default_type), cfg->default_id);
+            bad_value(r, line, "loader", name, value, "not TYPE[:ID] (e.g. cpu:0, nvidia:1)", used);
         } else {
             cfg->default_type = (infiniDevice_t)t;
             cfg->default_id = id;
         }
     } else {
-        INFINIRT__WARN("%s:%d: unknown key '%s' in [loader]: ignored", st->path, st->line, name);
+        unknown_key(r, line, "loader", name, "log_level, plugin_dir, plugins, default_device");
     }
 }
 
-static void handle_allocator_key(reader_state *st, const char *name, const char *value)
+static void allocator_key(reader *r, int line, const char *name, const char *value)
 {
-    infinirt__alloc_config *a = &st->cfg->alloc;
+    infinirt__alloc_config *a = &r->cfg->alloc;
+    char used[64];
     size_t sz;
-    int b;
     if (strcmp(name, "enabled") == 0 || strcmp(name, "release_on_free") == 0) {
-        if ((b = infinirt__parse_bool(value)) < 0) {
-            INFINIRT__WARN("%s:%d: %s = '%s' is not true or false", st->path, st->line, name, value);
-            return;
-        }
-        if (name[0] == 'e')
-            a->enabled = b;
+        int *dst = name[0] == 'e' ? &a->enabled : &a->release_on_free;
+        int b = infinirt__parse_bool(value);
+        if (b < 0)
+            bad_value(r, line, "allocator", name, value, "not true or false", *dst ? "true" : "false");
         else
-            a->release_on_free = b;
+            *dst = b;
     } else if (strcmp(name, "max_cached") == 0 || strcmp(name, "granularity") == 0 ||
                strcmp(name, "max_split_size") == 0) {
-        if (infinirt__parse_size(value, &sz) < 0) {
-            INFINIRT__WARN("%s:%d: %s = '%s' is not a size (e.g. 512, 64K, 2M, 1G)", st->path, st->line, name,
-                           value);
-            return;
-        }
-        if (name[0] == 'g') {
-            if (sz == 0 || (sz & (sz - 1)) != 0 || sz > (1u << 30)) {
-                INFINIRT__WARN("%s:%d: granularity must be a power of two up to 1G, not %zu", st->path,
-                               st->line, sz);
-                return;
-            }
-            a->granularity = sz;
-        } else if (name[4] == 'c') {
-            a->max_cached_bytes = sz;
-        } else {
-            a->max_split_size = sz;
-        }
+        size_t *dst = name[0] == 'g' ? &a->granularity : name[4] == 'c' ? &a->max_cached_bytes : &a->max_split_size;
+        snprintf(used, sizeof used, "%zu", *dst);
+        if (infinirt__parse_size(value, &sz) < 0)
+            bad_value(r, line, "allocator", name, value, "not a size (e.g. 512, 64K, 2M, 1GiB)", used);
+        else if (dst == &a->granularity && (sz == 0 || (sz & (sz - 1)) != 0 || sz > ((size_t)1 << 30)))
+            bad_value(r, line, "allocator", name, value, "granularity must be a power of two up to 1G", used);
+        else
+            *dst = sz;
     } else {
-        INFINIRT__WARN("%s:%d: unknown key '%s' in [allocator]: ignored", st->path, st->line, name);
+        unknown_key(r, line, "allocator", name, "enabled, granularity, max_cached, max_split_size, "
+                    "release_on_free");
     }
 }
 
-static int on_ini_key(void *user, const char *section, const char *name, const char *value)
+static void plugin_key(reader *r, int line, const char *name, const char *value)
 {
-    reader_state *st = user;
-    infinirt__config *cfg = st->cfg;
-    if (name == NULL)
-        return 1; /* section start (INI_CALL_HANDLER_ON_NEW_SECTION builds only) */
-    if (strcmp(section, "loader") == 0) {
-        handle_loader_key(st, name, value);
-    } else if (strcmp(section, "allocator") == 0) {
-        handle_allocator_key(st, name, value);
-    } else if (strncmp(section, "plugin.", 7) == 0 && section[7] != '\0') {
-        infinirt__plugin_conf *pc = find_or_add_plugin(cfg, section + 7, st->line);
-        if (strcmp(name, "library") == 0) {
-            resolve_path(cfg, value, pc->library, sizeof pc->library);
-        } else if (strcmp(name, "enabled") == 0) {
-            int b = infinirt__parse_bool(value);
-            if (b < 0)
-                INFINIRT__WARN("%s:%d: enabled = '%s' is not true or false; plugin left enabled", st->path,
-                               st->line, value);
-            else
-                pc->enabled = b;
+    infinirt__plugin_conf *pc = r->plugin;
+    char section[80];
+    snprintf(section, sizeof section, "plugin.%s", pc->name);
+    if (strcmp(name, "library") == 0) {
+        if (value[0] == '\0')
+            bad_value(r, line, section, name, value, "empty", "<plugin_dir>/libinfinirt_NAME.so");
+        else
+            resolve_path(r->cfg, value, pc->library, sizeof pc->library);
+    } else if (strcmp(name, "enabled") == 0) {
+        int b = infinirt__parse_bool(value);
+        if (b < 0) {
+            bad_value(r, line, section, name, value, "not true or false", pc->enabled ? "true" : "false");
         } else {
-            pc->keys = xgrow(pc->keys, &pc->capkeys, pc->nkeys, sizeof *pc->keys);
-            pc->keys[pc->nkeys++] = (infinirt__kv){xstrdup(name), xstrdup(value), st->line};
+            pc->enabled = b;
+            snprintf(pc->why_off, sizeof pc->why_off, "enabled = %s (%s:%d)", value, r->path, line);
         }
     } else {
-        INFINIRT__WARN("%s:%d: unknown section [%s]: key '%s' ignored", st->path, st->line, section, name);
+        /* The plugin's own key: the plugin checks it, and reports problems
+         * through config_warnv with this line (infinirt__config_warn_key). */
+        pc->keys = xgrow(pc->keys, &pc->capkeys, pc->nkeys, sizeof *pc->keys);
+        pc->keys[pc->nkeys++] = (infinirt__kv){xstrdup(name), xstrdup(value), line};
     }
-    return 1;
 }
 
-int infinirt__config_read_file(infinirt__config *cfg, const char *path)
+static void on_key(infinirt__ini_sink *sink, const char *section, const char *name, const char *value, int line)
 {
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
+    (void)section;
+    reader *r = (reader *)sink;
+    switch (r->kind) {
+    case SEC_LOADER: loader_key(r, line, name, value); break;
+    case SEC_ALLOCATOR: allocator_key(r, line, name, value); break;
+    case SEC_PLUGIN: plugin_key(r, line, name, value); break;
+    case SEC_IGNORED: break; /* reported at the section header */
+    }
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "is a directory, not a file"
+           : S_ISFIFO(m) ? "is a FIFO (named pipe), not a regular file"
+           : S_ISCHR(m)  ? "is a character device, not a regular file"
+           : S_ISBLK(m)  ? "is a block device, not a regular file"
+           : S_ISSOCK(m) ? "is a socket, not a regular file"
+                         : "is not a regular file";
+}
+
+/* Read the whole file into a NUL-terminated buffer.  O_NONBLOCK: opening
+ * a FIFO must not wait for a writer; only regular files are then read, so
+ * nothing can block or run forever (/dev/zero). */
+static char *slurp(const char *path, size_t *len, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot be opened: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    char *buf = NULL;
+    if (fstat(fd, &sb) != 0) {
+        snprintf(why, why_size, "cannot be examined: %s", strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, why_size, "%s", file_kind(sb.st_mode));
+        goto fail;
+    }
+    if ((unsigned long long)sb.st_size > CONFIG_MAX_BYTES) {
+        snprintf(why, why_size, "is %lld bytes; a config file may have at most %zu", (long long)sb.st_size,
+                 CONFIG_MAX_BYTES);
+        goto fail;
+    }
+    buf = malloc(CONFIG_MAX_BYTES + 1);
+    if (buf == NULL) {
+        snprintf(why, why_size, "cannot be read: out of memory");
+        goto fail;
+    }
+    size_t n = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf + n, CONFIG_MAX_BYTES + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(why, why_size, "cannot be read: %s", strerror(errno));
+            goto fail;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if (n > CONFIG_MAX_BYTES) { /* it grew while we read it */
+            snprintf(why, why_size, "has more than %zu bytes", CONFIG_MAX_BYTES);
+            goto fail;
+        }
+    }
+    close(fd);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+fail:
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *why, size_t why_size)
+{
+    size_t len = 0;
+    char *text = slurp(path, &len, why, why_size);
+    if (text == NULL)
         return -1;
+    const char *nul = memchr(text, '\0', len);
+    size_t skip = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    size_t blank = strspn(text + skip, " \t\r\n\v\f");
+    int rc = -1;
+    if (nul != NULL) {
+        snprintf(why, why_size, "is a binary file (a NUL byte at offset %zu), not an INI text file",
+                 (size_t)(nul - text));
+        goto out;
+    }
+    if (skip + blank == len) {
+        snprintf(why, why_size, "is empty");
+        goto out;
+    }
     char resolved[PATH_MAX];
     snprintf(cfg->path, sizeof cfg->path, "%s", realpath(path, resolved) ? resolved : path);
     snprintf(cfg->dir, sizeof cfg->dir, "%s", cfg->path);
     char *slash = strrchr(cfg->dir, '/');
     if (slash != NULL)
-        *slash = '\0';
+        slash == cfg->dir ? (void)snprintf(cfg->dir, sizeof cfg->dir, "/") : (void)(*slash = '\0');
     else
         snprintf(cfg->dir, sizeof cfg->dir, ".");
-    reader_state st = {.cfg = cfg, .f = f, .path = cfg->path};
-    /* Sections seen before any [plugin.X] key still create the plugin entry:
-     * "[plugin.cpu]" alone means "load cpu with defaults".  inih only reports
-     * keys, so section headers are picked up by a first pass. */
-    char buf[2048];
-    int line = 0;
-    while (fgets(buf, sizeof buf, f) != NULL) {
-        line++;
-        char *s = buf;
-        while (*s == ' ' || *s == '\t')
-            s++;
-        char *close;
-        if (strncmp(s, "[plugin.", 8) == 0 && (close = strchr(s, ']')) != NULL && close > s + 8) {
-            *close = '\0';
-            find_or_add_plugin(cfg, s + 8, line);
-        }
+    reader r = {
+        .sink = {.section = on_section, .key = on_key, .problem = on_problem},
+        .cfg = cfg,
+        .path = cfg->path,
+    };
+    size_t found = infinirt__ini_parse(text, len, &r.sink);
+    if (found == 0 && r.problems > 0) {
+        /* Nothing but malformed lines: not a config at all (a file that is
+         * only comments is a config that sets nothing, and is fine). */
+        snprintf(why, why_size, "has no [section] header or KEY = VALUE line: not an INI file");
+        cfg->path[0] = cfg->dir[0] = '\0';
+        goto out;
     }
-    rewind(f);
-    ini_parse_stream(counting_reader, &st, on_ini_key, &st);
-    fclose(f);
-    return 0;
+    rc = 0;
+out:
+    free(text);
+    return rc;
+}
+
+void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plugin_conf *pc, size_t index,
+                               const char *fmt, va_list ap)
+{
+    char what[512];
+    vsnprintf(what, sizeof what, fmt, ap);
+    if (index >= pc->nkeys) {
+        INFINIRT__WARN("plugin %s: %s (config entry %zu of %zu)", pc->name, what, index, pc->nkeys);
+        return;
+    }
+    const infinirt__kv *kv = &pc->keys[index];
+    INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", cfg->path[0] ? cfg->path : "(no file)", kv->line,
+                   pc->name, kv->key, kv->value, what);
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -431,32 +522,90 @@ void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir)
     /* readdir order is arbitrary; sort so the report is stable. */
     qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
-        char name[64];
+        char name[256];
         size_t len = strlen(names[i]) - 12 - 3;
         snprintf(name, sizeof name, "%.*s", (int)len, names[i] + 12);
-        infinirt__plugin_conf *pc = find_or_add_plugin(cfg, name, 0);
-        snprintf(pc->library, sizeof pc->library, "%s/%s", dir, names[i]);
+        if (!valid_plugin_name(name)) {
+            INFINIRT__INFO("plugin folder %s: %s skipped (not a plugin name)", dir, names[i]);
+        } else if (find_plugin(cfg, name) == NULL) {
+            /* Found and not named in the file: loaded with its defaults. */
+            infinirt__plugin_conf *pc = find_or_add_plugin(cfg, name, 0);
+            snprintf(pc->library, sizeof pc->library, "%s/%s", dir, names[i]);
+        }
         free(names[i]);
     }
     free(names);
 }
 
-static int try_file(infinirt__config *cfg, const char *path, const char *what)
+/* Whether name is in the comma list. */
+static bool in_list(const char *list, const char *name)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        INFINIRT__DEBUG("config: no %s at %s", what, path);
-        return -1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e != '\0' && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        if ((size_t)(t - p) == n && strncmp(p, name, n) == 0)
+            return true;
+        p = e;
     }
-    if (infinirt__config_read_file(cfg, path) != 0) {
-        INFINIRT__WARN("config: %s %s cannot be read: %s", what, path, strerror(errno));
-        return -1;
-    }
-    INFINIRT__INFO("config: read %s %s", what, cfg->path);
-    return 0;
+    return false;
 }
 
-void infinirt__config_load(infinirt__config *cfg)
+/* [loader] plugins = LIST: only these load; every other plugin found is
+ * reported as not loaded, with the reason.  A listed name that is nowhere
+ * is added, so the report says its file was not found. */
+static void apply_only(infinirt__config *cfg)
+{
+    if (cfg->only == NULL)
+        return;
+    for (size_t i = 0; i < cfg->nplugins; i++) {
+        infinirt__plugin_conf *pc = &cfg->plugins[i];
+        if (pc->enabled && !in_list(cfg->only, pc->name)) {
+            pc->enabled = false;
+            snprintf(pc->why_off, sizeof pc->why_off, "not in [loader] plugins = %.120s (%s:%d)", cfg->only,
+                     cfg->path, cfg->only_line);
+        }
+    }
+    char *list = xstrdup(cfg->only), *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ' || *tok == '\t')
+            tok++;
+        size_t n = strlen(tok);
+        while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+            tok[--n] = '\0';
+        if (n == 0)
+            continue;
+        if (!valid_plugin_name(tok))
+            INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path,
+                           cfg->only_line, tok);
+        else if (find_plugin(cfg, tok) == NULL)
+            find_or_add_plugin(cfg, tok, cfg->only_line);
+    }
+    free(list);
+}
+
+/* 1: read; 0: no file there; -1: a file that cannot be used (reported). */
+static int try_file(infinirt__config *cfg, const char *path, const char *what, char *why, size_t why_size)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT) {
+        snprintf(why, why_size, "does not exist");
+        INFINIRT__DEBUG("config: no %s at %s", what, path);
+        return 0;
+    }
+    if (infinirt__config_read_file(cfg, path, why, why_size) != 0)
+        return -1;
+    INFINIRT__INFO("config: read %s %s", what, cfg->path);
+    return 1;
+}
+
+int infinirt__config_load(infinirt__config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->log_level = -1;
@@ -464,16 +613,23 @@ void infinirt__config_load(infinirt__config *cfg)
     cfg->default_id = 0;
     infinirt__alloc_config_default(&cfg->alloc);
 
-    char path[PATH_MAX];
-    int found = -1;
+    char path[PATH_MAX], why[256];
+    int found = 0;
     const char *env = secure_getenv("INFINIRT_CONFIG");
     if (env != NULL && env[0] != '\0') {
-        found = try_file(cfg, env, "INFINIRT_CONFIG file");
-        if (found != 0)
-            INFINIRT__WARN("INFINIRT_CONFIG=%s cannot be read (%s); searching the usual places", env,
-                           strerror(errno));
+        /* The operator named this file: using another one instead would
+         * run with settings nobody asked for. */
+        if (try_file(cfg, env, "INFINIRT_CONFIG file", why, sizeof why) != 1) {
+            INFINIRT__ERROR("INFINIRT_CONFIG=%s %s; infinirt does not start (fix the file, or unset "
+                            "INFINIRT_CONFIG to use the usual search)",
+                            env, why);
+            return -1;
+        }
+        found = 1;
     }
-    if (found != 0) {
+    /* A file in a usual place that cannot be used is reported and skipped,
+     * as if it were not there. */
+    if (!found) {
         const char *xdg = secure_getenv("XDG_CONFIG_HOME");
         const char *home = secure_getenv("HOME");
         if (xdg != NULL && xdg[0] == '/')
@@ -482,26 +638,31 @@ void infinirt__config_load(infinirt__config *cfg)
             snprintf(path, sizeof path, "%s/.config/infinirt/infinirt.ini", home);
         else
             path[0] = '\0';
-        if (path[0] != '\0')
-            found = try_file(cfg, path, "user config");
+        if (path[0] != '\0' && (found = try_file(cfg, path, "user config", why, sizeof why)) < 0)
+            INFINIRT__WARN("config: user config %s %s; ignored", path, why);
     }
-    if (found != 0) {
+    if (found != 1) {
         snprintf(path, sizeof path, "%s/%s/infinirt/infinirt.ini", infinirt__loader_dir(),
                  INFINIRT_SYSCONF_FROM_LIBDIR);
-        found = try_file(cfg, path, "installed config");
+        if ((found = try_file(cfg, path, "installed config", why, sizeof why)) < 0)
+            INFINIRT__WARN("config: installed config %s %s; ignored", path, why);
     }
     if (cfg->plugin_dir[0] == '\0')
         snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(),
                  INFINIRT_PLUGIN_SUBDIR);
-    if (found != 0) {
+    if (found != 1) {
         INFINIRT__INFO("config: no file found; loading every plugin in %s", cfg->plugin_dir);
         cfg->path[0] = '\0';
-        infinirt__config_scan_plugins(cfg, cfg->plugin_dir);
     }
+    /* Every plugin in the folder is considered, named in the file or not:
+     * a file that sets one plugin's keys does not hide the others. */
+    infinirt__config_scan_plugins(cfg, cfg->plugin_dir);
+    apply_only(cfg);
     /* A plugin named in the file without `library` lives in plugin_dir. */
     for (size_t i = 0; i < cfg->nplugins; i++) {
         infinirt__plugin_conf *pc = &cfg->plugins[i];
         if (pc->library[0] == '\0')
             snprintf(pc->library, sizeof pc->library, "%s/libinfinirt_%s.so", cfg->plugin_dir, pc->name);
     }
+    return 0;
 }

@@ -14,6 +14,7 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +36,7 @@ typedef struct {
     char name[64];     /* NAME of [plugin.NAME] */
     char library[1024];/* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
     bool enabled;
+    char why_off[256]; /* why it is not loaded when !enabled (the report's message) */
     int line;          /* line of the section header, 0 for scanned plugins */
     infinirt__kv *keys;/* keys other than library/enabled, passed to the plugin */
     size_t nkeys, capkeys;
@@ -50,15 +52,40 @@ typedef struct {
     infinirt__alloc_config alloc;
     infinirt__plugin_conf *plugins;
     size_t nplugins, capplugins;
+    char *only;               /* [loader] plugins = LIST (comma list), NULL = every plugin found */
+    int only_line;
 } infinirt__config;
 
-/* Find and read the config (search order: the README's configuration section).  Never fails:
- * unreadable files and malformed lines are logged and skipped. */
-void infinirt__config_load(infinirt__config *cfg);
-/* Read one file.  Returns 0, or -1 if it cannot be opened (errno set). */
-int infinirt__config_read_file(infinirt__config *cfg, const char *path);
+/* Find and read the config (search order: the README's configuration section).  Returns 0;
+ * malformed lines and bad values are logged with file:line and skipped.
+ * Returns -1, with an error logged, when the file INFINIRT_CONFIG names
+ * cannot be used (missing, not a regular file, empty, binary, not INI):
+ * the operator asked for that file, so initialisation fails rather than
+ * run with another one. */
+int infinirt__config_load(infinirt__config *cfg);
+/* Read one file.  Returns 0, or -1 with the reason in why (what is wrong
+ * with the file: "is a directory", "is empty", ...). */
+int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *why, size_t why_size);
 /* Add [plugin.NAME] entries for every libinfinirt_NAME.so in dir. */
 void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir);
+/* Log a problem with key `index` of a plugin's section, with file:line,
+ * section, key and value in front of the plugin's text (the ABI's
+ * config_warnv). */
+void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plugin_conf *pc, size_t index,
+                               const char *fmt, va_list ap);
+
+/* The INI reader (ini.c).  It calls section() for each [NAME] header,
+ * key() for each KEY = VALUE in a section and problem() for each line it
+ * cannot use, with 1-based line numbers. */
+typedef struct infinirt__ini_sink infinirt__ini_sink;
+struct infinirt__ini_sink {
+    void (*section)(infinirt__ini_sink *sink, const char *name, int line);
+    void (*key)(infinirt__ini_sink *sink, const char *section, const char *key, const char *value, int line);
+    void (*problem)(infinirt__ini_sink *sink, int line, const char *what);
+};
+/* Read len bytes of text.  Returns the number of section headers and keys
+ * found (0: nothing of INI in it). */
+size_t infinirt__ini_parse(const char *text, size_t len, infinirt__ini_sink *sink);
 /* "cpu", "nvidia"/"cuda", "opencl", ...: the device type, or -1. */
 int infinirt__parse_device_type(const char *name);
 /* "64", "512K", "2M", "1G": bytes into *out; -1 if malformed. */

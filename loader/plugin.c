@@ -34,6 +34,19 @@ static void plugin_log(int level, const char *plugin_name, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The init arguments with what config_warnv needs to name the key's line. */
+typedef struct {
+    infinirtPluginInitArgs args; /* first: the plugin hands &args back */
+    const infinirt__plugin_conf *pc;
+    const infinirt__config *cfg;
+} init_args;
+
+static void config_warnv(const infinirtPluginInitArgs *args, size_t index, const char *fmt, va_list ap)
+{
+    const init_args *x = (const init_args *)args;
+    infinirt__config_warn_key(x->cfg, x->pc, index, fmt, ap);
+}
+
 static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...)
     INFINIRT__PRINTF(3, 4);
 
@@ -288,7 +301,7 @@ infinirt__pool *infinirt__device_pool_slow(infinirt__device *d)
 static void claim_one(infinirt__plugin *p, const infinirt__plugin_conf *pc)
 {
     if (!pc->enabled) {
-        set_status(p, INFINIRT_PLUGIN_DISABLED, "enabled = false");
+        set_status(p, INFINIRT_PLUGIN_DISABLED, "%s", pc->why_off[0] ? pc->why_off : "enabled = false");
         return;
     }
     if (open_and_handshake(p) != 0)
@@ -307,8 +320,10 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
     for (size_t i = 0; i < pc->nkeys; i++)
         kv[i] = (infinirtPluginKeyValue){pc->keys[i].key, pc->keys[i].value};
     char msg[512] = "";
-    infinirtPluginInitArgs args = {
-        .struct_size = sizeof args,
+    init_args x = {.pc = pc, .cfg = cfg};
+    infinirtPluginInitArgs *args_p = &x.args;
+    x.args = (infinirtPluginInitArgs){
+        .struct_size = sizeof x.args,
         .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
         .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
         .config = kv,
@@ -317,9 +332,10 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         .log = plugin_log,
         .message = msg,
         .message_size = sizeof msg,
+        .config_warnv = config_warnv,
     };
     int count = 0;
-    infiniStatus_t st = p->ops->init(&args, &count);
+    infiniStatus_t st = p->ops->init(args_p, &count);
     free(kv);
     msg[sizeof msg - 1] = '\0';
     if (st != INFINI_STATUS_SUCCESS) {

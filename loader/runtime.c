@@ -51,7 +51,8 @@ static void do_init(void)
     if (atomic_load(&g_state) == RT_FORKED)
         return;
     infinirt__log_init();
-    infinirt__config_load(&infinirt__rt.cfg);
+    if (infinirt__config_load(&infinirt__rt.cfg) != 0)
+        return; /* the file INFINIRT_CONFIG names cannot be used (logged); every call fails */
     infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
     snprintf(infinirt__rt.config_path, sizeof infinirt__rt.config_path, "%s", infinirt__rt.cfg.path);
     infinirt__plugins_load(&infinirt__rt.cfg);

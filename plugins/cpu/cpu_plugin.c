@@ -5,13 +5,15 @@
  * [plugin.cpu] keys:
  *   devices = N          logical CPU devices to expose (default 1, max 64)
  *   memory_limit = SIZE  per device; raw allocations beyond it fail with
- *                        OUT_OF_MEMORY (suffixes K, M, G, T).  Lets tests drive
+ *                        OUT_OF_MEMORY (suffixes K, M, G, T, KiB ... TiB).  Lets tests drive
  *                        multi-device routing and out-of-memory without
  *                        hardware.
  *   streams = MODE       inline (default): every operation is done on the
  *                        caller's thread before the call returns, as in
  *                        InfiniCore's CPU runtime; async: a worker thread per
  *                        stream (see cpu.h).
+ * A value that cannot be used is reported (file:line, through the loader)
+ * and the default kept; an unknown key is reported and ignored.
  */
 #define _GNU_SOURCE
 #include "cpu.h"
@@ -45,36 +47,6 @@ int cpu__device_count(void)
     return g_count;
 }
 
-/* A byte count with an optional binary suffix K, M, G or T (KiB/KB and
- * so on accepted too), as the loader reads the [allocator] sizes. */
-static int parse_size(const char *text, size_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!isdigit((unsigned char)text[0]))
-        return -1;
-    unsigned long long v = strtoull(text, &end, 10);
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    default: break;
-    }
-    if (shift != 0) {
-        end++;
-        if (toupper((unsigned char)*end) == 'I')
-            end++;
-        if (toupper((unsigned char)*end) == 'B')
-            end++;
-    }
-    if (errno != 0 || *end != '\0' || (shift && v > (SIZE_MAX >> shift)))
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
-}
-
 static void read_cpu_model(void)
 {
     snprintf(g_cpu_model, sizeof g_cpu_model, "host CPU");
@@ -106,32 +78,30 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
     bool inline_mode = true;
     for (size_t i = 0; i < args->config_count; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
+        /* A bad value is reported with its file and line and the default
+         * stays: one typo must not take the backend down. */
         if (strcmp(k, "devices") == 0) {
             char *end;
+            errno = 0;
             long n = strtol(v, &end, 10);
-            if (end == v || *end != '\0' || n < 0 || n > CPU_MAX_DEVICES) {
-                snprintf(args->message, args->message_size, "devices = '%s' is not a number from 0 to %d", v,
-                         CPU_MAX_DEVICES);
-                return INFINI_STATUS_BAD_PARAM;
-            }
-            count = (int)n;
+            if (end == v || *end != '\0' || errno != 0 || n < 0 || n > CPU_MAX_DEVICES)
+                infinirtPluginConfigWarn(args, "cpu", i, "not a number from 0 to %d; using %d", CPU_MAX_DEVICES,
+                                         count);
+            else
+                count = (int)n;
         } else if (strcmp(k, "streams") == 0) {
-            if (strcmp(v, "inline") == 0) {
+            if (strcmp(v, "inline") == 0)
                 inline_mode = true;
-            } else if (strcmp(v, "async") == 0) {
+            else if (strcmp(v, "async") == 0)
                 inline_mode = false;
-            } else {
-                snprintf(args->message, args->message_size, "streams = '%s' is not inline or async", v);
-                return INFINI_STATUS_BAD_PARAM;
-            }
+            else
+                infinirtPluginConfigWarn(args, "cpu", i, "not inline or async; using %s",
+                                         inline_mode ? "inline" : "async");
         } else if (strcmp(k, "memory_limit") == 0) {
-            if (parse_size(v, &limit) != 0) {
-                snprintf(args->message, args->message_size, "memory_limit = '%s' is not a size (e.g. 64M, 2G, 1T)",
-                         v);
-                return INFINI_STATUS_BAD_PARAM;
-            }
+            if (infinirtPluginParseSize(v, &limit) != 0)
+                infinirtPluginConfigWarn(args, "cpu", i, "not a size (e.g. 64M, 2GiB, 1T); using %zu", limit);
         } else {
-            args->log(INFINIRT_PLUGIN_LOG_WARN, "cpu", "unknown key '%s' ignored", k);
+            infinirtPluginConfigWarn(args, "cpu", i, "unknown key ignored (known: devices, memory_limit, streams)");
         }
     }
     if (count == 0) {

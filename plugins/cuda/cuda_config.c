@@ -10,8 +10,9 @@
  *                          figures; default libnvidia-ml.so.1 (cuda_nvml.c)
  *
  * The loader consumes `library` and `enabled` itself and passes the rest.
- * Unknown keys are logged as warnings and otherwise ignored, so a typo is
- * seen but never disables the backend.
+ * Unknown keys and bad values are reported with their file and line
+ * (through the loader) and otherwise ignored: a typo is seen but never
+ * disables the backend.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -71,6 +72,8 @@ bad:
 infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, infinirt_cuda__config_t *cfg,
                                            char *msg, size_t msg_size)
 {
+    (void)msg; /* no value fails init any more */
+    (void)msg_size;
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < args->config_count; i++) {
         const char *key = args->config[i].key, *value = args->config[i].value;
@@ -82,21 +85,17 @@ infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, i
         if (strcmp(key, "devices") == 0) {
             free(cfg->devices);
             cfg->devices = NULL;
-            if (parse_devices(value, &cfg->devices, &cfg->device_count) != 0) {
-                snprintf(msg, msg_size,
-                         "[plugin.cuda] devices = \"%s\": expected a comma-separated list of CUDA device "
-                         "ordinals, e.g. 0,2",
-                         value);
-                infinirt_cuda__config_free(cfg);
-                return INFINI_STATUS_BAD_PARAM;
-            }
+            if (parse_devices(value, &cfg->devices, &cfg->device_count) != 0)
+                infinirtPluginConfigWarn(args, "cuda", i,
+                                         "not a comma-separated list of CUDA device ordinals (e.g. 0,2); "
+                                         "using every device");
         } else if (strcmp(key, "driver_library") == 0) {
             cfg->driver_library = value[0] != '\0' ? value : NULL;
         } else if (strcmp(key, "nvml_library") == 0) {
             cfg->nvml_library = value[0] != '\0' ? value : NULL;
         } else {
-            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_WARN,
-                               "unknown key \"%s\" in [plugin.cuda] ignored (known: devices, driver_library, nvml_library)", key);
+            infinirtPluginConfigWarn(args, "cuda", i,
+                                     "unknown key ignored (known: devices, driver_library, nvml_library)");
         }
     }
     return INFINI_STATUS_SUCCESS;

@@ -6,8 +6,9 @@
  *   devices     = comma list of indices into the filtered list (default all)
  *   memory      = auto | svm | buffer (default auto: svm where supported)
  *
- * A malformed value fails init with a message naming the key and the value:
- * a config that silently means something else is worse than one that stops.
+ * A malformed value is reported with its file and line (through the loader)
+ * and the key's default is kept: one typo must not take the backend down,
+ * and the warning says what is used instead.
  */
 #include "clp_internal.h"
 
@@ -73,14 +74,12 @@ static infiniStatus_t parse_type(const char *v, clp__config *cfg, char *msg, siz
             mask |= CL_DEVICE_TYPE_ALL;
         else {
             snprintf(msg, msg_size,
-                     "[plugin.opencl] device_type = \"%s\": unknown type \"%s\" "
-                     "(want gpu, cpu, accelerator, custom or all, comma-separated)",
-                     v, tok);
+                     "unknown type \"%s\" (want gpu, cpu, accelerator, custom or all, comma-separated)", tok);
             return INFINI_STATUS_BAD_PARAM;
         }
     }
     if (mask == 0) {
-        snprintf(msg, msg_size, "[plugin.opencl] device_type is empty (want gpu, cpu, accelerator, custom or all)");
+        snprintf(msg, msg_size, "empty (want gpu, cpu, accelerator, custom or all)");
         return INFINI_STATUS_BAD_PARAM;
     }
     cfg->type_mask = mask;
@@ -102,10 +101,7 @@ static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, 
         errno = 0;
         idx = strtol(tok, &end, 10);
         if (tok[0] == '\0' || *end != '\0' || errno != 0 || idx < 0 || idx > 4095) {
-            snprintf(msg, msg_size,
-                     "[plugin.opencl] devices = \"%s\": \"%s\" is not a device index "
-                     "(want a comma list of integers from 0)",
-                     v, tok);
+            snprintf(msg, msg_size, "\"%s\" is not a device index (want a comma list of integers from 0)", tok);
             free(list);
             return INFINI_STATUS_BAD_PARAM;
         }
@@ -122,7 +118,7 @@ static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, 
         list[n++] = (int)idx;
     }
     if (n == 0) {
-        snprintf(msg, msg_size, "[plugin.opencl] devices is empty (want a comma list of indices, or omit the key)");
+        snprintf(msg, msg_size, "empty (want a comma list of indices, or omit the key)");
         return INFINI_STATUS_BAD_PARAM;
     }
     free(cfg->devices);
@@ -140,7 +136,7 @@ static infiniStatus_t parse_memory(const char *v, clp__config *cfg, char *msg, s
     else if (ieq(v, "buffer"))
         cfg->memory = CLP_MEM_BUFFER;
     else {
-        snprintf(msg, msg_size, "[plugin.opencl] memory = \"%s\": want auto, svm or buffer", v);
+        snprintf(msg, msg_size, "want auto, svm or buffer");
         return INFINI_STATUS_BAD_PARAM;
     }
     return INFINI_STATUS_SUCCESS;
@@ -158,6 +154,8 @@ infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config
 
     for (size_t i = 0; i < args->config_count && st == INFINI_STATUS_SUCCESS; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
+        const char *used = NULL;
+        char why[256] = "";
         int known = 0;
 
         if (k == NULL)
@@ -173,18 +171,26 @@ infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config
                     st = INFINI_STATUS_OUT_OF_MEMORY;
             }
         } else if (ieq(k, "device_type")) {
-            st = parse_type(v, cfg, msg, msg_size);
+            st = parse_type(v, cfg, why, sizeof why);
+            used = cfg->type_text;
         } else if (ieq(k, "devices")) {
-            st = parse_devices(v, cfg, msg, msg_size);
+            st = parse_devices(v, cfg, why, sizeof why);
+            used = cfg->devices == NULL ? "every device" : "the earlier list";
         } else if (ieq(k, "memory")) {
-            st = parse_memory(v, cfg, msg, msg_size);
+            st = parse_memory(v, cfg, why, sizeof why);
+            used = clp__mem_mode_name(cfg->memory);
         } else {
             for (size_t j = 0; j < sizeof loader_keys / sizeof loader_keys[0]; j++)
                 known |= ieq(k, loader_keys[j]);
             if (!known)
-                clp__log(INFINIRT_PLUGIN_LOG_WARN,
-                         "[plugin.opencl] unknown key \"%s\" ignored (known: platform, device_type, devices, memory)",
-                         k);
+                infinirtPluginConfigWarn(args, "opencl", i,
+                                         "unknown key ignored (known: platform, device_type, devices, memory)");
+        }
+        if (st == INFINI_STATUS_BAD_PARAM) {
+            infinirtPluginConfigWarn(args, "opencl", i, "%s; using %s", why, used);
+            st = INFINI_STATUS_SUCCESS;
+        } else if (st != INFINI_STATUS_SUCCESS) {
+            snprintf(msg, msg_size, "%s", why[0] ? why : "out of host memory reading the config");
         }
     }
     if (st != INFINI_STATUS_SUCCESS)
