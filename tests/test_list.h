@@ -147,7 +147,26 @@
     X(loader, library_directory)          \
     X(loader, unsafe_plugin_warns)        \
     X(allocator, peak_exact)              \
-    X(loader, not_ready_is_quiet)
+    X(loader, not_ready_is_quiet)         \
+    X(config, unnamed_plugins_load) \
+    X(config, enabled_false) \
+    X(config, plugins_list) \
+    X(config, empty_file) \
+    X(config, binary_file) \
+    X(config, not_ini) \
+    X(config, directory) \
+    X(config, dev_zero) \
+    X(config, fifo) \
+    X(config, comments_only) \
+    X(config, user_file_bad) \
+    X(config, bom) \
+    X(config, long_lines) \
+    X(config, indented_line) \
+    X(config, inline_comments) \
+    X(config, bad_values) \
+    X(config, size_suffixes) \
+    X(config, plugin_dir_relative) \
+    X(config, installed_plugin_dir_example)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -1,0 +1,433 @@
+/*
+ * config_tests.c - what the loader makes of a config file: which plugins
+ * load, files that are not configs, the line syntax, and bad values.  Each
+ * test runs in its own process (the runner forks), so each initialises the
+ * loader afresh from its own INFINIRT_CONFIG.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include "infinirt_plugin.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *log_path(void)
+{
+    static char p[600];
+    snprintf(p, sizeof p, "%s/infinirt.log", tc_temp_dir());
+    return p;
+}
+
+static void log_to_file(void)
+{
+    tc_setenv("INFINIRT_LOG_FILE", log_path());
+    tc_setenv("INFINIRT_LOG", "info");
+}
+
+/* Write text (len bytes) as the config and point INFINIRT_CONFIG at it. */
+static const char *use_bytes(const char *text, size_t len)
+{
+    static char path[600];
+    snprintf(path, sizeof path, "%s/infinirt.ini", tc_temp_dir());
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f) != 0)
+        abort();
+    tc_setenv("INFINIRT_CONFIG", path);
+    log_to_file();
+    return path;
+}
+
+static const char *use_text(const char *text)
+{
+    return use_bytes(text, strlen(text));
+}
+
+/* "<resolved config path>:<line>: <rest>" is in the log. */
+static int log_has_at(int line, const char *rest)
+{
+    char resolved[PATH_MAX], want[PATH_MAX + 512];
+    ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
+    snprintf(want, sizeof want, "%s:%d: %s", resolved, line, rest);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+static int find_plugin(const char *name, infinirtPluginInfo_t *out)
+{
+    int n = 0;
+    if (infinirtGetPluginCount(&n) != INFINI_STATUS_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (infinirtGetPluginInfo(i, out) == INFINI_STATUS_SUCCESS && strcmp(out->name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int cpu_count(void)
+{
+    int n = -1;
+    if (infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n) != INFINI_STATUS_SUCCESS)
+        return -1;
+    return n;
+}
+
+/* The plugin folder of this build: where CPU_PLUGIN lives. */
+static const char *plugin_folder(void)
+{
+    static char dir[PATH_MAX];
+    if (realpath(CPU_PLUGIN, dir) == NULL)
+        abort();
+    *strrchr(dir, '/') = '\0';
+    return dir;
+}
+
+/* ------------------------------------------------ which plugins load */
+
+/* A file that sets one plugin's keys does not hide the others: every
+ * plugin in the folder is in the report, loaded with its defaults. */
+int test_config_unnamed_plugins_load(void)
+{
+    use_text("[plugin.cpu]\ndevices = 2\n");
+    ASSERT_EQ(cpu_count(), 2);
+    DIR *d = opendir(plugin_folder());
+    ASSERT(d != NULL);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "libinfinirt_", 12) != 0 || n < 16 || strcmp(e->d_name + n - 3, ".so") != 0)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(n - 15), e->d_name + 12);
+        infinirtPluginInfo_t pi;
+        ASSERT_GE(find_plugin(name, &pi), 0);
+        ASSERT(pi.status != INFINIRT_PLUGIN_DISABLED && pi.status != INFINIRT_PLUGIN_NOT_FOUND);
+        files++;
+    }
+    closedir(d);
+    ASSERT_GE(files, 1);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, files);
+    return TEST_OK;
+}
+
+/* enabled = false keeps a plugin out, and the report says where. */
+int test_config_enabled_false(void)
+{
+    use_text("[plugin.cpu]\nenabled = false\n");
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_DISABLED);
+    ASSERT_STR_CONTAINS(pi.message, "enabled = false (");
+    ASSERT_STR_CONTAINS(pi.message, "infinirt.ini:2)");
+    ASSERT_EQ(cpu_count(), 0);
+    return TEST_OK;
+}
+
+/* [loader] plugins = LIST: only those load; a listed name that is nowhere
+ * is reported as not found. */
+int test_config_plugins_list(void)
+{
+    use_text("[loader]\nplugins = cpu , nosuch  # only these\n[plugin.cpu]\ndevices = 3\n");
+    ASSERT_EQ(cpu_count(), 3);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("nosuch", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_NOT_FOUND);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    for (int i = 0; i < n; i++) {
+        ASSERT_OK(infinirtGetPluginInfo(i, &pi));
+        if (strcmp(pi.name, "cpu") != 0 && strcmp(pi.name, "nosuch") != 0) {
+            ASSERT_EQ(pi.status, INFINIRT_PLUGIN_DISABLED);
+            ASSERT_STR_CONTAINS(pi.message, "not in [loader] plugins = cpu , nosuch");
+        }
+    }
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ files that are not configs */
+
+/* INFINIRT_CONFIG names a file the operator asked for: when it cannot be
+ * used, infinirt does not start, and the error names the file and what is
+ * wrong with it. */
+static int refused(const char *path, const char *why)
+{
+    tc_setenv("INFINIRT_CONFIG", path);
+    log_to_file();
+    int n = -1;
+    ASSERT_STATUS(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n), INFINI_STATUS_DEVICE_NOT_INITIALIZED);
+    ASSERT_EQ(n, -1);
+    char want[1024];
+    snprintf(want, sizeof want, "error: INFINIRT_CONFIG=%s %s", path, why);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+int test_config_empty_file(void)
+{
+    return refused(use_text(" \n\t\n"), "is empty");
+}
+
+int test_config_binary_file(void)
+{
+    static const char bin[] = "\x7f" "ELF\x02\x01\x01\0\0\0[plugin.cpu]\n";
+    return refused(use_bytes(bin, sizeof bin - 1), "is a binary file (a NUL byte at offset 7)");
+}
+
+int test_config_not_ini(void)
+{
+    const char *path = use_text("This is a README.\nIt says nothing a loader could use.\n");
+    CHECK(refused(path, "has no [section] header or KEY = VALUE line: not an INI file"));
+    return log_has_at(1, "not a [section] header, a KEY = VALUE line or a comment");
+}
+
+int test_config_directory(void)
+{
+    return refused(tc_temp_dir(), "is a directory, not a file");
+}
+
+int test_config_dev_zero(void)
+{
+    return refused("/dev/zero", "is a character device, not a regular file");
+}
+
+/* A FIFO with no writer: opening it must not wait, reading must not start. */
+int test_config_fifo(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/fifo.ini", tc_temp_dir());
+    ASSERT_EQ(mkfifo(path, 0600), 0);
+    return refused(path, "is a FIFO (named pipe), not a regular file");
+}
+
+/* A file only of comments sets nothing, and is fine. */
+int test_config_comments_only(void)
+{
+    use_text("; nothing set here\n# nor here\n");
+    ASSERT_GE(cpu_count(), 1);
+    return TEST_OK;
+}
+
+/* A user config in the usual place that cannot be used is reported and
+ * skipped, as if it were not there. */
+int test_config_user_file_bad(void)
+{
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/infinirt", tc_temp_dir());
+    ASSERT_EQ(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/infinirt.ini", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    unsetenv("INFINIRT_CONFIG");
+    tc_setenv("XDG_CONFIG_HOME", tc_temp_dir());
+    log_to_file();
+    ASSERT_GE(cpu_count(), 1);
+    char want[800];
+    snprintf(want, sizeof want, "config: user config %s is empty; ignored", path);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ line syntax */
+
+/* A UTF-8 byte-order mark is not part of the first section's name. */
+int test_config_bom(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "\xEF\xBB\xBF[plugin.cpu]\nlibrary = %s\ndevices = 3\n", CPU_PLUGIN);
+    use_text(cfg);
+    ASSERT_EQ(cpu_count(), 3);
+    return TEST_OK;
+}
+
+/* Long lines are read whole: a long library path is the file used, a long
+ * comment is a comment, a long section name is one (reported) name. */
+int test_config_long_lines(void)
+{
+    char dir[PATH_MAX], link[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/", tc_temp_dir());
+    size_t len = strlen(dir);
+    memset(dir + len, 'd', 240);
+    dir[len + 240] = '\0';
+    ASSERT_EQ(mkdir(dir, 0755), 0);
+    snprintf(link, sizeof link, "%s/libinfinirt_cpu.so", dir);
+    ASSERT_EQ(symlink(CPU_PLUGIN, link), 0);
+    static char cfg[8192];
+    char comment[600], section[600];
+    memset(comment, 'c', 400);
+    snprintf(comment + 400, sizeof comment - 400, " [plugin.phantom]");
+    memset(section, 's', 300);
+    section[300] = '\0';
+    snprintf(cfg, sizeof cfg,
+             "; %s\n"                    /* 1: a long comment */
+             "[plugin.%s]\n"             /* 2: a long plugin name */
+             "devices = 9\n"             /* 3: in the ignored section */
+             "[plugin.cpu]\n"            /* 4 */
+             "library = %s\n"            /* 5: longer than 199 characters */
+             "devices = 2\n",            /* 6 */
+             comment, section, link);
+    use_text(cfg);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_STR_EQ(pi.path, link);
+    ASSERT_EQ(cpu_count(), 2);
+    ASSERT_EQ(find_plugin("phantom", &pi), -1);
+    ASSERT_EQ(find_plugin("ssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss", &pi), -1);
+    return log_has_at(2, "[plugin.sss");
+}
+
+/* An indented line is an error with file:line, never a continuation that
+ * silently replaces the value above it. */
+int test_config_indented_line(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n    /not/the/library.so\n  devices = 5\ndevices = 2\n",
+             CPU_PLUGIN);
+    use_text(cfg);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_STR_EQ(pi.path, CPU_PLUGIN);
+    ASSERT_EQ(cpu_count(), 2);
+    CHECK(log_has_at(3, "indented line: continuation lines are not supported"));
+    return log_has_at(4, "indented line");
+}
+
+/* '#' and ';' comments after a value, and size suffixes, in every section. */
+int test_config_inline_comments(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "[loader]\n"
+             "default_device = cpu:1 # the second\n" /* 2 */
+             "[allocator]\n"
+             "max_split_size = 1MiB ; one mebibyte\n" /* 4 */
+             "[plugin.cpu]\n"
+             "library = %s # the build's\n"            /* 6 */
+             "devices = 2 # two\n"                     /* 7 */
+             "memory_limit = 1GiB ; a cap\n",          /* 8 */
+             CPU_PLUGIN);
+    use_text(cfg);
+    ASSERT_EQ(cpu_count(), 2);
+    infiniDevice_t t;
+    int id = -1;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(id, 1);
+    ASSERT(strstr(tc_read_file(log_path()), "warn") == NULL);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ bad values */
+
+/* One policy everywhere: file:line, section, key, value, what is used
+ * instead; the plugin stays. */
+int test_config_bad_values(void)
+{
+    use_text("[loader]\n"
+             "log_level = loud\n"          /* 2 */
+             "colour = blue\n"             /* 3 */
+             "[allocator]\n"
+             "max_cached = 12Q\n"          /* 5 */
+             "[plugin.cpu]\n"
+             "devices = abc\n"             /* 7 */
+             "memory_limit = 12Q\n"        /* 8 */
+             "devics = 2\n");              /* 9 */
+    ASSERT_EQ(cpu_count(), 1);
+    CHECK(log_has_at(2, "[loader] log_level = 'loud': not error, warn, info or debug; using the default"));
+    CHECK(log_has_at(3, "[loader] unknown key 'colour' ignored"));
+    CHECK(log_has_at(5, "[allocator] max_cached = '12Q': not a size (e.g. 512, 64K, 2M, 1GiB); using 0"));
+    CHECK(log_has_at(7, "[plugin.cpu] devices = 'abc': not a number from 0 to 64; using 1"));
+    CHECK(log_has_at(8, "[plugin.cpu] memory_limit = '12Q': not a size (e.g. 64M, 2GiB, 1T); using 0"));
+    return log_has_at(9, "[plugin.cpu] devics = '2': unknown key ignored");
+}
+
+/* The one size parser: the same spellings for the loader and plugins. */
+int test_config_size_suffixes(void)
+{
+    static const struct {
+        const char *text;
+        size_t value;
+    } ok[] = {
+        {"0", 0}, {"512", 512}, {"4K", 4096}, {"4k", 4096}, {"4KB", 4096}, {"4KiB", 4096},
+        {"2M", 2u << 20}, {"2MiB", 2u << 20}, {"1G", (size_t)1 << 30}, {"1GiB", (size_t)1 << 30},
+        {"1T", (size_t)1 << 40}, {"1TiB", (size_t)1 << 40}, {"3mb", 3u << 20},
+    };
+    static const char *const bad[] = {"", "K", "-1", "12Q", "1Ki", "1 K", "1KiBB", "1.5M", "0x10",
+                                      "99999999999999999999", "17179869184T"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t v = 7;
+        ASSERT_EQ(infinirtPluginParseSize(ok[i].text, &v), 0);
+        ASSERT_EQ(v, ok[i].value);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t v = 7;
+        ASSERT_EQ(infinirtPluginParseSize(bad[i], &v), -1);
+        ASSERT_EQ(v, 7);
+    }
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ plugin_dir */
+
+/* A relative plugin_dir is relative to the config file's folder. */
+int test_config_plugin_dir_relative(void)
+{
+    char path[PATH_MAX];
+    const char *tmp = tc_temp_dir();
+    snprintf(path, sizeof path, "%s/etc", tmp);
+    ASSERT_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/plugins", tmp);
+    ASSERT_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/plugins/libinfinirt_cpu.so", tmp);
+    ASSERT_EQ(symlink(CPU_PLUGIN, path), 0);
+    snprintf(path, sizeof path, "%s/etc/infinirt.ini", tmp);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs("[loader]\nplugin_dir = ../plugins\n", f);
+    fclose(f);
+    tc_setenv("INFINIRT_CONFIG", path);
+    log_to_file();
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    snprintf(path, sizeof path, "%s/etc/../plugins/libinfinirt_cpu.so", tmp);
+    ASSERT_STR_EQ(pi.path, path);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, 1); /* only what that folder holds */
+    return TEST_OK;
+}
+
+/* The installed config's commented plugin_dir example, uncommented, names
+ * the plugin folder of the installation (the build tree has its layout). */
+int test_config_installed_plugin_dir_example(void)
+{
+    char conf[PATH_MAX], text[16384];
+    snprintf(conf, sizeof conf, "%s/../../etc/infinirt/infinirt.ini", plugin_folder());
+    FILE *f = fopen(conf, "r");
+    ASSERT(f != NULL);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *line = strstr(text, "\n;plugin_dir = ");
+    ASSERT(line != NULL);
+    char rel[512];
+    ASSERT_EQ(sscanf(line + 15, "%511s", rel), 1);
+    char dir[PATH_MAX], joined[PATH_MAX + 600], resolved[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", conf);
+    *strrchr(dir, '/') = '\0';
+    snprintf(joined, sizeof joined, "%s/%s", dir, rel);
+    ASSERT(realpath(joined, resolved) != NULL);
+    ASSERT_STR_EQ(resolved, plugin_folder());
+    return TEST_OK;
+}
