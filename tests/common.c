@@ -91,9 +91,28 @@ const char *tc_read_file(const char *path)
     return buf;
 }
 
+/* Tests see only the plugins their config names: unless the text lists
+ * them itself, a [loader] plugins = line naming its [plugin.NAME] sections
+ * is appended, so the plugins beside the loader (PoCL's OpenCL takes a
+ * second to start) stay out.  tests/config_tests.c writes its files itself
+ * to test what a file without the list does. */
 void tc_use_config(const char *text)
 {
-    tc_setenv("INFINIRT_CONFIG", tc_write_temp("infinirt.ini", text));
+    static char buf[65536];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", text);
+    if (strstr(text, "\nplugins =") == NULL && strstr(text, "[plugin.") != NULL && n < sizeof buf) {
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n[loader]\nplugins = ");
+        for (const char *p = strstr(text, "[plugin."); p != NULL && n < sizeof buf; p = strstr(p + 1, "[plugin.")) {
+            const char *close = strchr(p, ']');
+            if (close != NULL)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%.*s,", (int)(close - p - 8), p + 8);
+        }
+        if (n < sizeof buf)
+            snprintf(buf + n, sizeof buf - n, "\n");
+    }
+    if (n >= sizeof buf)
+        abort();
+    tc_setenv("INFINIRT_CONFIG", tc_write_temp("infinirt.ini", buf));
 }
 
 void tc_setenv(const char *name, const char *value)

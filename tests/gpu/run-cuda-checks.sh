@@ -12,9 +12,8 @@
 #   -t SECONDS    the most any one test may run (default 60); env TEST_TIMEOUT
 #   -b SECONDS    the budget of the whole run (default 570); env BUDGET
 #   -j JOBS       build and CPU-test parallelism (default nproc); env JOBS
-#   -- ...        passed to CMake's configure as they are, e.g. an inih
-#                 that is not installed (tests/gpu/fetch-inih.sh):
-#                 -DINIH_INCLUDE_DIR=... -DINIH_LIBRARY=...
+#   -- ...        passed to CMake's configure as they are, e.g.:
+#                 -DINFINIRT_TEST_TIMEOUT=60
 #
 # Steps: configure (the CUDA plugin, tests and benches on), build,
 # infinirt-info, the `cuda` tests that need no GPU (in parallel), the `gpu`
