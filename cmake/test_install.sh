@@ -35,7 +35,11 @@ mv "$T/pc/infinirt-app-pc" "$T/app-pc"
 
 # The INI enables the vendor plugin by a path relative to the INI itself.
 mkdir -p "$T/conf"
+# Only cpu and the vendor's: every other plugin of the prefix (opencl) would
+# load too, with its defaults, were they not listed.
 cat >"$T/conf/vendor.ini" <<'INI'
+[loader]
+plugins = cpu, vendor
 [plugin.cpu]
 [plugin.vendor]
 library = ../vendor/libinfinirt_vendor.so
