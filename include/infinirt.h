@@ -128,8 +128,15 @@ typedef enum {
 
 /* ------------------------------------------------------------------ device */
 
-/* Initialise the loader: read the config, load the plugins, build the device
- * table.  Optional (any call initialises) and idempotent.
+/* Initialise the loader: read the config, open the plugins and check each
+ * one's handshake.  Optional (any call initialises) and idempotent.
+ * A plugin starts (its init: the driver's start-up, device discovery) on
+ * the first call that needs its device type - SetDevice, GetDeviceCount of
+ * that type, the first call on the default device - so a program that
+ * only uses the CPU never waits for an OpenCL platform scan or a GPU
+ * driver.  infinirtGetAllDeviceCount and the plugin report
+ * (infinirtGetPluginCount/Info) start every plugin: their answers are
+ * complete.  Starting is thread-safe and happens once.
  * Returns SUCCESS, also when some or all plugins failed to load (see
  * infinirtGetPluginInfo); DEVICE_NOT_INITIALIZED only if the loader itself
  * could not be set up. */
