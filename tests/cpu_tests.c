@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 
@@ -420,4 +422,331 @@ int test_cpu_native_work_free(void)
         free(got);
     }
     return TEST_OK;
+}
+
+/* ------------------------------------------------ the worker pool (async) */
+
+static void cpu_pool_config(const char *extra)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\nstreams = async\n%s", CPU_PLUGIN, extra);
+    tc_use_config(cfg);
+}
+
+/* Poll until the stream is idle, for at most ms: 0 when it did not get
+ * there (a test that fails rather than hangs). */
+static int stream_idle(infinirtStream_t s)
+{
+    int idle = 0;
+    return infinirtCpuStreamGetOps(s)->query(s, &idle) == INFINI_STATUS_SUCCESS && idle;
+}
+
+static int wait_idle(infinirtStream_t s, int ms)
+{
+    for (int waited = 0; waited < ms; waited++) {
+        if (stream_idle(s))
+            return 1;
+        tc_sleep_ms(1);
+    }
+    return stream_idle(s);
+}
+
+typedef struct {
+    atomic_int n;
+    int at[1000];
+} seq_log;
+
+typedef struct {
+    seq_log *log;
+    int i;
+} seq_arg;
+
+static void note_seq(void *arg)
+{
+    seq_arg *a = arg;
+    a->log->at[atomic_fetch_add(&a->log->n, 1)] = a->i;
+}
+
+/* Streams are objects, not threads: creating 1000 starts none, and work on
+ * all 1000 runs on at most `workers` threads.  A stream held by a gate
+ * takes 1000 commands (its ring grows while full) and runs them in order. */
+int test_cpu_pool_bounded_threads(void)
+{
+    cpu_pool_config("workers = 3\n");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    int base = thread_count();
+    ASSERT_GT(base, 0);
+    enum { N = 1000 };
+    static infinirtStream_t s[N];
+    for (int i = 0; i < N; i++)
+        ASSERT_OK(infinirtStreamCreate(&s[i]));
+    ASSERT_EQ(thread_count(), base); /* no thread per stream */
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, 64 * N));
+    static unsigned char host[64 * N];
+    tc_pattern(host, sizeof host, 5u);
+    for (int i = 0; i < N; i++)
+        ASSERT_OK(infinirtMemcpyAsync((char *)d + 64 * i, host + 64 * i, 64, INFINIRT_MEMCPY_H2D, s[i]));
+    int peak = thread_count();
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(infinirtStreamSynchronize(s[i]));
+        int t = thread_count();
+        peak = t > peak ? t : peak;
+    }
+    ASSERT_MEM_EQ(d, host, sizeof host);
+    ASSERT_LE(peak - base, 3);
+
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s[0], &gate));
+    static seq_log log;
+    static seq_arg args[N];
+    for (int i = 0; i < N; i++) {
+        args[i] = (seq_arg){&log, i};
+        ASSERT_OK(infinirtLaunchHostFunc(s[0], note_seq, &args[i]));
+    }
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s[0]));
+    ASSERT_EQ(atomic_load(&log.n), N);
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(log.at[i], i);
+    ASSERT_LE(thread_count() - base, 3);
+    for (int i = 0; i < N; i++)
+        ASSERT_OK(infinirtStreamDestroy(s[i]));
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
+/* More streams blocked in host functions than there are workers: an
+ * unrelated stream still completes (the pool grows past `workers`, up to
+ * `max_workers`), and no more than max_workers threads ever run. */
+int test_cpu_pool_grows_past_blocked(void)
+{
+    cpu_pool_config("workers = 2\nmax_workers = 8\n");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    int base = thread_count();
+    enum { HELD = 5 };
+    static infinirtStream_t held[HELD];
+    static tc_gate gates[HELD];
+    for (int i = 0; i < HELD; i++) {
+        ASSERT_OK(infinirtStreamCreateWithFlags(&held[i], INFINIRT_STREAM_NON_BLOCKING));
+        CHECK(tc_hold_stream(held[i], &gates[i]));
+    }
+    for (int i = 0; i < HELD; i++) /* each gate is reached: none waits for a worker */
+        for (int ms = 0; ms < 10000 && !__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST); ms++)
+            tc_sleep_ms(1);
+    for (int i = 0; i < HELD; i++)
+        ASSERT_EQ(__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST), 1);
+    infinirtStream_t free_one;
+    ASSERT_OK(infinirtStreamCreateWithFlags(&free_one, INFINIRT_STREAM_NON_BLOCKING));
+    atomic_int flag = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(free_one, set_flag, &flag));
+    if (!wait_idle(free_one, 10000))
+        TEST_FAILED_("a stream was not run within 10 s while %d streams sat in host functions (workers = 2)", HELD);
+    ASSERT_EQ(atomic_load(&flag), 1);
+    ASSERT_LE(thread_count() - base, 8);
+    for (int i = 0; i < HELD; i++)
+        tc_gate_open(&gates[i]);
+    for (int i = 0; i < HELD; i++) {
+        ASSERT_OK(infinirtStreamSynchronize(held[i]));
+        ASSERT_OK(infinirtStreamDestroy(held[i]));
+    }
+    ASSERT_OK(infinirtStreamDestroy(free_one));
+    return TEST_OK;
+}
+
+/* At max_workers, a stream waits until a host function returns (the
+ * documented limit), and runs then. */
+int test_cpu_pool_limit_waits(void)
+{
+    cpu_pool_config("workers = 1\nmax_workers = 2\n");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    int base = thread_count();
+    static infinirtStream_t held[2];
+    static tc_gate gates[2];
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(infinirtStreamCreateWithFlags(&held[i], INFINIRT_STREAM_NON_BLOCKING));
+        CHECK(tc_hold_stream(held[i], &gates[i]));
+        for (int ms = 0; ms < 10000 && !__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST); ms++)
+            tc_sleep_ms(1);
+        ASSERT_EQ(__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST), 1);
+    }
+    infinirtStream_t late;
+    ASSERT_OK(infinirtStreamCreateWithFlags(&late, INFINIRT_STREAM_NON_BLOCKING));
+    atomic_int flag = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(late, set_flag, &flag));
+    tc_sleep_ms(100);
+    ASSERT_EQ(atomic_load(&flag), 0); /* both workers are held */
+    ASSERT_EQ(stream_idle(late), 0);
+    ASSERT_LE(thread_count() - base, 2);
+    tc_gate_open(&gates[0]);
+    if (!wait_idle(late, 10000))
+        TEST_FAILED_("%s", "a stream did not run within 10 s of a host function returning at max_workers");
+    ASSERT_EQ(atomic_load(&flag), 1);
+    tc_gate_open(&gates[1]);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(infinirtStreamSynchronize(held[i]));
+        ASSERT_OK(infinirtStreamDestroy(held[i]));
+    }
+    ASSERT_OK(infinirtStreamDestroy(late));
+    return TEST_OK;
+}
+
+/* A record on a stream with nothing pending completes on the caller's
+ * thread: the event is complete when the call returns, and no worker
+ * thread was needed for it. */
+int test_cpu_idle_record_on_caller(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    int base = thread_count();
+    infinirtStream_t s;
+    infinirtEvent_t e0, e1;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtEventCreate(&e0));
+    ASSERT_OK(infinirtEventCreate(&e1));
+    for (int k = 0; k < 3; k++) {
+        infinirtEventStatus_t st = INFINIRT_EVENT_NOT_READY;
+        ASSERT_OK(infinirtEventRecord(e0, k < 2 ? s : NULL));
+        ASSERT_OK(infinirtEventQuery(e0, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtEventSynchronize(e0));
+        ASSERT_OK(infinirtStreamSynchronize(s));
+    }
+    ASSERT_EQ(thread_count(), base); /* nothing was handed to a worker */
+    ASSERT_OK(infinirtEventRecord(e1, s));
+    float ms = -1;
+    ASSERT_OK(infinirtEventElapsedTime(&ms, e0, e1));
+    ASSERT(ms >= 0.0f && ms < 60000.0f);
+    ASSERT_OK(infinirtEventDestroy(e0));
+    ASSERT_OK(infinirtEventDestroy(e1));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* The plugin report's message for the cpu plugin, or NULL. */
+static int cpu_plugin_info(infinirtPluginInfo_t *pi)
+{
+    int n = 0;
+    if (infinirtGetPluginCount(&n) != INFINI_STATUS_SUCCESS)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (infinirtGetPluginInfo(i, pi) == INFINI_STATUS_SUCCESS && strcmp(pi->name, "cpu") == 0)
+            return 1;
+    return 0;
+}
+
+/* workers and max_workers are validated like the other keys: a bad value
+ * fails the plugin's init with the reason.  One process per config (the
+ * loader reads its config once). */
+int test_cpu_bad_workers_key(void)
+{
+    static const char *const bad[][2] = {
+        {"workers = 0\n", "workers = '0' is not a number from 1 to 1024"},
+        {"workers = many\n", "workers = 'many' is not a number from 1 to 1024"},
+        {"max_workers = 2000\n", "max_workers = '2000' is not a number from 1 to 1024"},
+        {"workers = 8\nmax_workers = 4\n", "max_workers = 4 is less than workers = 8"},
+        {"workers = 4\nmax_workers = 4\n", NULL}, /* accepted */
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        ASSERT(pid >= 0);
+        if (pid == 0) {
+            char cfg[1024];
+            snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = async\n%s", CPU_PLUGIN, bad[k][0]);
+            tc_use_config(cfg);
+            infinirtPluginInfo_t pi;
+            int count = -1;
+            infinirtGetDeviceCount(INFINI_DEVICE_CPU, &count);
+            if (!cpu_plugin_info(&pi))
+                _exit(2);
+            if (bad[k][1] == NULL)
+                _exit(pi.status == INFINIRT_PLUGIN_LOADED && count == 1 ? 0 : 3);
+            if (pi.status != INFINIRT_PLUGIN_INIT_FAILED || count != 0 || strstr(pi.message, bad[k][1]) == NULL) {
+                fprintf(stderr, "config '%s': status %d, %d devices, message '%s'\n", bad[k][0], (int)pi.status,
+                        count, pi.message);
+                _exit(4);
+            }
+            _exit(0);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            TEST_FAILED_("config case %zu ('%s') gave exit status %d", k, bad[k][0], status);
+    }
+    return TEST_OK;
+}
+
+/* ------------------------------------- infinirt called from a host function */
+
+typedef struct {
+    infinirtStream_t s;
+    infinirtEvent_t e;
+    void *d;
+    unsigned char host[64];
+    infiniStatus_t stream_sync, event_sync, device_sync, memcpy_sync, memset_sync, copy_async;
+    atomic_int done;
+} reentry_arg;
+
+/* Calls infinirt, as a host function must not: each call that waits is
+ * refused (it would wait for this very function, in async mode); queueing
+ * more work is allowed. */
+static void call_infinirt(void *arg)
+{
+    reentry_arg *a = arg;
+    a->stream_sync = infinirtStreamSynchronize(a->s);
+    a->event_sync = infinirtEventSynchronize(a->e);
+    a->device_sync = infinirtDeviceSynchronize();
+    a->memcpy_sync = infinirtMemcpy(a->d, a->host, 64, INFINIRT_MEMCPY_H2D);
+    a->memset_sync = infinirtMemset(a->d, 0, 64);
+    a->copy_async = infinirtMemcpyAsync(a->d, a->host, 64, INFINIRT_MEMCPY_H2D, a->s);
+    atomic_store(&a->done, 1);
+}
+
+static int host_fn_reentry_case(const char *mode)
+{
+    cpu_config(mode);
+    CHECK(tc_use_device(0));
+    static reentry_arg a;
+    memset(a.host, 0x5a, sizeof a.host);
+    ASSERT_OK(infinirtStreamCreate(&a.s));
+    ASSERT_OK(infinirtEventCreate(&a.e));
+    ASSERT_OK(infinirtMalloc(&a.d, 64));
+    ASSERT_OK(infinirtMemset(a.d, 0, 64));
+    ASSERT_OK(infinirtEventRecord(a.e, a.s));
+    ASSERT_OK(infinirtLaunchHostFunc(a.s, call_infinirt, &a));
+    ASSERT_OK(infinirtEventRecord(a.e, a.s)); /* behind the host function (async) */
+    for (int ms = 0; ms < 10000 && !atomic_load(&a.done); ms++)
+        tc_sleep_ms(1);
+    if (!atomic_load(&a.done))
+        TEST_FAILED_("%s", "a host function calling infinirt did not return within 10 s (a hang)");
+    ASSERT_EQ(a.stream_sync, INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(a.event_sync, INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(a.device_sync, INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(a.memcpy_sync, INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(a.memset_sync, INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(a.copy_async, INFINI_STATUS_SUCCESS);
+    ASSERT_OK(infinirtStreamSynchronize(a.s));
+    ASSERT_OK(infinirtEventSynchronize(a.e));
+    ASSERT_MEM_EQ(a.d, a.host, 64); /* the copy it queued ran */
+    /* Outside a host function the same calls work again on this thread. */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtFree(a.d));
+    ASSERT_OK(infinirtEventDestroy(a.e));
+    ASSERT_OK(infinirtStreamDestroy(a.s));
+    return TEST_OK;
+}
+
+int test_cpu_host_fn_reentry_async(void)
+{
+    return host_fn_reentry_case("async");
+}
+
+int test_cpu_host_fn_reentry_inline(void)
+{
+    return host_fn_reentry_case(NULL);
 }

@@ -166,7 +166,14 @@
     X(config, bad_values) \
     X(config, size_suffixes) \
     X(config, plugin_dir_relative) \
-    X(config, installed_plugin_dir_example)
+    X(config, installed_plugin_dir_example) \
+    X(cpu, pool_bounded_threads)          \
+    X(cpu, pool_grows_past_blocked)       \
+    X(cpu, pool_limit_waits)              \
+    X(cpu, idle_record_on_caller)         \
+    X(cpu, bad_workers_key)               \
+    X(cpu, host_fn_reentry_async)         \
+    X(cpu, host_fn_reentry_inline)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -1,7 +1,9 @@
 /*
  * cpu_event.c - events as generation counters: a record takes the next
- * generation, and completing it (on a stream's worker, or at once in inline
- * mode) raises `completed` and stamps the time.
+ * generation, and completing it (on a worker, on the caller's thread when
+ * its stream is idle, or at once in inline mode) raises `completed` and
+ * stamps the time.  Writers hold the event's mutex; readers that only ask
+ * "is it complete" load the two counters and take no lock.
  */
 #define _GNU_SOURCE
 #include "cpu.h"
@@ -26,12 +28,14 @@ cpu_event *cpu__event_new(int dev, uint32_t flags)
     e->flags = flags;
     e->device = dev;
     atomic_init(&e->refs, 1);
+    atomic_init(&e->recorded, 0);
+    atomic_init(&e->completed, 0);
     return e;
 }
 
 /* Events are freed by whoever drops the last reference: the handle
  * (event_destroy), a queued record or a queued wait.  The count is a C11
- * atomic and every access to the event's state is under its mutex, which
+ * atomic and every write to the event's state is under its mutex, which
  * the last holder no longer shares with anyone when it destroys it; the
  * loader keeps its own reference while a thread is inside a call on the
  * event.  threads.event_teardown destroys events in each of those ways
@@ -49,45 +53,75 @@ void cpu__event_put(cpu_event *e)
 uint64_t cpu__event_next_gen(cpu_event *e)
 {
     pthread_mutex_lock(&e->mu);
-    uint64_t gen = ++e->recorded;
+    uint64_t gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
+    atomic_store_explicit(&e->recorded, gen, memory_order_release);
     pthread_mutex_unlock(&e->mu);
     return gen;
+}
+
+/* Under e->mu: `completed` reaches gen, stamped `now`; the streams parked on
+ * it are returned, to be woken once the mutex is let go. */
+static cpu_parked *complete_locked(cpu_event *e, uint64_t gen, double now)
+{
+    if (gen > atomic_load_explicit(&e->completed, memory_order_relaxed)) {
+        e->completed_at_ms = now;
+        atomic_store_explicit(&e->completed, gen, memory_order_release);
+    }
+    if (e->waiters > 0)
+        pthread_cond_broadcast(&e->cv);
+    return e->parked != NULL ? cpu__parked_take(&e->parked, atomic_load_explicit(&e->completed, memory_order_relaxed))
+                             : NULL;
 }
 
 void cpu__event_complete(cpu_event *e, uint64_t gen)
 {
     double now = cpu__now_ms();
     pthread_mutex_lock(&e->mu);
-    if (gen > e->completed) {
-        e->completed = gen;
-        e->completed_at_ms = now;
-    }
-    pthread_cond_broadcast(&e->cv);
+    cpu_parked *wake = complete_locked(e, gen, now);
     pthread_mutex_unlock(&e->mu);
+    cpu__parked_wake(wake);
 }
 
 void cpu__event_record_now(cpu_event *e)
 {
     double now = cpu__now_ms();
     pthread_mutex_lock(&e->mu);
-    e->completed = ++e->recorded;
-    e->completed_at_ms = now;
-    pthread_cond_broadcast(&e->cv);
+    uint64_t gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
+    atomic_store_explicit(&e->recorded, gen, memory_order_release);
+    cpu_parked *wake = complete_locked(e, gen, now);
     pthread_mutex_unlock(&e->mu);
+    cpu__parked_wake(wake);
 }
 
 uint64_t cpu__event_pending_gen(cpu_event *e)
 {
-    pthread_mutex_lock(&e->mu);
-    uint64_t gen = e->completed >= e->recorded ? 0 : e->recorded;
-    pthread_mutex_unlock(&e->mu);
-    return gen;
+    uint64_t rec = atomic_load_explicit(&e->recorded, memory_order_acquire);
+    return atomic_load_explicit(&e->completed, memory_order_acquire) >= rec ? 0 : rec;
 }
 
 void cpu__event_wait_gen(cpu_event *e, uint64_t gen)
 {
+    if (atomic_load_explicit(&e->completed, memory_order_acquire) >= gen)
+        return;
     pthread_mutex_lock(&e->mu);
-    while (e->completed < gen)
+    e->waiters++;
+    while (atomic_load_explicit(&e->completed, memory_order_relaxed) < gen)
         pthread_cond_wait(&e->cv, &e->mu);
+    e->waiters--;
     pthread_mutex_unlock(&e->mu);
+}
+
+bool cpu__event_park(cpu_event *e, uint64_t gen, cpu_parked *p)
+{
+    if (atomic_load_explicit(&e->completed, memory_order_acquire) >= gen)
+        return true;
+    pthread_mutex_lock(&e->mu);
+    bool done = atomic_load_explicit(&e->completed, memory_order_relaxed) >= gen;
+    if (!done) {
+        p->until = gen;
+        p->next = e->parked;
+        e->parked = p;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return done;
 }

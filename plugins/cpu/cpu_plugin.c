@@ -10,23 +10,28 @@
  *                        hardware.
  *   streams = MODE       inline (default): every operation is done on the
  *                        caller's thread before the call returns, as in
- *                        InfiniCore's CPU runtime; async: a worker thread per
- *                        stream (see cpu.h).
+ *                        InfiniCore's CPU runtime; async: streams run on a
+ *                        pool of worker threads (see cpu.h, cpu_pool.c).
+ *   workers = N          async: the pool's threads (default: online CPUs,
+ *                        at most 64), started as work needs them.
+ *   max_workers = N      async: the most threads while every worker sits in
+ *                        a host function (default 4 x workers, at least 16).
  * A value that cannot be used is reported (file:line, through the loader)
  * and the default kept; an unknown key is reported and ignored.
  */
 #define _GNU_SOURCE
 #include "cpu.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #define CPU_MAX_DEVICES 64
+#define CPU_MAX_WORKERS 1024
 /* Device memory is 256-byte aligned, as CUDA's is; the size lives in a
  * header before the returned pointer so free can account for it. */
 #define CPU_ALIGN 256
@@ -45,6 +50,18 @@ cpu_device *cpu__device(int dev)
 int cpu__device_count(void)
 {
     return g_count;
+}
+
+/* workers / max_workers: a whole number from 1 to CPU_MAX_WORKERS. */
+static int parse_workers(const char *v, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0 || n < 1 || n > CPU_MAX_WORKERS)
+        return -1;
+    *out = (int)n;
+    return 0;
 }
 
 static void read_cpu_model(void)
@@ -76,6 +93,8 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
     int count = 1;
     size_t limit = 0;
     bool inline_mode = true;
+    int workers = 0, max_workers = 0; /* 0: the default */
+    size_t max_workers_key = 0;
     for (size_t i = 0; i < args->config_count; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
         /* A bad value is reported with its file and line and the default
@@ -97,12 +116,34 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
             else
                 infinirtPluginConfigWarn(args, "cpu", i, "not inline or async; using %s",
                                          inline_mode ? "inline" : "async");
+        } else if (strcmp(k, "workers") == 0) {
+            if (parse_workers(v, &workers) != 0)
+                infinirtPluginConfigWarn(args, "cpu", i, "not a number from 1 to %d; using the default",
+                                         CPU_MAX_WORKERS);
+        } else if (strcmp(k, "max_workers") == 0) {
+            if (parse_workers(v, &max_workers) != 0)
+                infinirtPluginConfigWarn(args, "cpu", i, "not a number from 1 to %d; using the default",
+                                         CPU_MAX_WORKERS);
+            else
+                max_workers_key = i;
         } else if (strcmp(k, "memory_limit") == 0) {
             if (infinirtPluginParseSize(v, &limit) != 0)
                 infinirtPluginConfigWarn(args, "cpu", i, "not a size (e.g. 64M, 2GiB, 1T); using %zu", limit);
         } else {
-            infinirtPluginConfigWarn(args, "cpu", i, "unknown key ignored (known: devices, memory_limit, streams)");
+            infinirtPluginConfigWarn(args, "cpu", i, "unknown key ignored (known: devices, max_workers, memory_limit, streams, workers)");
         }
+    }
+    if (workers == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        workers = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+    }
+    if (max_workers == 0) {
+        max_workers = 4 * workers < 16 ? 16 : 4 * workers;
+        if (max_workers > CPU_MAX_WORKERS)
+            max_workers = CPU_MAX_WORKERS;
+    } else if (max_workers < workers) {
+        infinirtPluginConfigWarn(args, "cpu", max_workers_key, "less than workers = %d; using %d", workers, workers);
+        max_workers = workers;
     }
     if (count == 0) {
         snprintf(args->message, args->message_size, "devices = 0 in the config");
@@ -110,6 +151,8 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
         return INFINI_STATUS_SUCCESS;
     }
     cpu__inline = inline_mode;
+    cpu__workers = workers;
+    cpu__max_workers = max_workers;
     read_cpu_model();
     for (int i = 0; i < count; i++) {
         cpu_device *d = &g_devices[i];
@@ -255,7 +298,7 @@ static infiniStatus_t cpu_free_host(int dev, void *ptr)
  * inline mode there is none). */
 static infiniStatus_t cpu_memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    infiniStatus_t st = cpu__inline ? INFINI_STATUS_SUCCESS : cpu__sync_point(dev);
+    infiniStatus_t st = cpu__sync_point(dev, "memcpy");
     if (st == INFINI_STATUS_SUCCESS)
         memmove(dst, src, size);
     return st;
@@ -263,7 +306,7 @@ static infiniStatus_t cpu_memcpy(int dev, void *dst, const void *src, size_t siz
 
 static infiniStatus_t cpu_memset(int dev, void *ptr, int value, size_t size)
 {
-    infiniStatus_t st = cpu__inline ? INFINI_STATUS_SUCCESS : cpu__sync_point(dev);
+    infiniStatus_t st = cpu__sync_point(dev, "memset");
     if (st == INFINI_STATUS_SUCCESS)
         memset(ptr, value, size);
     return st;
@@ -358,21 +401,16 @@ static infiniStatus_t cpu_event_record(int dev, void *event, void *stream)
 
 static infiniStatus_t cpu_event_query(int dev, void *event, int *complete)
 {
-    cpu_event *e = event;
-    pthread_mutex_lock(&e->mu);
-    *complete = e->completed >= e->recorded;
-    pthread_mutex_unlock(&e->mu);
+    *complete = cpu__event_pending_gen(event) == 0;
     return INFINI_STATUS_SUCCESS;
 }
 
 static infiniStatus_t cpu_event_synchronize(int dev, void *event)
 {
-    cpu_event *e = event;
-    pthread_mutex_lock(&e->mu);
-    uint64_t gen = e->recorded;
-    while (e->completed < gen)
-        pthread_cond_wait(&e->cv, &e->mu);
-    pthread_mutex_unlock(&e->mu);
+    CPU__REFUSE_IN_HOST_FN("event_synchronize");
+    uint64_t gen = cpu__event_pending_gen(event);
+    if (gen != 0)
+        cpu__event_wait_gen(event, gen);
     return INFINI_STATUS_SUCCESS;
 }
 

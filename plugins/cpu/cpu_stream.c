@@ -1,20 +1,30 @@
 /*
- * cpu_stream.c - streams.  Inline mode: objects without a thread, whose work
- * is done at once.  Async mode: worker threads draining in-order command
- * queues, blocking streams ordered with the device's default stream (the
- * scheme is in cpu.h).
+ * cpu_stream.c - streams.  Inline mode: objects without a queue, whose work
+ * is done at once.  Async mode: an in-order ring of commands per stream, run
+ * by the worker pool (cpu_pool.c); blocking streams ordered with the
+ * device's default stream (the scheme is in cpu.h).
+ *
+ * A stream's scheduling state, under its mutex:
+ *   IDLE    no command, or none yet handed to the pool;
+ *   QUEUED  on the pool's run queue;
+ *   RUNNING a worker drains it (one at a time);
+ *   PARKED  its first command waits (an event, another stream's count); it
+ *           is linked on what it waits for, which queues it again.
+ * Queueing on a QUEUED or RUNNING stream only appends to the ring: no
+ * system call.  The worker sets IDLE in the same critical section that
+ * counts the last command done, and touches the stream no more after it.
  */
 #define _GNU_SOURCE
 #include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER };
 
 typedef struct cmd {
     enum cmd_kind kind;
-    struct cmd *next;
     union {
         struct { void *dst; const void *src; size_t n; } copy;
         struct { void *dst; int value; size_t n; } fill;
@@ -25,29 +35,74 @@ typedef struct cmd {
     } u;
 } cmd;
 
+enum run_state { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
+
+/* The ring's first size, allocated with the first command; it doubles when
+ * full and never shrinks, so a stream in steady use allocates nothing. */
+#define RING_FIRST 16
+/* Commands a worker runs from one stream before it lets others have a turn
+ * (when others wait). */
+#define TURN 64
+/* How long a host thread spins on a stream's count before it sleeps. */
+#define WAIT_SPIN_NS 20000
+
 struct cpu_stream {
     infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
     cpu_device *dev;
     bool blocking;               /* ordered with the default stream */
     bool is_default;
+    bool listed;                 /* in dev->streams (async mode) */
     /* The owner, each CMD_AFTER aimed at the stream and each host thread
      * waiting on it: the memory outlives stream_free while they last. */
     atomic_int refs;
-    bool has_thread;
-    pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv_work;      /* a command was queued, or stop */
     pthread_cond_t cv_done;      /* a command completed while waiters > 0 */
     int waiters;
-    cmd *head, *tail;
-    uint64_t queued, done;       /* commands queued / completed */
+    cmd *ring;                   /* cap entries; count from `first` on */
+    uint32_t cap, first, count;
+    /* Commands queued / completed: written under mu, read without it. */
+    _Atomic uint64_t queued, done;
     uint64_t after_default;      /* blocking: the default stream's count we already wait for */
     uint64_t covered;            /* blocking: our count the default stream already waits for */
-    bool stop;
+    int sched;                   /* enum run_state (mu) */
+    bool rewake;                 /* woken while RUNNING, before it could park */
+    cpu_parked park;             /* on what the first command waits for */
+    cpu_parked *parked;          /* streams waiting for our count (mu) */
+    cpu_stream *run_next;        /* on the pool's run queue (the pool's lock) */
     cpu_stream *next;            /* in dev->streams (dev->lock) */
 };
 
 bool cpu__inline = true;
+_Thread_local int cpu__in_host_fn;
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+infiniStatus_t cpu__refuse_in_host_fn(const char *call)
+{
+    cpu__log(INFINIRT_PLUGIN_LOG_ERROR, "cpu",
+             "%s called from a host function running on a stream: refused with INVALID_STATE (a host function "
+             "must not call infinirt; waiting there could wait for itself)",
+             call);
+    return INFINI_STATUS_INVALID_STATE;
+}
+
+void cpu__call_host_fn(infinirtPluginHostFn fn, void *user)
+{
+    cpu__in_host_fn++;
+    fn(user);
+    cpu__in_host_fn--;
+}
+
+cpu_stream **cpu__stream_run_next(cpu_stream *s)
+{
+    return &s->run_next;
+}
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -60,28 +115,109 @@ static void stream_release(cpu_stream *s)
 {
     if (atomic_fetch_sub(&s->refs, 1) == 1) {
         pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->cv_work);
         pthread_cond_destroy(&s->cv_done);
+        free(s->ring);
         free(s);
     }
 }
 
-/* Wait until s has completed `count` commands. */
-static void wait_count(cpu_stream *s, uint64_t count)
+static uint64_t now_ns(void)
 {
-    pthread_mutex_lock(&s->mu);
-    if (s->done < count) {
-        s->waiters++;
-        while (s->done < count)
-            pthread_cond_wait(&s->cv_done, &s->mu);
-        s->waiters--;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait until s has completed `count` commands; with `idle`, also until no
+ * worker holds s (so it may be freed).  Spins a short while first: a small
+ * command completes sooner than a sleep and a wake-up take. */
+static void wait_count(cpu_stream *s, uint64_t count, bool idle)
+{
+    if (!idle) {
+        if (atomic_load_explicit(&s->done, memory_order_acquire) >= count)
+            return;
+        uint64_t until = now_ns() + WAIT_SPIN_NS;
+        for (unsigned i = 1; atomic_load_explicit(&s->done, memory_order_acquire) < count; i++) {
+            cpu_relax();
+            if ((i & 63) == 0 && now_ns() >= until)
+                break;
+        }
+        if (atomic_load_explicit(&s->done, memory_order_acquire) >= count)
+            return;
     }
+    pthread_mutex_lock(&s->mu);
+    s->waiters++;
+    while (atomic_load_explicit(&s->done, memory_order_relaxed) < count || (idle && s->sched != ST_IDLE))
+        pthread_cond_wait(&s->cv_done, &s->mu);
+    s->waiters--;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* --------------------------------------------------------------- parking */
+
+#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p) - offsetof(cpu_stream, park)))
+
+cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached)
+{
+    cpu_parked *taken = NULL;
+    for (cpu_parked **pp = list; *pp != NULL;) {
+        cpu_parked *p = *pp;
+        if (p->until <= reached) {
+            *pp = p->next;
+            p->next = taken;
+            taken = p;
+        } else {
+            pp = &p->next;
+        }
+    }
+    return taken;
+}
+
+/* Queue a stream whose wait is over; one still RUNNING (it linked itself
+ * and has not parked yet) is told to look again. */
+void cpu__parked_wake(cpu_parked *taken)
+{
+    while (taken != NULL) {
+        cpu_parked *next = taken->next;
+        cpu_stream *s = PARKED_STREAM(taken);
+        pthread_mutex_lock(&s->mu);
+        bool push = s->sched == ST_PARKED;
+        if (push)
+            s->sched = ST_QUEUED;
+        else
+            s->rewake = true;
+        pthread_mutex_unlock(&s->mu);
+        if (push)
+            cpu__pool_push(s);
+        taken = next;
+    }
+}
+
+/* c heads s and waits: true when what it waits for is done; otherwise s is
+ * linked on it, to be woken.  Called without s->mu (the target's lock is
+ * taken instead, never both). */
+static bool wait_ready(cpu_stream *s, const cmd *c)
+{
+    if (c->kind == CMD_WAIT)
+        return cpu__event_park(c->u.ev.e, c->u.ev.gen, &s->park);
+    cpu_stream *t = c->u.after.s;
+    uint64_t count = c->u.after.count;
+    if (atomic_load_explicit(&t->done, memory_order_acquire) >= count)
+        return true;
+    pthread_mutex_lock(&t->mu);
+    bool done = atomic_load_explicit(&t->done, memory_order_relaxed) >= count;
+    if (!done) {
+        s->park.until = count;
+        s->park.next = t->parked;
+        t->parked = &s->park;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return done;
 }
 
 /* --------------------------------------------------------------- workers */
 
-static void run(cmd *c)
+static void run(const cmd *c)
 {
     switch (c->kind) {
     case CMD_COPY:
@@ -91,48 +227,79 @@ static void run(cmd *c)
         memset(c->u.fill.dst, c->u.fill.value, c->u.fill.n);
         break;
     case CMD_HOST_FN:
-        c->u.host.fn(c->u.host.user);
+        cpu__pool_fn_enter();
+        cpu__call_host_fn(c->u.host.fn, c->u.host.user);
+        cpu__pool_fn_leave();
         break;
     case CMD_RECORD:
         cpu__event_complete(c->u.ev.e, c->u.ev.gen);
-        cpu__event_put(c->u.ev.e);
         break;
     case CMD_WAIT:
-        /* Blocks this stream's worker only: the host never waits here. */
-        cpu__event_wait_gen(c->u.ev.e, c->u.ev.gen);
-        cpu__event_put(c->u.ev.e);
-        break;
     case CMD_AFTER:
-        wait_count(c->u.after.s, c->u.after.count);
-        stream_release(c->u.after.s);
-        break;
+        break; /* wait_ready said it is over */
     }
 }
 
-static void *worker(void *arg)
+/* What a completed command held. */
+static void finish(const cmd *c)
 {
-    cpu_stream *s = arg;
+    if (c->kind == CMD_RECORD || c->kind == CMD_WAIT)
+        cpu__event_put(c->u.ev.e);
+    else if (c->kind == CMD_AFTER)
+        stream_release(c->u.after.s);
+}
+
+void cpu__stream_run(cpu_stream *s)
+{
     pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (s->head == NULL && !s->stop)
-            pthread_cond_wait(&s->cv_work, &s->mu);
-        if (s->head == NULL)
-            break; /* stopped, and drained */
-        cmd *c = s->head;
+    s->sched = ST_RUNNING;
+    for (int turn = 0;; turn++) {
+        if (s->count == 0) {
+            s->sched = ST_IDLE;
+            if (s->waiters > 0)
+                pthread_cond_broadcast(&s->cv_done); /* stream_free waits for IDLE */
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        if (turn >= TURN) {
+            /* Others may be waiting for a worker: to the back of the queue. */
+            s->sched = ST_QUEUED;
+            pthread_mutex_unlock(&s->mu);
+            cpu__pool_push(s);
+            return;
+        }
+        cmd c = s->ring[s->first];
         pthread_mutex_unlock(&s->mu);
-        run(c);
+        if ((c.kind == CMD_WAIT || c.kind == CMD_AFTER) && !wait_ready(s, &c)) {
+            pthread_mutex_lock(&s->mu);
+            if (s->rewake) { /* it ended while we were linking */
+                s->rewake = false;
+                turn--;
+                continue;
+            }
+            s->sched = ST_PARKED;
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        run(&c);
+        finish(&c);
         pthread_mutex_lock(&s->mu);
-        /* Dequeue only after running, so `done` counts finished work. */
-        s->head = c->next;
-        if (s->head == NULL)
-            s->tail = NULL;
-        s->done++;
-        free(c);
+        /* Dequeued only after running, so `done` counts finished work. */
+        s->first = (s->first + 1) & (s->cap - 1);
+        s->count--;
+        uint64_t done = atomic_load_explicit(&s->done, memory_order_relaxed) + 1;
+        atomic_store_explicit(&s->done, done, memory_order_release);
         if (s->waiters > 0)
             pthread_cond_broadcast(&s->cv_done);
+        if (s->parked != NULL) {
+            cpu_parked *wake = cpu__parked_take(&s->parked, done);
+            if (wake != NULL) {
+                pthread_mutex_unlock(&s->mu);
+                cpu__parked_wake(wake);
+                pthread_mutex_lock(&s->mu);
+            }
+        }
     }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
 }
 
 /* ------------------------------------------------------------ native ops */
@@ -190,19 +357,27 @@ static infiniStatus_t stream_create(cpu_device *d, uint32_t flags, bool is_defau
     s->is_default = is_default;
     s->blocking = !is_default && !(flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING);
     atomic_init(&s->refs, 1);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv_work, NULL);
-    pthread_cond_init(&s->cv_done, NULL);
+    atomic_init(&s->queued, 0);
+    atomic_init(&s->done, 0);
     if (!cpu__inline) {
-        if (pthread_create(&s->thread, NULL, worker, s) != 0) {
-            stream_release(s);
-            return INFINI_STATUS_OUT_OF_MEMORY;
-        }
-        s->has_thread = true;
+        /* Adaptive: a caller queueing while the worker takes a command
+         * spins briefly on the lock instead of sleeping in the kernel. */
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+        pthread_mutex_init(&s->mu, &ma);
+        pthread_mutexattr_destroy(&ma);
+        pthread_cond_init(&s->cv_done, NULL);
+        s->listed = true;
         pthread_mutex_lock(&d->lock);
         s->next = d->streams;
         d->streams = s;
         pthread_mutex_unlock(&d->lock);
+    } else {
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->cv_done, NULL);
     }
     *out = s;
     return INFINI_STATUS_SUCCESS;
@@ -217,19 +392,10 @@ infiniStatus_t cpu__stream_new(int dev, uint32_t flags, void **out)
     return st;
 }
 
-static void stream_stop(cpu_stream *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->stop = true;
-    pthread_cond_signal(&s->cv_work);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL); /* the worker drains the queue first */
-}
-
 void cpu__stream_free(void *stream)
 {
     cpu_stream *s = stream;
-    if (s->has_thread) {
+    if (s->listed) {
         cpu_device *d = s->dev;
         pthread_mutex_lock(&d->lock);
         for (cpu_stream **pp = &d->streams; *pp != NULL; pp = &(*pp)->next) {
@@ -239,7 +405,8 @@ void cpu__stream_free(void *stream)
             }
         }
         pthread_mutex_unlock(&d->lock);
-        stream_stop(s);
+        /* Its work first, and until no worker holds it. */
+        wait_count(s, atomic_load_explicit(&s->queued, memory_order_acquire), true);
     }
     stream_release(s);
 }
@@ -255,15 +422,16 @@ void cpu__shutdown_streams(void)
         pthread_mutex_unlock(&d->lock);
         while (s != NULL) {
             cpu_stream *next = s->next;
-            stream_stop(s);
+            wait_count(s, atomic_load(&s->queued), true);
             stream_release(s);
             s = next;
         }
     }
+    if (!cpu__inline)
+        cpu__pool_shutdown();
 }
 
-/* The device's default stream (async mode), created on first use so devices
- * nobody touches cost no thread. */
+/* The device's default stream (async mode), created on first use. */
 static cpu_stream *default_stream(int dev)
 {
     cpu_device *d = cpu__device(dev);
@@ -281,24 +449,19 @@ static cpu_stream *default_stream(int dev)
 
 /* ------------------------------------------------------------- ordering */
 
-static cmd *new_after(cpu_stream *target, uint64_t count)
-{
-    cmd *w = malloc(sizeof *w);
-    if (w == NULL)
-        return NULL;
-    w->kind = CMD_AFTER;
-    w->next = NULL;
-    w->u.after.s = target;
-    w->u.after.count = count;
-    stream_acquire(target);
-    return w;
-}
+/* A stream to wait for, and the count it must reach. */
+typedef struct after {
+    struct after *next;
+    cpu_stream *s;
+    uint64_t count;
+} after;
 
-static void free_afters(cmd *w)
+static void free_afters(after *w, bool release)
 {
     while (w != NULL) {
-        cmd *next = w->next;
-        stream_release(w->u.after.s);
+        after *next = w->next;
+        if (release)
+            stream_release(w->s);
         free(w);
         w = next;
     }
@@ -311,29 +474,33 @@ enum pending_set {
 };
 
 /* The streams of d in `set` that have work not yet completed, with the
- * count to reach, as a list of CMD_AFTER (each holding its stream); -1 out
- * of memory. */
-static int pending_streams(cpu_device *d, enum pending_set set, cmd **out)
+ * count to reach (each holding its stream); -1 out of memory. */
+static int pending_streams(cpu_device *d, enum pending_set set, after **out)
 {
-    cmd *list = NULL;
+    after *list = NULL;
     pthread_mutex_lock(&d->lock);
     for (cpu_stream *s = d->streams; s != NULL; s = s->next) {
         bool member = set == FOR_DEVICE || s->blocking || (set == FOR_SYNC && s->is_default);
         if (!member)
             continue;
-        pthread_mutex_lock(&s->mu);
-        uint64_t q = s->queued;
-        bool need = s->done < q && !(set == FOR_DEFAULT && q <= s->covered);
-        pthread_mutex_unlock(&s->mu);
-        if (!need)
+        uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
+        if (atomic_load_explicit(&s->done, memory_order_acquire) >= q)
             continue;
-        cmd *w = new_after(s, q);
+        if (set == FOR_DEFAULT) {
+            pthread_mutex_lock(&s->mu);
+            bool covered = q <= s->covered;
+            pthread_mutex_unlock(&s->mu);
+            if (covered)
+                continue;
+        }
+        after *w = malloc(sizeof *w);
         if (w == NULL) {
             pthread_mutex_unlock(&d->lock);
-            free_afters(list);
+            free_afters(list, true);
             return -1;
         }
-        w->next = list;
+        stream_acquire(s);
+        *w = (after){list, s, q};
         list = w;
     }
     pthread_mutex_unlock(&d->lock);
@@ -341,78 +508,108 @@ static int pending_streams(cpu_device *d, enum pending_set set, cmd **out)
     return 0;
 }
 
-static void append_locked(cpu_stream *s, cmd *c)
+/* Under s->mu: room for `more` commands (the ring doubles when full). */
+static bool ring_reserve(cpu_stream *s, uint32_t more)
 {
-    c->next = NULL;
-    if (s->tail != NULL)
-        s->tail->next = c;
-    else
-        s->head = c;
-    s->tail = c;
-    s->queued++;
+    if (s->count + more <= s->cap)
+        return true;
+    uint32_t cap = s->cap != 0 ? s->cap : RING_FIRST;
+    while (cap < s->count + more) {
+        if (cap > UINT32_MAX / 2)
+            return false;
+        cap *= 2;
+    }
+    cmd *r = malloc((size_t)cap * sizeof *r);
+    if (r == NULL)
+        return false;
+    for (uint32_t i = 0; i < s->count; i++)
+        r[i] = s->ring[(s->first + i) & (s->cap - 1)];
+    free(s->ring);
+    s->ring = r;
+    s->cap = cap;
+    s->first = 0;
+    return true;
 }
 
-/* Queue c on s (async mode), behind the waits blocking-stream order asks
- * for.  c is owned by the queue afterwards, or freed on failure. */
-static infiniStatus_t enqueue(cpu_stream *s, cmd *c)
+/* Under s->mu, with room reserved. */
+static void ring_push(cpu_stream *s, const cmd *c)
+{
+    s->ring[(s->first + s->count) & (s->cap - 1)] = *c;
+    s->count++;
+    uint64_t q = atomic_load_explicit(&s->queued, memory_order_relaxed) + 1;
+    atomic_store_explicit(&s->queued, q, memory_order_release);
+}
+
+/* Queue *t on s (async mode), behind the waits blocking-stream order asks
+ * for.  A record on a stream with nothing pending completes here, on the
+ * caller's thread: there is nothing for it to wait for. */
+static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
 {
     cpu_device *d = s->dev;
-    cmd *waits = NULL;
+    after *waits = NULL; /* the default stream's */
+    after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
     if (s->is_default) {
         if (pending_streams(d, FOR_DEFAULT, &waits) != 0)
-            goto oom;
+            return INFINI_STATUS_OUT_OF_MEMORY;
     } else if (s->blocking) {
         cpu_stream *D = atomic_load_explicit(&d->default_stream, memory_order_acquire);
         if (D != NULL) {
-            pthread_mutex_lock(&D->mu);
-            uint64_t q = D->done < D->queued ? D->queued : 0;
-            pthread_mutex_unlock(&D->mu);
-            if (q > 0 && (waits = new_after(D, q)) == NULL)
-                goto oom;
+            uint64_t q = atomic_load_explicit(&D->queued, memory_order_acquire);
+            if (atomic_load_explicit(&D->done, memory_order_acquire) < q)
+                one = (after){NULL, D, q};
         }
     }
 
     pthread_mutex_lock(&s->mu);
-    cmd *first = NULL; /* the waits appended (default stream) */
-    if (waits != NULL && !s->is_default) {
-        /* Decided under s->mu, in one section with appending c, so a
-         * command that skips the wait comes after the one that queued it. */
-        if (waits->u.after.count > s->after_default) {
-            s->after_default = waits->u.after.count;
-            append_locked(s, waits);
-            waits = NULL;
-        }
-    } else if (waits != NULL) {
-        first = waits;
-        for (cmd *w = waits, *next; w != NULL; w = next) {
-            next = w->next;
-            append_locked(s, w);
-        }
-        waits = NULL;
+    /* Decided under s->mu, in one section with appending *t, so a command
+     * that skips the wait comes after the one that queued it. */
+    bool need_one = one.s != NULL && one.count > s->after_default;
+    uint32_t n = 1 + (need_one ? 1 : 0);
+    for (after *w = waits; w != NULL; w = w->next)
+        n++;
+    if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
+        cpu__event_record_now(t->u.ev.e);
+        pthread_mutex_unlock(&s->mu);
+        return INFINI_STATUS_SUCCESS;
     }
+    /* A worker must exist before anything is queued: a command no thread
+     * could run would hang its synchronize. */
+    if (cpu__pool_ready() != INFINI_STATUS_SUCCESS || !ring_reserve(s, n)) {
+        pthread_mutex_unlock(&s->mu);
+        free_afters(waits, true);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    if (need_one) {
+        s->after_default = one.count;
+        stream_acquire(one.s);
+        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {one.s, one.count}});
+    }
+    for (after *w = waits; w != NULL; w = w->next)
+        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {w->s, w->count}});
     /* What the queued command holds is taken last, when nothing can fail:
      * a record's generation is never left without a completion. */
-    if (c->kind == CMD_RECORD || c->kind == CMD_WAIT)
-        atomic_fetch_add(&c->u.ev.e->refs, 1);
-    if (c->kind == CMD_RECORD)
-        c->u.ev.gen = cpu__event_next_gen(c->u.ev.e);
-    append_locked(s, c);
-    /* Only now (the waits are queued, and cannot be dequeued while we hold
+    cmd c = *t;
+    if (c.kind == CMD_RECORD || c.kind == CMD_WAIT)
+        atomic_fetch_add(&c.u.ev.e->refs, 1);
+    if (c.kind == CMD_RECORD)
+        c.u.ev.gen = cpu__event_next_gen(c.u.ev.e);
+    ring_push(s, &c);
+    /* Only now (the waits are queued, and cannot complete while we hold
      * s->mu) may other default-stream commands skip those streams. */
-    for (cmd *w = first; w != NULL && w != c; w = w->next) {
-        cpu_stream *b = w->u.after.s;
-        pthread_mutex_lock(&b->mu);
-        if (w->u.after.count > b->covered)
-            b->covered = w->u.after.count;
-        pthread_mutex_unlock(&b->mu);
+    for (after *w = waits; w != NULL; w = w->next) {
+        pthread_mutex_lock(&w->s->mu);
+        if (w->count > w->s->covered)
+            w->s->covered = w->count;
+        pthread_mutex_unlock(&w->s->mu);
     }
-    pthread_cond_signal(&s->cv_work);
+    bool push = s->sched == ST_IDLE;
+    if (push)
+        s->sched = ST_QUEUED;
     pthread_mutex_unlock(&s->mu);
-    free_afters(waits); /* a wait another command queued first */
+    if (push)
+        cpu__pool_push(s);
+    free_afters(waits, false); /* their references went to the commands */
     return INFINI_STATUS_SUCCESS;
-oom:
-    free(c);
-    return INFINI_STATUS_OUT_OF_MEMORY;
 }
 
 static infiniStatus_t submit(int dev, void *stream, const cmd *t)
@@ -420,19 +617,15 @@ static infiniStatus_t submit(int dev, void *stream, const cmd *t)
     cpu_stream *s = stream != NULL ? stream : default_stream(dev);
     if (s == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    cmd *c = malloc(sizeof *c);
-    if (c == NULL)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    *c = *t;
-    return enqueue(s, c);
+    return enqueue(s, t);
 }
 
-/* Wait on the host for the commands of a pending_streams list. */
-static void wait_afters(cmd *list)
+/* Wait on the host for the streams of a pending_streams list. */
+static void wait_afters(after *list)
 {
-    for (cmd *w = list; w != NULL; w = w->next)
-        wait_count(w->u.after.s, w->u.after.count);
-    free_afters(list);
+    for (after *w = list; w != NULL; w = w->next)
+        wait_count(w->s, w->count, false);
+    free_afters(list, true);
 }
 
 /* ------------------------------------------------------------ operations */
@@ -460,7 +653,7 @@ infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n)
 infiniStatus_t cpu__host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user)
 {
     if (cpu__inline) {
-        fn(user);
+        cpu__call_host_fn(fn, user);
         return INFINI_STATUS_SUCCESS;
     }
     cmd t = {.kind = CMD_HOST_FN, .u.host = {fn, user}};
@@ -493,15 +686,13 @@ infiniStatus_t cpu__wait_event(int dev, void *stream, cpu_event *e)
 
 infiniStatus_t cpu__stream_sync(int dev, void *stream)
 {
+    CPU__REFUSE_IN_HOST_FN("stream_synchronize");
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
     cpu_stream *s = stream;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return INFINI_STATUS_SUCCESS; /* no default stream yet: nothing was queued */
-    pthread_mutex_lock(&s->mu);
-    uint64_t q = s->queued;
-    pthread_mutex_unlock(&s->mu);
-    wait_count(s, q);
+    wait_count(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -513,9 +704,8 @@ void cpu__stream_query(int dev, void *stream, int *idle)
     cpu_stream *s = stream;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
-    *idle = s->done >= s->queued;
-    pthread_mutex_unlock(&s->mu);
+    uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
+    *idle = atomic_load_explicit(&s->done, memory_order_acquire) >= q;
 }
 
 /* The streams are held by reference while waited for, not under d->lock:
@@ -523,20 +713,22 @@ void cpu__stream_query(int dev, void *stream, int *idle)
  * takes d->lock). */
 infiniStatus_t cpu__device_sync(int dev)
 {
+    CPU__REFUSE_IN_HOST_FN("device_synchronize");
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
-    cmd *list;
+    after *list;
     if (pending_streams(cpu__device(dev), FOR_DEVICE, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t cpu__sync_point(int dev)
+infiniStatus_t cpu__sync_point(int dev, const char *call)
 {
+    CPU__REFUSE_IN_HOST_FN(call);
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
-    cmd *list;
+    after *list;
     if (pending_streams(cpu__device(dev), FOR_SYNC, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);

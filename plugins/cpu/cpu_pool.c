@@ -1,0 +1,223 @@
+/*
+ * cpu_pool.c - the worker threads of async mode.
+ *
+ * A run queue of streams that have work, and up to `workers` threads
+ * taking streams from it (started one by one, when work finds no idle
+ * worker: creating a stream starts nothing).  A stream is on the queue at
+ * most once and run by at most one worker at a time (cpu_stream.c keeps
+ * its state), so its order holds.
+ *
+ * A worker with nothing to do spins for a short while before it sleeps, so
+ * a caller that queues work right after the last command completed finds
+ * it awake, and queueing costs no system call.  Pushing wakes a sleeper
+ * only when no spinning worker will take the stream.
+ *
+ * Host functions may block (waiting for a gate, for I/O, for another
+ * stream): when every worker is inside one and a stream is waiting, the
+ * pool starts another thread, up to `max_workers`.  Threads past `workers`
+ * leave after a while with nothing to do.
+ */
+#define _GNU_SOURCE
+#include "cpu.h"
+
+#include <errno.h>
+#include <time.h>
+
+int cpu__workers = 1, cpu__max_workers = 16;
+
+/* How long an idle worker spins before it sleeps, and how long a thread
+ * past `workers` sleeps before it leaves. */
+#define SPIN_NS 20000
+#define SURPLUS_IDLE_MS 50
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* work was queued, or stop */
+    pthread_cond_t cv_exit;     /* the last thread left (stop) */
+    cpu_stream *head, *tail;    /* run queue (mu) */
+    atomic_int queued;          /* its length: spinners read it without mu */
+    atomic_int threads;         /* started and not yet left (written under mu) */
+    atomic_int in_fn;           /* threads inside a host function */
+    int sleeping;               /* in cv (mu) */
+    int spinning;               /* looking at `queued` without mu (mu) */
+    bool stop;
+    bool warned_limit, warned_start;
+} g_pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+    .cv_exit = PTHREAD_COND_INITIALIZER,
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *worker(void *arg);
+
+/* Under mu.  False when the thread could not be started. */
+static bool start_thread(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, worker, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        if (!g_pool.warned_start) {
+            g_pool.warned_start = true;
+            cpu__log(INFINIRT_PLUGIN_LOG_WARN, "cpu", "could not start a stream worker thread (error %d); %d run",
+                     rc, atomic_load(&g_pool.threads));
+        }
+        return false;
+    }
+    atomic_fetch_add(&g_pool.threads, 1);
+    return true;
+}
+
+/* Under mu: start a thread if the queue holds more streams than there are
+ * idle workers to take them, and the pool may grow: below `workers`, or
+ * every thread sits in a host function (which may never return). */
+static void maybe_grow(void)
+{
+    int threads = atomic_load(&g_pool.threads);
+    int waiting = atomic_load(&g_pool.queued);
+    if (waiting <= g_pool.sleeping + g_pool.spinning)
+        return;
+    if (threads < cpu__workers) {
+        start_thread();
+    } else if (atomic_load(&g_pool.in_fn) >= threads) {
+        if (threads < cpu__max_workers) {
+            start_thread();
+        } else if (!g_pool.warned_limit) {
+            g_pool.warned_limit = true;
+            cpu__log(INFINIRT_PLUGIN_LOG_WARN, "cpu",
+                     "all %d stream workers (max_workers) are inside host functions: other streams wait until "
+                     "one returns",
+                     threads);
+        }
+    }
+}
+
+void cpu__pool_push(cpu_stream *s)
+{
+    pthread_mutex_lock(&g_pool.mu);
+    *cpu__stream_run_next(s) = NULL;
+    if (g_pool.tail != NULL)
+        *cpu__stream_run_next(g_pool.tail) = s;
+    else
+        g_pool.head = s;
+    g_pool.tail = s;
+    int waiting = atomic_fetch_add(&g_pool.queued, 1) + 1;
+    if (waiting > g_pool.spinning && g_pool.sleeping > 0)
+        pthread_cond_signal(&g_pool.cv);
+    else
+        maybe_grow();
+    pthread_mutex_unlock(&g_pool.mu);
+}
+
+infiniStatus_t cpu__pool_ready(void)
+{
+    if (atomic_load_explicit(&g_pool.threads, memory_order_relaxed) > 0)
+        return INFINI_STATUS_SUCCESS;
+    pthread_mutex_lock(&g_pool.mu);
+    bool ok = atomic_load(&g_pool.threads) > 0 || start_thread();
+    pthread_mutex_unlock(&g_pool.mu);
+    return ok ? INFINI_STATUS_SUCCESS : INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+/* The counter and the queue length are both sequentially consistent: a
+ * push that saw this thread outside host functions (and so did not grow)
+ * is seen here, and this thread grows the pool. */
+void cpu__pool_fn_enter(void)
+{
+    int in = atomic_fetch_add(&g_pool.in_fn, 1) + 1;
+    if (atomic_load(&g_pool.queued) > 0 && in >= atomic_load(&g_pool.threads)) {
+        pthread_mutex_lock(&g_pool.mu);
+        maybe_grow();
+        pthread_mutex_unlock(&g_pool.mu);
+    }
+}
+
+void cpu__pool_fn_leave(void)
+{
+    atomic_fetch_sub(&g_pool.in_fn, 1);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_pool.mu);
+    for (;;) {
+        cpu_stream *s = g_pool.head;
+        if (s != NULL) {
+            g_pool.head = *cpu__stream_run_next(s);
+            if (g_pool.head == NULL)
+                g_pool.tail = NULL;
+            atomic_fetch_sub(&g_pool.queued, 1);
+            pthread_mutex_unlock(&g_pool.mu);
+            cpu__stream_run(s);
+            pthread_mutex_lock(&g_pool.mu);
+            continue;
+        }
+        if (g_pool.stop)
+            break;
+        /* Spin a while without the lock: the next command often comes
+         * within microseconds of the last one completing. */
+        g_pool.spinning++;
+        pthread_mutex_unlock(&g_pool.mu);
+        uint64_t until = now_ns() + SPIN_NS;
+        for (unsigned i = 1; atomic_load_explicit(&g_pool.queued, memory_order_relaxed) == 0; i++) {
+            cpu_relax();
+            if ((i & 63) == 0 && now_ns() >= until)
+                break;
+        }
+        pthread_mutex_lock(&g_pool.mu);
+        g_pool.spinning--;
+        if (g_pool.head != NULL || g_pool.stop)
+            continue;
+        g_pool.sleeping++;
+        if (atomic_load(&g_pool.threads) > cpu__workers) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += SURPLUS_IDLE_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            int rc = pthread_cond_timedwait(&g_pool.cv, &g_pool.mu, &ts);
+            g_pool.sleeping--;
+            if (rc == ETIMEDOUT && g_pool.head == NULL && atomic_load(&g_pool.threads) > cpu__workers)
+                break; /* a surplus thread with nothing to do */
+        } else {
+            pthread_cond_wait(&g_pool.cv, &g_pool.mu);
+            g_pool.sleeping--;
+        }
+    }
+    if (atomic_fetch_sub(&g_pool.threads, 1) == 1)
+        pthread_cond_broadcast(&g_pool.cv_exit);
+    pthread_mutex_unlock(&g_pool.mu);
+    return NULL;
+}
+
+void cpu__pool_shutdown(void)
+{
+    pthread_mutex_lock(&g_pool.mu);
+    g_pool.stop = true;
+    pthread_cond_broadcast(&g_pool.cv);
+    while (atomic_load(&g_pool.threads) > 0)
+        pthread_cond_wait(&g_pool.cv_exit, &g_pool.mu);
+    g_pool.stop = false; /* a later init may start again */
+    pthread_mutex_unlock(&g_pool.mu);
+}
