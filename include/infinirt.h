@@ -348,6 +348,13 @@ typedef void (*infinirtHostFn_t)(void *user_data);
  *  - after a context error (a faulting kernel: the error is sticky) queued
  *    host functions are not called at all: code that waits for fn to run
  *    should also watch the stream's status.
+ * On the CPU backend (docs/cpu.md), in both stream modes, a call that would
+ * wait made from fn (StreamSynchronize, EventSynchronize, DeviceSynchronize,
+ * a synchronous Memcpy or Memset) is refused with INVALID_STATE and a log
+ * line naming it, rather than waiting for fn itself; queueing more work
+ * from fn (MemcpyAsync, LaunchHostFunc, EventRecord) works.  A host function
+ * that blocks holds one of the backend's worker threads; past the plugin's
+ * max_workers, other streams wait for it.
  * Returns SUCCESS, NULL_POINTER (fn), BAD_PARAM, NOT_IMPLEMENTED. */
 INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn,
                                                    void *user_data);

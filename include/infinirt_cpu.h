@@ -26,7 +26,7 @@
  *  - inline (the default, InfiniCore's CPU runtime behaviour): work is done
  *    on the calling thread before enqueue returns; ops->flags has
  *    INFINIRT_CPU_STREAM_INLINE;
- *  - async: each stream has a worker thread that runs its work in order;
+ *  - async: a pool of worker threads runs each stream's work in order;
  *    enqueue returns at once.
  *
  * The NULL stream has no object: its native handle is NULL.  Queue work on
@@ -39,9 +39,10 @@
  * Thread-safety: every function of the table may be called from any thread,
  * concurrently, and from work running on a stream (a function may queue
  * more work, on its own stream or another).  As with CUDA's host functions,
- * work running on a stream in async mode must not wait for streams of its
- * device (synchronize, or a synchronous infinirtMemcpy/Memset, which waits
- * for the blocking streams): it would wait for itself.
+ * work running on a stream must not wait for streams of its device
+ * (synchronize, or a synchronous infinirtMemcpy/Memset, which waits for the
+ * blocking streams): it would wait for itself.  Those calls are refused
+ * there with INVALID_STATE, in both modes.
  *
  * Compatibility: members are only ever appended.  struct_size is the size of
  * the table the plugin was built with; a member whose end lies past it is
@@ -80,8 +81,9 @@ typedef struct infinirtCpuStreamOps {
      * else 0.  Never blocks.  Returns SUCCESS or NULL_POINTER. */
     infiniStatus_t (*query)(void *stream, int *idle);
 
-    /* Wait until everything queued on `stream` so far has completed (from
-     * work running on that same stream: deadlock).  Returns SUCCESS. */
+    /* Wait until everything queued on `stream` so far has completed.
+     * Returns SUCCESS, NULL_POINTER, or INVALID_STATE when called from work
+     * running on a stream (it could wait for itself; logged). */
     infiniStatus_t (*synchronize)(void *stream);
 } infinirtCpuStreamOps;
 
