@@ -568,8 +568,12 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
     for (after *w = waits; w != NULL; w = w->next)
         n++;
     if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
-        cpu__event_record_now(t->u.ev.e);
+        /* Completed after s->mu is let go: completing may queue streams
+         * parked on the event, and one stream lock is never held while
+         * taking another's here (enqueue on the default stream nests them
+         * the other way). */
         pthread_mutex_unlock(&s->mu);
+        cpu__event_record_now(t->u.ev.e);
         return INFINI_STATUS_SUCCESS;
     }
     /* A worker must exist before anything is queued: a command no thread
