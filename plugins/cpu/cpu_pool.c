@@ -158,6 +158,10 @@ void cpu__pool_fn_leave(void)
 static void *worker(void *arg)
 {
     (void)arg;
+#ifdef __linux__
+    /* Seen in top, gdb and /proc/self/task/N/comm (the tests count them). */
+    pthread_setname_np(pthread_self(), "infinirt-cpu");
+#endif
     pthread_mutex_lock(&g_pool.mu);
     for (;;) {
         cpu_stream *s = g_pool.head;
