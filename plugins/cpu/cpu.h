@@ -89,7 +89,7 @@ extern bool cpu__inline;
  * wait (synchronize, a synchronous copy or fill) are refused there: waiting
  * for the stream the function runs on, or for work queued behind it, would
  * never end. */
-extern _Thread_local int cpu__in_host_fn;
+extern __attribute__((tls_model("initial-exec"))) _Thread_local int cpu__in_host_fn;
 /* Log that `call` was made from a host function; INVALID_STATE. */
 infiniStatus_t cpu__refuse_in_host_fn(const char *call);
 #define CPU__REFUSE_IN_HOST_FN(call)                                                                  \

@@ -73,7 +73,10 @@ struct cpu_stream {
 };
 
 bool cpu__inline = true;
-_Thread_local int cpu__in_host_fn;
+/* Initial-exec: in the static TLS block (glibc keeps room there for
+ * dlopened libraries), so reading it is one load, and LeakSanitizer's
+ * exit-time scan does not crash on a dlopened library's dynamic TLS. */
+__attribute__((tls_model("initial-exec"))) _Thread_local int cpu__in_host_fn;
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
