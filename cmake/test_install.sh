@@ -33,6 +33,26 @@ cp "$src/examples/app/app.c" "$src/examples/app/Makefile" "$T/pc/"
 PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" make -s -C "$T/pc" >/dev/null
 mv "$T/pc/infinirt-app-pc" "$T/app-pc"
 
+step "the README's pkg-config line, exactly, and the program it builds starts"
+readme_cc=$(grep -m1 '^cc myapp.c \$(pkg-config' "$src/README.md") ||
+    { echo "README.md has no 'cc myapp.c \$(pkg-config ...' line"; exit 1; }
+mkdir -p "$T/readme"
+cat >"$T/readme/myapp.c" <<'C'
+#include <infinirt.h>
+#include <stdio.h>
+int main(void)
+{
+    int major = -1, minor = -1, patch = -1;
+    infinirtGetVersion(&major, &minor, &patch);
+    printf("myapp: infinirt %d.%d.%d\n", major, minor, patch);
+    return major < 0;
+}
+C
+(cd "$T/readme" && PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" bash -ec "$readme_cc") ||
+    { echo "the README's pkg-config line does not build: $readme_cc"; exit 1; }
+env -u LD_LIBRARY_PATH "$T/readme/a.out" | grep -q '^myapp: infinirt ' ||
+    { echo "a program built with the README's pkg-config line does not start: $readme_cc"; exit 1; }
+
 # The INI enables the vendor plugin by a path relative to the INI itself.
 mkdir -p "$T/conf"
 # Only cpu and the vendor's: every other plugin of the prefix (opencl) would
