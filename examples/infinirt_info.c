@@ -1,10 +1,14 @@
 /*
  * infinirt-info - what the loader sees: devices with names and memory, every
  * plugin it considered and why it is or is not serving, the config file
- * used, and the allocator's settings and statistics.
+ * used, the default device (the one every thread starts on), and the
+ * allocator's settings and statistics.
  *
  *   infinirt-info          human-readable
  *   infinirt-info --json   one JSON object, for scripts
+ *
+ * Exits 1, saying so on stderr, when no plugin reports any device: there is
+ * nothing a program could run on.
  */
 #include "infinirt.h"
 
@@ -36,6 +40,31 @@ static int device_types(infiniDevice_t *types)
     return n < MAX_TYPES ? n : MAX_TYPES;
 }
 
+/* Every device of every type, counted. */
+static int total_devices(void)
+{
+    infiniDevice_t types[MAX_TYPES];
+    int ntypes = device_types(types), total = 0;
+    for (int k = 0; k < ntypes; k++) {
+        int count = 0;
+        if (infinirtGetDeviceCount(types[k], &count) == INFINI_STATUS_SUCCESS && count > 0)
+            total += count;
+    }
+    return total;
+}
+
+/* The device this thread starts on, asked before any infinirtSetDevice:
+ * the config's [loader] default_device where that device exists, else cpu:0.
+ * Sets *present to whether it exists. */
+static void default_device(infiniDevice_t *type, int *id, int *present)
+{
+    int count = 0;
+    *type = INFINI_DEVICE_CPU;
+    *id = 0;
+    infinirtGetDevice(type, id);
+    *present = infinirtGetDeviceCount(*type, &count) == INFINI_STATUS_SUCCESS && *id < count;
+}
+
 static double mib(size_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -49,6 +78,11 @@ static int print_text(void)
     infinirtGetConfigPath(&cfg);
     printf("infinirt %d.%d.%d\n", major, minor, patch);
     printf("config: %s\n", cfg[0] ? cfg : "(none found: embedded default, every plugin beside the loader)");
+    infiniDevice_t dt;
+    int did, dpresent;
+    default_device(&dt, &did, &dpresent);
+    printf("default device: %s:%d%s\n", infinirtGetDeviceTypeName(dt), did,
+           dpresent ? " (every thread starts on it; [loader] default_device)" : " (not present)");
     infinirtAllocatorSettings_t as;
     if (infinirtGetAllocatorSettings(&as) == INFINI_STATUS_SUCCESS)
         printf("allocator: %s, granularity %zu B, max_cached %zu B%s, max_split_size %zu B%s, release_on_free %s\n\n",
@@ -116,6 +150,11 @@ static int print_json(void)
     infinirtGetConfigPath(&cfg);
     printf("{\"version\":\"%d.%d.%d\",\"config\":", major, minor, patch);
     json_string(cfg);
+    infiniDevice_t dt;
+    int did, dpresent;
+    default_device(&dt, &did, &dpresent);
+    printf(",\"default_device\":{\"type\":\"%s\",\"id\":%d,\"present\":%s}", infinirtGetDeviceTypeName(dt), did,
+           dpresent ? "true" : "false");
     infinirtAllocatorSettings_t as;
     memset(&as, 0, sizeof as);
     infinirtGetAllocatorSettings(&as);
@@ -194,5 +233,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "infinirt failed to initialise\n");
         return 1;
     }
-    return json ? print_json() : print_text();
+    int rc = json ? print_json() : print_text();
+    if (rc == 0 && total_devices() == 0) {
+        fflush(stdout);
+        fprintf(stderr, "infinirt-info: no device found: no loaded plugin reports a device (see each plugin's "
+                        "status and message in the report)\n");
+        rc = 1;
+    }
+    return rc;
 }
