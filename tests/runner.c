@@ -3,7 +3,9 @@
  *   infinirt-tests NAME     run one test (CTest registers each on its own)
  *   infinirt-tests --list   print every name
  *   infinirt-tests --all    run every test, each in its own process, and
- *                           print "N passed, N failed, N skipped"
+ *                           print "N passed, N failed, N skipped"; it
+ *                           fails when a test failed, and when there was no
+ *                           INFINIRT_TEST_DEVICE device (nothing was tested)
  * Built with TC_CONFORMANCE_ONLY it is infinirt-conformance, the installed
  * conformance suite that plugin authors run against their backend.
  */
@@ -58,7 +60,23 @@ static int run_all(void)
         failed += rc != TEST_OK && rc != TEST_SKIP;
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return failed ? 1 : 0;
+    if (failed)
+        return 1;
+    /* A suite that found no device to run on proved nothing (the few tests
+     * that need none may pass); it must not read as a pass.  One test run
+     * alone still answers 77, which CTest counts as a skip. */
+    int n = 0;
+    infiniDevice_t t = tc_device_type();
+    if (infinirtGetDeviceCount(t, &n) != INFINI_STATUS_SUCCESS)
+        n = 0;
+    if (n == 0 || passed == 0) {
+        fprintf(stderr,
+                "nothing was tested: %d of %d tests skipped and no test ran on a device; INFINIRT_TEST_DEVICE "
+                "names %s, of which %d device(s) found (see infinirt-info)\n",
+                skipped, (int)NTESTS, infinirtGetDeviceTypeName(t), n);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
