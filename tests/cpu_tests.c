@@ -657,6 +657,51 @@ int test_cpu_idle_record_on_caller(void)
     return TEST_OK;
 }
 
+/* Async mode: a small copy or fill on a stream with nothing pending is
+ * done on the caller's thread (done when the call returns, no worker); a
+ * large one, or one behind pending work, goes to a worker, in order. */
+int test_cpu_idle_small_copy_on_caller(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    ASSERT_EQ(worker_count(), 0);
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    enum { BIG = 1 << 20 };
+    unsigned char *src = NULL, *back = malloc(BIG);
+    void *d;
+    ASSERT(back != NULL);
+    ASSERT_OK(infinirtMallocHost((void **)&src, BIG));
+    ASSERT_OK(infinirtMalloc(&d, BIG));
+    tc_pattern(src, BIG, 7);
+    ASSERT_OK(infinirtMemcpyAsync(d, src, 64, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_MEM_EQ(d, src, 64); /* done at return: CPU device memory is host memory */
+    ASSERT_OK(infinirtMemsetAsync((char *)d + 64, 0xAB, 64, s));
+    ASSERT_EQ(((unsigned char *)d)[127], 0xAB);
+    ASSERT_EQ(worker_count(), 0);
+
+    /* Behind a held host function, a small copy waits its turn. */
+    tc_gate g;
+    CHECK(tc_hold_stream(s, &g));
+    ASSERT_OK(infinirtMemsetAsync(d, 0, 64, s));
+    ASSERT_EQ(((unsigned char *)d)[0], src[0]); /* not run yet */
+    tc_gate_open(&g);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_EQ(((unsigned char *)d)[0], 0);
+
+    /* A large copy goes to a worker, and completes by the synchronize. */
+    ASSERT_OK(infinirtMemcpyAsync(d, src, BIG, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(back, d, BIG, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(back, src, BIG);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFreeHost(src));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    free(back);
+    return TEST_OK;
+}
+
 /* The plugin report's message for the cpu plugin, or NULL. */
 static int cpu_plugin_info(infinirtPluginInfo_t *pi)
 {

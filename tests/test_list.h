@@ -173,7 +173,8 @@
     X(cpu, idle_record_on_caller)         \
     X(cpu, bad_workers_key)               \
     X(cpu, host_fn_reentry_async)         \
-    X(cpu, host_fn_reentry_inline)
+    X(cpu, host_fn_reentry_inline)        \
+    X(cpu, idle_small_copy_on_caller)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -49,6 +49,10 @@
 typedef struct cpu_stream cpu_stream;
 typedef struct cpu_event cpu_event;
 
+/* Async mode: a copy or fill of at most this many bytes, on a stream with
+ * nothing pending, runs on the caller's thread (cpu_stream.c, enqueue). */
+#define CPU_CALLER_RUN_MAX (16u * 1024u)
+
 /* A stream parked on an event (or on another stream's count): a link in the
  * list of what waits for it, with the generation (count) to reach.  Under
  * the mutex of what it waits for. */

@@ -579,6 +579,19 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
         cpu__event_record_now(t->u.ev.e);
         return INFINI_STATUS_SUCCESS;
     }
+    if (n == 1 && s->count == 0 &&
+        ((t->kind == CMD_COPY && t->u.copy.n <= CPU_CALLER_RUN_MAX) ||
+         (t->kind == CMD_FILL && t->u.fill.n <= CPU_CALLER_RUN_MAX))) {
+        /* A small copy or fill on a stream with nothing pending is done
+         * here: handing it to a worker would cost the caller more than
+         * the work (a wake-up, and a handoff back at the synchronize),
+         * and nothing queued before it can still be running (commands
+         * leave the ring only once finished).  Under s->mu, so a command
+         * another thread queues meanwhile runs after it. */
+        run(t);
+        pthread_mutex_unlock(&s->mu);
+        return INFINI_STATUS_SUCCESS;
+    }
     /* A worker must exist before anything is queued: a command no thread
      * could run would hang its synchronize. */
     if (cpu__pool_ready() != INFINI_STATUS_SUCCESS || !ring_reserve(s, n)) {
