@@ -831,3 +831,54 @@ int test_cpu_host_fn_reentry_inline(void)
 {
     return host_fn_reentry_case(NULL);
 }
+/* A synchronous free skips the fence (and the plugin's stream queries)
+ * when the device is idle by the loader's counts and has no stream: only a
+ * created stream can carry native work on the CPU backend.  The count of
+ * streams must stay right as streams come and go: with one stream destroyed
+ * and the other holding native work, a block freed behind that work is not
+ * handed to the next allocation of its size on this thread. */
+int test_cpu_native_work_free_streams_counted(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    /* Before any stream: the free takes no fence and the block is reused
+     * at once (the fast path must not keep it from this thread). */
+    void *p0, *p1;
+    ASSERT_OK(infinirtMalloc(&p0, 64));
+    ASSERT_OK(infinirtFree(p0));
+    ASSERT_OK(infinirtMalloc(&p1, 64));
+    ASSERT(p1 == p0);
+    ASSERT_OK(infinirtFree(p1));
+    for (int k = 0; k < 2; k++) {
+        infinirtStream_t s, gone;
+        ASSERT_OK(infinirtStreamCreateWithFlags(&gone, INFINIRT_STREAM_NON_BLOCKING));
+        ASSERT_OK(infinirtStreamCreateWithFlags(&s, INFINIRT_STREAM_NON_BLOCKING));
+        ASSERT_OK(infinirtStreamDestroy(gone));
+        const size_t n = k == 0 ? 4096 : 1 * MiB;
+        void *p;
+        ASSERT_OK(infinirtMalloc(&p, n));
+        ASSERT_OK(infinirtDeviceSynchronize()); /* the loader saw everything idle */
+        static tc_gate gates[2];
+        late_write_arg a = {&gates[k], p, n};
+        ASSERT_EQ(infinirtCpuStreamGetOps(s)->enqueue(s, late_write, &a), INFINI_STATUS_SUCCESS);
+        ASSERT_OK(infinirtFree(p));
+        void *q;
+        ASSERT_OK(infinirtMalloc(&q, n));
+        unsigned char *want = malloc(n), *got = malloc(n);
+        ASSERT(want && got);
+        tc_pattern(want, n, 71u + (unsigned)k);
+        ASSERT_OK(infinirtMemcpy(q, want, n, INFINIRT_MEMCPY_H2D));
+        tc_gate_open(&gates[k]);
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        ASSERT_OK(infinirtMemcpy(got, q, n, INFINIRT_MEMCPY_D2H));
+        if (memcmp(got, want, n) != 0)
+            TEST_FAILED_("block %p (freed %p behind native work, one other stream destroyed) was overwritten by "
+                         "that work%s",
+                         q, p, q == p ? ": handed out again too early" : "");
+        ASSERT_OK(infinirtFree(q));
+        ASSERT_OK(infinirtStreamDestroy(s));
+        free(want);
+        free(got);
+    }
+    return TEST_OK;
+}

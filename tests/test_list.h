@@ -174,7 +174,8 @@
     X(cpu, bad_workers_key)               \
     X(cpu, host_fn_reentry_async)         \
     X(cpu, host_fn_reentry_inline)        \
-    X(cpu, idle_small_copy_on_caller)
+    X(cpu, idle_small_copy_on_caller)     \
+    X(cpu, native_work_free_streams_counted)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
