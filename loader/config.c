@@ -1,7 +1,7 @@
 /*
  * config.c - find and read the INI config.
  *
- * Search order (ARCHITECTURE §3): INFINIRT_CONFIG, then
+ * Search order (README, "Configuration"): INFINIRT_CONFIG, then
  * $XDG_CONFIG_HOME/infinirt/infinirt.ini (~/.config when unset), then the
  * installed <prefix>/etc/infinirt/infinirt.ini found relative to the loader.
  * Every plugin in the plugin folder is considered whether the file names it
