@@ -426,6 +426,14 @@ int test_cpu_native_work_free(void)
 
 /* ------------------------------------------------ the worker pool (async) */
 
+/* Whether the host function holding g started within 10 s. */
+static int gate_reached(tc_gate *g)
+{
+    for (int ms = 0; ms < 10000 && !__atomic_load_n(&g->reached, __ATOMIC_SEQ_CST); ms++)
+        tc_sleep_ms(1);
+    return __atomic_load_n(&g->reached, __ATOMIC_SEQ_CST) == 1;
+}
+
 static void cpu_pool_config(const char *extra)
 {
     char cfg[1024];
@@ -562,10 +570,7 @@ int test_cpu_pool_grows_past_blocked(void)
         CHECK(tc_hold_stream(held[i], &gates[i]));
     }
     for (int i = 0; i < HELD; i++) /* each gate is reached: none waits for a worker */
-        for (int ms = 0; ms < 10000 && !__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST); ms++)
-            tc_sleep_ms(1);
-    for (int i = 0; i < HELD; i++)
-        ASSERT_EQ(__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST), 1);
+        ASSERT(gate_reached(&gates[i]));
     infinirtStream_t free_one;
     ASSERT_OK(infinirtStreamCreateWithFlags(&free_one, INFINIRT_STREAM_NON_BLOCKING));
     atomic_int flag = 0;
@@ -598,9 +603,7 @@ int test_cpu_pool_limit_waits(void)
     for (int i = 0; i < 2; i++) {
         ASSERT_OK(infinirtStreamCreateWithFlags(&held[i], INFINIRT_STREAM_NON_BLOCKING));
         CHECK(tc_hold_stream(held[i], &gates[i]));
-        for (int ms = 0; ms < 10000 && !__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST); ms++)
-            tc_sleep_ms(1);
-        ASSERT_EQ(__atomic_load_n(&gates[i].reached, __ATOMIC_SEQ_CST), 1);
+        ASSERT(gate_reached(&gates[i]));
     }
     infinirtStream_t late;
     ASSERT_OK(infinirtStreamCreateWithFlags(&late, INFINIRT_STREAM_NON_BLOCKING));

@@ -53,6 +53,15 @@ typedef struct cpu_event cpu_event;
  * nothing pending, runs on the caller's thread (cpu_stream.c, enqueue). */
 #define CPU_CALLER_RUN_MAX (16u * 1024u)
 
+/* One pause of a spin-wait loop (the pool's idle workers, waiting callers). */
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
 /* A stream parked on an event (or on another stream's count): a link in the
  * list of what waits for it, with the generation (count) to reach.  Under
  * the mutex of what it waits for. */

@@ -30,14 +30,6 @@ int cpu__workers = 1, cpu__max_workers = 16;
 #define SPIN_NS 20000
 #define SURPLUS_IDLE_MS 50
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
-
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* work was queued, or stop */

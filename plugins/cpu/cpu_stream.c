@@ -78,14 +78,6 @@ bool cpu__inline = true;
  * exit-time scan does not crash on a dlopened library's dynamic TLS. */
 __attribute__((tls_model("initial-exec"))) _Thread_local int cpu__in_host_fn;
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
-
 infiniStatus_t cpu__refuse_in_host_fn(const char *call)
 {
     cpu__log(INFINIRT_PLUGIN_LOG_ERROR, "cpu",
