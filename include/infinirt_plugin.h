@@ -254,6 +254,8 @@ typedef struct infinirtPluginOps {
     infiniStatus_t (*launch_host_func)(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
 
     infiniStatus_t (*event_create)(int dev, uint32_t flags, void **event);
+    /* Final even when it fails: the loader reports the status and never
+     * passes the event again, so the plugin frees what it holds for it. */
     infiniStatus_t (*event_destroy)(int dev, void *event);
     infiniStatus_t (*event_record)(int dev, void *event, void *stream);
     /* *complete = 1 when done or never recorded, else 0. Never blocks. */

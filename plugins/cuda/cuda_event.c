@@ -67,18 +67,22 @@ infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
 
-    if (st != INFINI_STATUS_SUCCESS)
+    if (st != INFINI_STATUS_SUCCESS) {
+        free(e); /* as below: the loader never passes it again */
         return st;
+    }
     /* Queued records of the event still complete: the driver defers the
      * release of an event that is in use. */
     relaxed = infinirt_cuda__relax();
     st = INFINIRT_CUDA__CALL(dev, EventDestroy, e->ev);
     infinirt_cuda__unrelax(relaxed);
     infinirt_cuda__leave(&sc);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
+    /* The wrapper goes whatever the driver said: the loader drops its
+     * handle even when this fails and never passes the event again, and a
+     * failure here is a broken context (a sticky error), whose reset
+     * releases the CUevent with everything else. */
     free(e);
-    return INFINI_STATUS_SUCCESS;
+    return st;
 }
 
 infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream)
