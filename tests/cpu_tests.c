@@ -589,6 +589,29 @@ int test_cpu_pool_grows_past_blocked(void)
     return TEST_OK;
 }
 
+/* The first work of a process starts one worker, not two: the thread
+ * started for it is counted as on its way while it starts (a second one
+ * would be idle churn, and a thread starting while the process forks
+ * leaves a sanitizer's allocator locked in the child). */
+int test_cpu_pool_first_work_one_thread(void)
+{
+    cpu_pool_config("workers = 4\n");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    ASSERT_EQ(worker_count(), 0);
+    infinirtStream_t s;
+    tc_gate g;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    CHECK(tc_hold_stream(s, &g));
+    ASSERT(gate_reached(&g));
+    tc_sleep_ms(20); /* a second thread, if one was started, is listed by now */
+    ASSERT_EQ(worker_count(), 1);
+    tc_gate_open(&g);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
 /* At max_workers, a stream waits until a host function returns (the
  * documented limit), and runs then. */
 int test_cpu_pool_limit_waits(void)

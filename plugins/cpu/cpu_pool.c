@@ -39,6 +39,7 @@ static struct {
     atomic_int threads;         /* started and not yet left (written under mu) */
     atomic_int in_fn;           /* threads inside a host function */
     int sleeping;               /* in cv (mu) */
+    int starting;               /* started, not yet in their loop (mu) */
     int spinning;               /* looking at `queued` without mu (mu) */
     bool stop;
     bool warned_limit, warned_start;
@@ -75,6 +76,7 @@ static bool start_thread(void)
         return false;
     }
     atomic_fetch_add(&g_pool.threads, 1);
+    g_pool.starting++;
     return true;
 }
 
@@ -85,7 +87,10 @@ static void maybe_grow(void)
 {
     int threads = atomic_load(&g_pool.threads);
     int waiting = atomic_load(&g_pool.queued);
-    if (waiting <= g_pool.sleeping + g_pool.spinning)
+    /* A thread still starting takes queued work once it is in its loop:
+     * counting it keeps one push from starting a second thread (on this
+     * stream's first push, cpu__pool_ready has just started one). */
+    if (waiting <= g_pool.sleeping + g_pool.spinning + g_pool.starting)
         return;
     if (threads < cpu__workers) {
         start_thread();
@@ -155,6 +160,7 @@ static void *worker(void *arg)
     pthread_setname_np(pthread_self(), "infinirt-cpu");
 #endif
     pthread_mutex_lock(&g_pool.mu);
+    g_pool.starting--;
     for (;;) {
         cpu_stream *s = g_pool.head;
         if (s != NULL) {
