@@ -15,6 +15,7 @@
  * other load on the machine).
  */
 #define _GNU_SOURCE
+#include "bench_util.h"
 #include "infinirt.h"
 
 #include <stdio.h>
@@ -24,21 +25,7 @@
 
 #define BATCHES 7
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-#define MUST(call)                                                                    \
-    do {                                                                              \
-        infiniStatus_t st_ = (call);                                                  \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                           \
-            fprintf(stderr, "api-bench: %s failed with status %d\n", #call, (int)st_); \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#define MUST(call) BENCH_MUST("api-bench", call)
 
 int main(int argc, char **argv)
 {

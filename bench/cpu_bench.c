@@ -19,6 +19,7 @@
  * operation.
  */
 #define _GNU_SOURCE
+#include "bench_util.h"
 #include "infinirt.h"
 
 #include <dirent.h>
@@ -35,22 +36,7 @@
 
 static long g_scale = 1; /* --quick divides every batch by 10 */
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        infiniStatus_t st_ = (call);                                                               \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                        \
-            fprintf(stderr, "cpu-bench: line %d: %s failed with status %d\n", __LINE__, #call,     \
-                    (int)st_);                                                                     \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define MUST(call) BENCH_MUST("cpu-bench", call)
 
 typedef void (*body_fn)(long n, void *ctx);
 

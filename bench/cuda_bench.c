@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "infinirt.h"
 
 #define COPY_BYTES ((size_t)256 << 20)
@@ -45,13 +46,6 @@
             exit(1);                                                                                 \
         }                                                                                            \
     } while (0)
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

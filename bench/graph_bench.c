@@ -21,6 +21,7 @@
  * failed or a replay gave wrong results.
  */
 #define _GNU_SOURCE
+#include "bench_util.h"
 #include "infinirt.h"
 
 #include <stdio.h>
@@ -44,13 +45,6 @@
             exit(1);                                                                                  \
         }                                                                                             \
     } while (0)
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static void count_fn(void *counter)
 {

@@ -1,0 +1,35 @@
+/*
+ * bench_util.h - the clock and the failure check the benchmark programs
+ * share.  Only calls InfiniCore's header also declares, so a program using
+ * it still runs against InfiniCore's own runtime (compare.sh).
+ */
+#ifndef INFINIRT_BENCH_UTIL_H_
+#define INFINIRT_BENCH_UTIL_H_
+
+#include "infinirt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Monotonic time in nanoseconds. */
+static inline double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Run an infinirt call; on failure print which (program `prog`, line,
+ * status) and exit 1: a benchmark never goes on with a failed step. */
+#define BENCH_MUST(prog, call)                                                                        \
+    do {                                                                                              \
+        infiniStatus_t st_ = (call);                                                                  \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                                           \
+            fprintf(stderr, "%s: line %d: %s failed with status %d\n", (prog), __LINE__, #call,        \
+                    (int)st_);                                                                        \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+#endif
