@@ -70,6 +70,13 @@ static void arena_free(infinirt__arena *a)
  * figure takes over); it costs one shared atomic add per call, paid only
  * once a second stream has allocated.  A one-arena pool's own peak is the
  * pool's. */
+static inline void raise_peak(infinirt__pool *pool, size_t to)
+{
+    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
+    while (to > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, to))
+        ;
+}
+
 static inline void publish(infinirt__pool *pool, infinirt__arena *a)
 {
     size_t cur = a->req_bytes, pub = a->published;
@@ -77,9 +84,7 @@ static inline void publish(infinirt__pool *pool, infinirt__arena *a)
         return;
     size_t total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
     a->published = cur;
-    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
-    while (total > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, total))
-        ;
+    raise_peak(pool, total);
 }
 
 /* The pool goes multi-arena (pool->mu held): from now on every arena
@@ -98,9 +103,7 @@ static void start_multi(infinirt__pool *pool)
             peak = x->peak_req;
         infinirt__spin_unlock(&x->lock);
     }
-    size_t pk = atomic_load(&pool->pub_peak);
-    while (peak > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, peak))
-        ;
+    raise_peak(pool, peak);
 }
 
 static infinirt__arena *arena_for_slow(infinirt__pool *pool, void *stream, tl_map_ent *e, uint_fast64_t gen)
