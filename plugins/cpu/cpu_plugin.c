@@ -52,13 +52,14 @@ int cpu__device_count(void)
     return g_count;
 }
 
-/* workers / max_workers: a whole number from 1 to CPU_MAX_WORKERS. */
-static int parse_workers(const char *v, int *out)
+/* A whole number from lo to hi (devices, workers, max_workers); *out is
+ * left alone otherwise. */
+static int parse_int(const char *v, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0 || n < 1 || n > CPU_MAX_WORKERS)
+    if (end == v || *end != '\0' || errno != 0 || n < lo || n > hi)
         return -1;
     *out = (int)n;
     return 0;
@@ -100,14 +101,9 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
         /* A bad value is reported with its file and line and the default
          * stays: one typo must not take the backend down. */
         if (strcmp(k, "devices") == 0) {
-            char *end;
-            errno = 0;
-            long n = strtol(v, &end, 10);
-            if (end == v || *end != '\0' || errno != 0 || n < 0 || n > CPU_MAX_DEVICES)
+            if (parse_int(v, 0, CPU_MAX_DEVICES, &count) != 0)
                 infinirtPluginConfigWarn(args, "cpu", i, "not a number from 0 to %d; using %d", CPU_MAX_DEVICES,
                                          count);
-            else
-                count = (int)n;
         } else if (strcmp(k, "streams") == 0) {
             if (strcmp(v, "inline") == 0)
                 inline_mode = true;
@@ -117,11 +113,11 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
                 infinirtPluginConfigWarn(args, "cpu", i, "not inline or async; using %s",
                                          inline_mode ? "inline" : "async");
         } else if (strcmp(k, "workers") == 0) {
-            if (parse_workers(v, &workers) != 0)
+            if (parse_int(v, 1, CPU_MAX_WORKERS, &workers) != 0)
                 infinirtPluginConfigWarn(args, "cpu", i, "not a number from 1 to %d; using the default",
                                          CPU_MAX_WORKERS);
         } else if (strcmp(k, "max_workers") == 0) {
-            if (parse_workers(v, &max_workers) != 0)
+            if (parse_int(v, 1, CPU_MAX_WORKERS, &max_workers) != 0)
                 infinirtPluginConfigWarn(args, "cpu", i, "not a number from 1 to %d; using the default",
                                          CPU_MAX_WORKERS);
             else
