@@ -475,10 +475,14 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
  * returns once it is queued.  With other (pageable, malloc'd) host memory a
  * backend may block the host, as CUDA's rule is: a D2H copy into pageable
  * memory returns only when it has completed (after all work queued before it
- * on the stream), and an H2D copy from pageable memory may wait for the
- * stream before it stages the data.  So never queue such a copy behind work
- * that only the calling thread can release (a host function waiting for it,
- * an event it has yet to record).  The
+ * on the stream), and an H2D copy from pageable memory may read the source
+ * when it is called, before the work queued ahead of it on the stream has
+ * run (CUDA stages it so: a host function queued earlier that writes the
+ * source is not seen), or may wait for the stream first.  So never queue
+ * such a copy behind work that only the calling thread can release (a host
+ * function waiting for it, an event it has yet to record), and use
+ * infinirtMallocHost memory where the copy must see what earlier work on
+ * the stream wrote into its source.  The
  * device-side pointers must belong to the stream's backend.  Foreign device
  * memory (see infinirtMemcpy) is asked of the stream's plugin and, where it
  * cannot tell, taken as memory of the stream's device; with the NULL stream
@@ -563,8 +567,11 @@ INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **n
  * on the invalidated stream fails with INVALID_STATE until
  * infinirtStreamEndCapture ends the capture (it returns INVALID_STATE and no
  * graph); the stream is usable afterwards.  EventQuery / EventSynchronize
- * of an event recorded in a capture under way give INVALID_STATE and leave
- * the capture valid (CUDA's CAPTURED_EVENT).
+ * of an event recorded in a capture under way give INVALID_STATE and
+ * invalidate the capture too (CUDA's CAPTURED_EVENT).  An event whose last
+ * record was in a capture must be recorded again outside one before it is
+ * queried, synchronized, waited for or timed: CUDA refuses it until then
+ * (INVALID_STATE), even after the capture ended well.
  *
  * Memory (the caching allocator): MallocAsync on a capturing stream is
  * served from memory private to the capture, never from blocks other

@@ -477,11 +477,14 @@ infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn
         pthread_mutex_unlock(&g_mu);
         return INFINI_STATUS_SUCCESS;
     }
+    /* As CUDA (CAPTURED_EVENT): refused, and the capture is invalidated. */
+    char why[96];
+    snprintf(why, sizeof why, "%s of an event recorded in the capture", fn);
+    invalidate_locked(c, why);
     pthread_mutex_unlock(&g_mu);
-    /* As CUDA (CAPTURED_EVENT): refused, the capture goes on. */
     return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                           "event %p was recorded in a capture under way: it stands for captured work, which runs "
-                          "only when the graph is launched",
+                          "only when the graph is launched (the capture is invalidated)",
                           e->native);
 }
 

@@ -17,15 +17,37 @@
  * events from any thread, also while another thread captures in global
  * mode, where CUDA forbids such calls: those entries run in relaxed capture
  * mode (infinirt_cuda__relax).  An event recorded inside a capture still
- * cannot be queried or waited for (CUDA_ERROR_CAPTURED_EVENT:
- * INVALID_STATE); the loader never records its fences on a capturing
- * stream.
+ * cannot be queried or waited for (CUDA_ERROR_CAPTURED_EVENT, and the
+ * capture is invalidated; then CUDA_ERROR_INVALID_VALUE until recorded
+ * again: both INVALID_STATE, infinirt_cuda__event_check); the loader never
+ * records its fences on a capturing stream.
  */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
 
 #define KNOWN_FLAGS (INFINIRT_PLUGIN_EVENT_DISABLE_TIMING | INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC)
+
+/* The driver's answer to a query, synchronize, wait or elapsed time of an
+ * event the loader has checked is live.  CUDA_ERROR_INVALID_VALUE there
+ * means the event's last record was in a stream capture: after a
+ * CAPTURED_EVENT refusal, and after the capture ended (even well), the
+ * driver answers so until the event is recorded again outside a capture
+ * (H100, driver 580.159.04).  Not the caller's bad parameter, then:
+ * INVALID_STATE, as CAPTURED_EVENT is. */
+infiniStatus_t infinirt_cuda__event_check(CUresult r, const char *fn, int dev)
+{
+    infiniStatus_t st = infinirt_cuda__check(r, fn, dev);
+
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                           "device %d: %s: the event's last record was in a stream capture; record it again "
+                           "outside a capture before using it",
+                           dev, fn);
+        st = INFINI_STATUS_INVALID_STATE;
+    }
+    return st;
+}
 
 infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event)
 {
@@ -115,7 +137,7 @@ infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *complete = r == CUDA_SUCCESS;
     else
-        st = infinirt_cuda__check(r, infinirt_cuda__drv_names.EventQuery, dev);
+        st = infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventQuery, dev);
     infinirt_cuda__leave(&sc);
     return st;
 }
@@ -123,6 +145,7 @@ infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
 infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event)
 {
     int relaxed;
+    CUresult r;
     infinirt_cuda__event_t *e = event;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
@@ -130,8 +153,9 @@ infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event)
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, EventSynchronize, e->ev);
+    r = infinirt_cuda__drv.EventSynchronize(e->ev);
     infinirt_cuda__unrelax(relaxed);
+    st = infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventSynchronize, dev);
     infinirt_cuda__leave(&sc);
     return st;
 }
@@ -155,7 +179,7 @@ infiniStatus_t infinirt_cuda__event_elapsed_time(int dev, float *ms, void *start
         return INFINI_STATUS_NOT_READY;
     if (r == CUDA_ERROR_INVALID_HANDLE)
         return INFINI_STATUS_INVALID_STATE; /* never recorded */
-    return infinirt_cuda__check(r, infinirt_cuda__drv_names.EventElapsedTime, dev);
+    return infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventElapsedTime, dev);
 }
 
 /* The handle the application holds: the CUevent itself, so that

@@ -181,6 +181,10 @@ infiniStatus_t infinirt_cuda__status_of(CUresult r);
 const char *infinirt_cuda__error_name(CUresult r);
 
 /* Call driver function `fn` and check it: evaluates to an infiniStatus_t. */
+/* As infinirt_cuda__check, for a call on an event the loader has checked:
+ * CUDA_ERROR_INVALID_VALUE is INVALID_STATE (cuda_event.c). */
+infiniStatus_t infinirt_cuda__event_check(CUresult r, const char *fn, int dev);
+
 #define INFINIRT_CUDA__CALL(dev, fn, ...) \
     infinirt_cuda__check(infinirt_cuda__drv.fn(__VA_ARGS__), infinirt_cuda__drv_names.fn, (dev))
 

@@ -191,13 +191,16 @@ infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream)
  * an implicit dependency on the capture, which fails the same way.  The
  * loader asks from its allocator, at any time: so the capture status comes
  * first, and a stream in a capture (or the legacy stream beside one) is
- * "not idle", without a query: the work captured so far has not run. */
+ * "not idle", without a query: the work captured so far has not run.  The
+ * query itself runs in relaxed capture mode, like the event entries
+ * (cuda_event.c), so that a capture elsewhere is not broken by it. */
 infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
 {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     infinirt_cuda__scope_t sc;
     infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
     uint64_t id;
+    int relaxed;
     CUresult r;
 
     if (st != INFINI_STATUS_SUCCESS)
@@ -208,7 +211,13 @@ infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
         *idle = 0;
         return INFINI_STATUS_SUCCESS;
     }
+    /* In relaxed mode: of a stream that does not capture, cuStreamQuery is
+     * still a "potentially unsafe" call, which a global capture on another
+     * thread (or a non-relaxed one on this thread) refuses, and is
+     * invalidated by (seen on an H100, driver 580.159.04). */
+    relaxed = infinirt_cuda__relax();
     r = infinirt_cuda__drv.StreamQuery(infinirt_cuda__stream_of(stream));
+    infinirt_cuda__unrelax(relaxed);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *idle = r == CUDA_SUCCESS; /* an answer, not a failure: no log */
     else
@@ -228,7 +237,8 @@ infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *eve
     /* The event may come from another device's context; the driver allows
      * that and inserts the cross-device dependency itself.  A never-recorded
      * event is complete: the driver then waits for nothing. */
-    st = INFINIRT_CUDA__CALL(dev, StreamWaitEvent, infinirt_cuda__stream_of(stream), e->ev, 0);
+    st = infinirt_cuda__event_check(infinirt_cuda__drv.StreamWaitEvent(infinirt_cuda__stream_of(stream), e->ev, 0),
+                                    infinirt_cuda__drv_names.StreamWaitEvent, dev);
     infinirt_cuda__leave(&sc);
     return st;
 }

@@ -62,6 +62,7 @@ typedef struct fake_op {
     struct CUevent_st *ev;
     unsigned long gen; /* OP_RECORD / OP_WAIT: the event's record number */
     unsigned long seq; /* the stream's operation number */
+    void *staging;     /* OP_COPY from pageable memory: the copy of the source, freed once run */
 } fake_op;
 
 struct fake_capture;
@@ -103,6 +104,7 @@ struct CUevent_st {
     struct fake_capture *cap;
     struct CUstream_st *cap_stream;
     unsigned long cap_seq;
+    int cap_stale; /* last recorded in a capture (which may have ended) */
 };
 
 /* Every stream (legacy ones included) and every event with a handle. */
@@ -135,6 +137,11 @@ void fake_capture_invalidate_locked(struct fake_capture *c);
  * invalidating them, when captures forbid it in this thread's capture mode
  * (cuThreadExchangeStreamCaptureMode); CUDA_SUCCESS otherwise. */
 CUresult fake_capture_unsafe_call_locked(void);
+/* A query or synchronize of e, last recorded in a capture: the first one
+ * while that capture goes on is CUDA_ERROR_CAPTURED_EVENT and invalidates
+ * it; later ones, and any after the capture ended, CUDA_ERROR_INVALID_VALUE
+ * (until e is recorded outside a capture).  CUDA_SUCCESS otherwise. */
+CUresult fake_capture_event_use_locked(struct CUevent_st *e);
 /* The capture-related refusal of an operation that would make the legacy
  * stream of ctx depend on a capturing blocking stream:
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT after invalidating those captures. */

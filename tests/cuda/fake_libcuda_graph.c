@@ -28,9 +28,13 @@
  *    900) as cuThreadExchangeStreamCaptureMode's documentation says: in
  *    global mode while this thread has a non-relaxed capture or any thread
  *    has a global one, in thread-local mode while this thread has a
- *    non-relaxed one, never in relaxed mode.  Refused without invalidation:
- *    querying or waiting for an event last recorded in a capture that goes
- *    on (907), ending a capture from the wrong thread (908) or stream (903).
+ *    non-relaxed one, never in relaxed mode.  Querying or synchronizing an
+ *    event recorded in a capture that goes on (907), and the capture is
+ *    invalidated; after that, or once the capture ended, the event answers
+ *    queries, synchronizes, waits and elapsed times with
+ *    CUDA_ERROR_INVALID_VALUE until recorded outside a capture (all as an
+ *    H100 with driver 580.159.04 did).  Refused without invalidation:
+ *    ending a capture from the wrong thread (908) or stream (903).
  *  - An invalidated capture refuses further work (901) until ended.
  *
  * Built with FAKE_CUDA_OMIT_GRAPHS the driver exports none of the cu*
@@ -226,7 +230,18 @@ CUresult fake_capture_record_locked(struct CUstream_st *s, struct CUevent_st *e)
     e->cap = s->cap;
     e->cap_stream = s;
     e->cap_seq = s->cap_ops;
+    e->cap_stale = 1;
     return CUDA_SUCCESS;
+}
+
+/* As an H100 with driver 580.159.04 answered, in every capture mode. */
+CUresult fake_capture_event_use_locked(struct CUevent_st *e)
+{
+    if (e->cap != NULL && !e->cap->invalid) {
+        fake_capture_invalidate_locked(e->cap);
+        return CUDA_ERROR_CAPTURED_EVENT;
+    }
+    return e->cap_stale ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 CUresult fake_capture_wait_locked(struct CUstream_st *s, struct CUevent_st *e)

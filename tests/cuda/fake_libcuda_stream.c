@@ -24,8 +24,9 @@
  *
  * Strict mode (fake_libcuda.c) changes four things here: host functions
  * run one at a time process-wide with every driver call refused inside
- * them, cuStreamDestroy returns before the queue drains, async copies of
- * pageable memory wait for their completion, and a context broken by a
+ * them, cuStreamDestroy returns before the queue drains, async copies to
+ * pageable memory wait for their completion while those from it read it at
+ * once, and a context broken by a
  * sticky error runs no more of its queued work.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -124,6 +125,7 @@ static void *worker(void *arg)
         s->done = o->seq;
         if (o->ev != NULL)
             event_unref_locked(o->ev);
+        free(o->staging);
         free(o);
         pthread_cond_broadcast(&fake_progress);
     }
@@ -520,6 +522,11 @@ CUresult CUDAAPI cuStreamQuery(CUstream h)
     STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
     CUresult r = capture_refuses_wait_locked(s);
+    /* Of a stream that does not capture: "potentially unsafe" as well (an
+     * H100 with driver 580.159.04 refused it from another thread during a
+     * global capture, and invalidated that capture). */
+    if (r == CUDA_SUCCESS)
+        r = fake_capture_unsafe_call_locked();
     int idle = s->done >= s->queued;
     pthread_mutex_unlock(&fake_lock);
     if (r != CUDA_SUCCESS)
@@ -549,6 +556,8 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
     wait_event_calls++;
     if (s->cap != NULL || e->cap != NULL) {
         r = fake_capture_wait_locked(s, e); /* fork, join, or refused */
+    } else if (e->cap_stale) {
+        r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
     } else if (e->completed < e->recorded) {
         r = enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
     }
@@ -574,9 +583,13 @@ CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data)
     return enqueue(s, (fake_op){.kind = OP_KERNEL, .fn = fn, .data = data}, NULL);
 }
 
-/* Strict mode: a copy touching pageable host memory returns only after it
- * has completed (D2H, CUDA's rule; H2D is staged after a stream sync, which
- * the fake models the same way), so after all the stream's earlier work. */
+/* Strict mode, a copy touching pageable host memory, CUDA's rules: from
+ * pageable memory to the device, the source is read into a staging buffer
+ * before the call returns, without waiting for the stream (so a host
+ * function queued before it has not run yet: seen on an H100, driver
+ * 580.159.04); to pageable memory, the call returns only after the copy has
+ * completed, so after all the stream's earlier work.  (A capture records
+ * the copy as it is.) */
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
     struct CUstream_st *s;
@@ -584,12 +597,21 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
     STREAM_OF(h, 0, &s);
     pthread_mutex_lock(&fake_lock);
     fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
-    int pageable = fake_strict && (fake_pageable_locked((const void *)(uintptr_t)dst) ||
-                                   fake_pageable_locked((const void *)(uintptr_t)src));
-    CUresult r = enqueue_locked(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst,
-                                             .src = (const void *)(uintptr_t)src, .n = n},
-                                &seq);
-    if (r == CUDA_SUCCESS && pageable && seq != 0)
+    int to_pageable = fake_strict && fake_pageable_locked((const void *)(uintptr_t)dst);
+    int from_pageable = fake_strict && fake_pageable_locked((const void *)(uintptr_t)src);
+    fake_op o = {.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .n = n};
+    if (from_pageable && !to_pageable && s->cap == NULL) {
+        if ((o.staging = malloc(n ? n : 1)) == NULL) {
+            pthread_mutex_unlock(&fake_lock);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(o.staging, o.src, n);
+        o.src = o.staging;
+    }
+    CUresult r = enqueue_locked(s, o, &seq);
+    if (r != CUDA_SUCCESS)
+        free(o.staging);
+    if (r == CUDA_SUCCESS && (to_pageable || (from_pageable && o.staging == NULL)) && seq != 0)
         wait_done_locked(s, seq);
     pthread_mutex_unlock(&fake_lock);
     return r;
@@ -676,6 +698,7 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
         r = fake_capture_record_locked(s, e); /* a marker in the capture */
     } else {
         e->cap = NULL; /* last recorded outside any capture now */
+        e->cap_stale = 0;
         r = enqueue_locked(s, (fake_op){.kind = OP_RECORD, .ev = e}, NULL);
     }
     pthread_mutex_unlock(&fake_lock);
@@ -686,11 +709,10 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
  * on is refused in any mode; otherwise it is a "potentially unsafe" call
  * (PyTorch's NCCL watchdog met that one), refused during a global capture
  * unless this thread's mode is relaxed. */
-static CUresult event_wait_allowed_locked(const struct CUevent_st *e)
+static CUresult event_wait_allowed_locked(struct CUevent_st *e)
 {
-    if (e->cap != NULL)
-        return CUDA_ERROR_CAPTURED_EVENT;
-    return fake_capture_unsafe_call_locked();
+    CUresult r = fake_capture_event_use_locked(e);
+    return r != CUDA_SUCCESS ? r : fake_capture_unsafe_call_locked();
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e)
@@ -734,6 +756,8 @@ static CUresult elapsed_time(float *ms, CUevent a, CUevent b)
     pthread_mutex_lock(&fake_lock);
     if (a->cap != NULL || b->cap != NULL)
         r = CUDA_ERROR_CAPTURED_EVENT;
+    else if (a->cap_stale || b->cap_stale)
+        r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
     else if (a->recorded == 0 || b->recorded == 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
         r = CUDA_ERROR_INVALID_HANDLE;
     else if (a->completed < a->recorded || b->completed < b->recorded)

@@ -286,15 +286,32 @@ static int test_illegal_calls(void)
     CHECK(after_invalid(&c, "stream_wait_event on an outside event"));
     ASSERT_EQ(fake.invalidations(), invalidations + 7);
 
-    /* An event recorded in the capture cannot be queried or waited for;
-     * that refusal leaves the capture valid. */
+    /* An event recorded in the capture cannot be queried or synchronized:
+     * the refusal invalidates the capture, and the event is refused
+     * (INVALID_STATE, from CAPTURED_EVENT and then INVALID_VALUE) until it
+     * is recorded again outside a capture: as on an H100. */
     CHECK(begin(&c));
     ASSERT_OK(p.ops->event_record(0, ev, s));
     ASSERT_STATUS(p.ops->event_query(0, ev, &done), INFINI_STATUS_INVALID_STATE);
     ASSERT_STATUS(p.ops->event_synchronize(0, ev), INFINI_STATUS_INVALID_STATE);
+    CHECK(after_invalid(&c, "event_query of a captured event"));
+    ASSERT_EQ(fake.invalidations(), invalidations + 8);
+    CHECK(begin(&c));
+    ASSERT_OK(p.ops->event_record(0, ev, s));
+    ASSERT_STATUS(p.ops->event_synchronize(0, ev), INFINI_STATUS_INVALID_STATE);
+    CHECK(after_invalid(&c, "event_synchronize of a captured event"));
+    /* Ended well, the capture still leaves the event refused. */
+    CHECK(begin(&c));
+    ASSERT_OK(p.ops->event_record(0, ev, s));
     ASSERT_OK(p.ops->stream_end_capture(0, s, &graph));
     ASSERT_OK(p.ops->graph_destroy(0, graph));
-    ASSERT_OK(p.ops->event_query(0, ev, &done)); /* out of the capture again */
+    ASSERT_STATUS(p.ops->event_query(0, ev, &done), INFINI_STATUS_INVALID_STATE);
+    ASSERT_STATUS(p.ops->event_synchronize(0, ev), INFINI_STATUS_INVALID_STATE);
+    ASSERT_STATUS(p.ops->stream_wait_event(0, s, ev), INFINI_STATUS_INVALID_STATE);
+    ASSERT_OK(p.ops->event_record(0, ev, s)); /* out of the capture again */
+    ASSERT_OK(p.ops->event_synchronize(0, ev));
+    ASSERT_OK(p.ops->event_query(0, ev, &done));
+    ASSERT_EQ(done, 1);
 
     /* States: ending without a capture, beginning twice, a bad mode. */
     ASSERT_STATUS(p.ops->stream_end_capture(0, s, &graph), INFINI_STATUS_INVALID_STATE);
@@ -306,7 +323,7 @@ static int test_illegal_calls(void)
     test_log_clear();
     ASSERT_STATUS(p.ops->stream_begin_capture(0, s, 3), INFINI_STATUS_BAD_PARAM);
     ASSERT_EQ(test_log_count("ERROR", "unknown capture mode 3"), 1);
-    ASSERT_EQ(fake.invalidations(), invalidations + 7);
+    ASSERT_EQ(fake.invalidations(), invalidations + 9);
 
     ASSERT_OK(p.ops->event_destroy(0, ev));
     ASSERT_OK(p.ops->event_destroy(0, outside));
