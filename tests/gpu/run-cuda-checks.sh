@@ -171,13 +171,16 @@ ctest_run() { # ctest_run NAME CTEST_ARG...: logs LOG_DIR/NAME.log (and .xml)
     # passed all it ran.
     ! grep -q 'stop time has been passed' "$log_dir/$name.log"
 }
-gpu_tests() { # on a GPU machine a skipped gpu test means a device went missing
-    local rc
+gpu_tests() { # a test that finds no GPU fails (INFINIRT_CUDA_TEST_REQUIRE_GPU);
+    # the skips left need more than the machine has (a second GPU): listed
+    local rc skipped
     ctest_run ctest-gpu -L gpu
     rc=$?
-    if [ "$require_gpu" != 0 ] && grep -q 'Skipped' "$log_dir/ctest-gpu.log" 2>/dev/null; then
-        echo "gpu tests were SKIPPED"
-        return 1
+    skipped=$(grep -c '(Skipped)' "$log_dir/ctest-gpu.log" 2>/dev/null)
+    if [ "${skipped:-0}" -gt 0 ]; then
+        echo "gpu tests skipped (they need a second GPU or a foreign allocator):"
+        grep '(Skipped)' "$log_dir/ctest-gpu.log"
+        echo "ctest-gpu: ${skipped} skipped" >>"$summary"
     fi
     return "$rc"
 }
