@@ -756,6 +756,11 @@ int test_conformance_graph_illegal_calls(void)
 typedef struct {
     int stop;
     const void *held_p; /* published by the capturing thread */
+    /* The thread goes round only while iters < until (churn_wait raises
+     * it): a synchronous Free during the capture is held until the capture
+     * ends, so a thread left to spin while the capturing one is
+     * descheduled would run the device out of memory. */
+    int until;
     int iters, overlaps, errors;
     infiniStatus_t first_error;
     const char *first_call;
@@ -799,6 +804,10 @@ static void *churn_thread(void *arg)
         return NULL;
     }
     while (!__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST)) {
+        if (__atomic_load_n(&c->iters, __ATOMIC_SEQ_CST) >= __atomic_load_n(&c->until, __ATOMIC_SEQ_CST)) {
+            tc_sleep_ms(1);
+            continue;
+        }
         void *a = NULL, *b = NULL;
         infinirtEventStatus_t es;
         CHURN(infinirtMalloc(&a, SZ));
@@ -822,10 +831,11 @@ static void *churn_thread(void *arg)
     return NULL;
 }
 
-/* Wait until the churning thread has gone round at least `more` times. */
+/* Let the churning thread go round `more` more times, and wait until it has. */
 static void churn_wait(churn_state *c, int more)
 {
     int until = __atomic_load_n(&c->iters, __ATOMIC_SEQ_CST) + more;
+    __atomic_store_n(&c->until, until, __ATOMIC_SEQ_CST);
     for (int ms = 0; ms < 5000 && __atomic_load_n(&c->iters, __ATOMIC_SEQ_CST) < until; ms++)
         tc_sleep_ms(1);
 }
