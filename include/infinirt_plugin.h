@@ -58,7 +58,7 @@
 #include <stdio.h>
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 4
+#define INFINIRT_PLUGIN_ABI_MINOR 5
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -385,7 +385,26 @@ typedef struct infinirtPluginOps {
      * than a field of infinirtPluginDeviceInfo: a plugin built for a later
      * ABI would write past an older loader's copy of that struct.) */
     infiniStatus_t (*get_device_uuid)(int dev, char *uuid, size_t size);
+
+    /* ---- ABI 1.5: device properties ---- */
+    /* *flags = the INFINIRT_PLUGIN_DEVICE_* bits that hold for device `dev`
+     * for the life of the process.  Optional: without it, or on any
+     * status but SUCCESS, none holds.  Called once per device when the
+     * plugin starts; must not block.  Bits the loader does not know are
+     * ignored. */
+    infiniStatus_t (*get_device_flags)(int dev, uint32_t *flags);
 } infinirtPluginOps;
+
+/* Bits of get_device_flags.
+ *
+ * DONE_AT_RETURN: every operation queued on any stream of the device, by
+ * the plugin's entries or through its native stream interface, has
+ * completed when the call that queued it returns; nothing is ever left
+ * queued (the CPU plugin with streams = inline).  The loader then counts no
+ * queued work on the device and its allocator reuses freed memory without
+ * a fence.  A plugin that claims it wrongly gets memory handed out while
+ * its queued work still touches it: claim it only where it always holds. */
+#define INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN 0x1u
 
 /* The size a table of ABI 1.0 must at least have: up to its last entry.
  * Fixed for ever, whatever later minors append. */
@@ -402,6 +421,9 @@ typedef struct infinirtPluginOps {
     (offsetof(infinirtPluginOps, get_device_uuid) + sizeof(void (*)(void)))
 /* ABI 1.4 appends no entry (it adds config_warnv to infinirtPluginInitArgs):
  * a 1.4 table needs INFINIRT_PLUGIN_OPS_SIZE_1_3. */
+/* The same for ABI 1.5. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_5 \
+    (offsetof(infinirtPluginOps, get_device_flags) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

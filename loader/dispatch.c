@@ -215,6 +215,12 @@ static infiniStatus_t no_uuid(int d, char *u, size_t n)
     (void)n;
     return INFINI_STATUS_NOT_IMPLEMENTED;
 }
+static infiniStatus_t no_flags(int d, uint32_t *flags)
+{
+    (void)d;
+    (void)flags;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
 
 /* Every entry: its name, where it sits, its stub, the capability bit. */
 typedef void (*any_fn)(void);
@@ -266,12 +272,13 @@ static const struct {
     ENTRY(graph_destroy, no_obj),
     ENTRY(get_utilization, no_utilization),
     ENTRY(get_device_uuid, no_uuid),
+    ENTRY(get_device_flags, no_flags),
 };
 #undef ENTRY
 
 /* The k_entries order is the enum's; a mismatch would give one entry
  * another's stub. */
-_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_get_device_uuid == INFINIRT__OP_COUNT - 1,
+_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_get_device_flags == INFINIRT__OP_COUNT - 1,
                "infinirt__op enum and k_entries disagree");
 
 const char *infinirt__op_name(infinirt__op op)

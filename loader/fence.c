@@ -266,6 +266,14 @@ static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinir
 static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence **out)
 {
     infinirt__device *dev = ctx;
+    /* On a device whose work is done when queued (DONE_AT_RETURN), freed by
+     * such a device's stream or synchronously, with memory no other
+     * device's stream has touched: nothing can be in flight, no fence. */
+    if (dev->done_at_return && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
+        (stream == INFINIRT__POOL_SYNC || stream == NULL || ((infinirt__stream *)stream)->dev->done_at_return)) {
+        *out = NULL;
+        return INFINI_STATUS_SUCCESS;
+    }
     /* A synchronous free on an idle device that no other device's stream
      * has touched (the common case): no fence, three loads, no call. */
     uint_fast64_t seen;

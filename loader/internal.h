@@ -141,6 +141,7 @@ typedef enum {
     INFINIRT__OP_graph_destroy,
     INFINIRT__OP_get_utilization,
     INFINIRT__OP_get_device_uuid,
+    INFINIRT__OP_get_device_flags,
     INFINIRT__OP_COUNT
 } infinirt__op;
 
@@ -208,6 +209,9 @@ struct infinirt__device {
     int index;                   /* id within its type == plugin-local index */
     infinirtPluginDeviceInfo info;
     char uuid[64];               /* get_device_uuid's answer; "" = none */
+    /* get_device_flags said DONE_AT_RETURN: no stream of the device ever
+     * has work queued, so none is counted and no fence is made. */
+    bool done_at_return;
     /* Created on first use (infinirt__device_pool): a device that is never
      * used costs no allocator. */
     _Atomic(infinirt__pool *) pool;
@@ -309,13 +313,15 @@ void infinirt__stream_release(infinirt__stream *s);
  * that device count includes the work. */
 static inline void infinirt__stream_note_submit(infinirt__stream *s)
 {
+    if (s->dev->done_at_return)
+        return; /* complete already: nothing to count, nothing to fence */
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
     atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
 }
 /* Work queued on a stream of `user` touches memory of `owner`. */
 static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__device *user)
 {
-    if (owner == NULL || owner == user || owner->plugin != user->plugin)
+    if (owner == NULL || owner == user || owner->plugin != user->plugin || user->done_at_return)
         return;
     uint_fast64_t bit = (uint_fast64_t)1 << (user->index < 63 ? user->index : 63);
     if (!(atomic_load_explicit(&owner->peers, memory_order_relaxed) & bit))

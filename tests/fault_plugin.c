@@ -339,6 +339,19 @@ static infiniStatus_t f_memset_async(int dev, void *p, int v, size_t n, void *s)
     FORWARD(memset_async, dev, p, v, n, s);
 }
 
+/* The inner plugin's flags only with FAULT_DONE_AT_RETURN=1 (read at each
+ * call, which is once per device when the plugin starts): the fault tests
+ * exercise the loader's fences, which a device whose work is done at
+ * return never gets. */
+static infiniStatus_t f_get_device_flags(int dev, uint32_t *flags)
+{
+    const char *env = getenv("FAULT_DONE_AT_RETURN");
+    if (env == NULL || strcmp(env, "1") != 0 || g_inner->struct_size < INFINIRT_PLUGIN_OPS_SIZE_1_5 ||
+        g_inner->get_device_flags == NULL)
+        return INFINI_STATUS_NOT_IMPLEMENTED;
+    return g_inner->get_device_flags(dev, flags);
+}
+
 /* Not const: FAULT_OMIT clears entries of it before the loader reads it.
  * Named `ops`, the name the entry macro must not shadow. */
 static infinirtPluginOps ops = {
@@ -352,6 +365,7 @@ static infinirtPluginOps ops = {
 #define X(op) .op = f_##op,
     FAULT_OPS(X)
 #undef X
+    .get_device_flags = f_get_device_flags,
 };
 
 /* The entry is the header's macro, so its table cannot be edited there:

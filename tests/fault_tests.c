@@ -751,3 +751,53 @@ int test_fault_counted_memcpy_async_in_flight(void)
     CHECK(all_memory_back());
     return TEST_OK;
 }
+
+/* A device whose plugin says its work is done when queued (ABI 1.5
+ * DONE_AT_RETURN; the cpu plugin with streams = inline, passed on by the
+ * fault plugin under FAULT_DONE_AT_RETURN=1) gets no submission counting
+ * and no fence: a block freed behind work on a stream is reused at once,
+ * and no event is recorded for it.  Without the flag the same sequence
+ * records fences, so the count tells the two apart. */
+static int done_at_return_run(int flag, long *records)
+{
+    ft_config(NULL, "streams = inline");
+    tc_setenv("FAULT_DONE_AT_RETURN", flag ? "1" : "0");
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    const infinirtCpuStreamOps *ops = infinirtCpuStreamGetOps(a);
+    ASSERT(ops != NULL && (ops->flags & INFINIRT_CPU_STREAM_INLINE));
+    long before = api.calls("event_record");
+    for (int i = 0; i < 8; i++) {
+        void *p, *q;
+        ASSERT_OK(infinirtMalloc(&p, 4096));
+        ASSERT_OK(infinirtMemsetAsync(p, i, 4096, a));
+        ASSERT_OK(infinirtFreeAsync(p, a));
+        ASSERT_OK(infinirtMalloc(&q, 4096));
+        ASSERT_OK(infinirtMemsetAsync(q, i, 4096, NULL));
+        ASSERT_OK(infinirtFree(q));
+        if (flag)
+            ASSERT_PTR_EQ(q, p);
+    }
+    *records = api.calls("event_record") - before;
+    ASSERT_OK(infinirtStreamDestroy(a));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+int test_fault_done_at_return(void)
+{
+    long records = -1;
+    CHECK(done_at_return_run(1, &records));
+    ASSERT_EQ(records, 0);
+    return TEST_OK;
+}
+
+int test_fault_done_at_return_off(void)
+{
+    long records = -1;
+    CHECK(done_at_return_run(0, &records));
+    ASSERT_GT(records, 0);
+    return TEST_OK;
+}

@@ -123,6 +123,8 @@
     X(fault, no_events_default_stream)    \
     X(fault, counted_host_fn_in_flight)   \
     X(fault, counted_memcpy_async_in_flight) \
+    X(fault, done_at_return)              \
+    X(fault, done_at_return_off)          \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \

@@ -341,6 +341,16 @@ static infiniStatus_t cpu_stream_synchronize(int dev, void *stream)
     return cpu__stream_sync(dev, stream);
 }
 
+/* With streams = inline every operation, native ones included, is done
+ * before the call that queued it returns: the loader then counts nothing
+ * and fences nothing on the device. */
+static infiniStatus_t cpu_get_device_flags(int dev, uint32_t *flags)
+{
+    (void)dev;
+    *flags = cpu__inline ? INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
 /* Also counts what was queued natively (infinirt_cpu.h), which the loader
  * does not see. */
 static infiniStatus_t cpu_stream_query(int dev, void *stream, int *idle)
@@ -477,6 +487,8 @@ static const infinirtPluginOps cpu_ops = {
     .stream_create_with_flags = cpu_stream_create_with_flags,
     .stream_query = cpu_stream_query,
     .device_get_native = cpu_device_get_native,
+    /* ABI 1.5 */
+    .get_device_flags = cpu_get_device_flags,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(cpu_ops)
