@@ -132,6 +132,12 @@ int test_loader_table_short_for_minor_2(void)
                            "ABI 1.2 needs at least");
 }
 
+int test_loader_table_short_for_minor_5(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_short15.so", "short15", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "ABI 1.5 needs at least");
+}
+
 /* Native graphs come whole: a part of the seven entries is refused. */
 int test_loader_incoherent_partial_graph(void)
 {

@@ -125,6 +125,7 @@
     X(fault, counted_memcpy_async_in_flight) \
     X(fault, done_at_return)              \
     X(fault, done_at_return_off)          \
+    X(loader, table_short_for_minor_5)    \
     X(loader, default_device_negative)    \
     X(allocator, fence_one_past_sync)     \
     X(allocator, default_stream_in_flight) \
