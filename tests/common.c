@@ -193,6 +193,11 @@ int tc_hold_stream(infinirtStream_t s, tc_gate *g)
 {
     if (g_ngates < 64)
         g_gates[g_ngates++] = g;
+    /* Every field set here: a gate left uninitialised (an automatic
+     * variable) read a stale ran_inline or open and skipped or ran past. */
+    g->open = 0;
+    g->reached = 0;
+    g->ran_inline = 0;
     g->launcher = pthread_self();
     g->armed = 1;
     infiniStatus_t st = infinirtLaunchHostFunc(s, tc_gate_wait_fn, g);

@@ -29,7 +29,9 @@ void tc_use_config(const char *text);
 /* setenv that aborts on failure. */
 void tc_setenv(const char *name, const char *value);
 
-/* A gate a host function can block a stream on. */
+/* A gate a host function can block a stream on.  Give it static storage:
+ * the held stream's host function may still read it after a test returned
+ * early (the runner opens every gate then). */
 typedef struct {
     volatile int open;
     volatile int reached;

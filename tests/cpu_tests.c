@@ -600,7 +600,7 @@ int test_cpu_pool_first_work_one_thread(void)
     ASSERT_OK(infinirtInit());
     ASSERT_EQ(worker_count(), 0);
     infinirtStream_t s;
-    tc_gate g;
+    static tc_gate g; /* static: the runner may open it after we return */
     ASSERT_OK(infinirtStreamCreate(&s));
     CHECK(tc_hold_stream(s, &g));
     ASSERT(gate_reached(&g));
@@ -708,7 +708,7 @@ int test_cpu_idle_small_copy_on_caller(void)
     ASSERT_EQ(worker_count(), 0);
 
     /* Behind a held host function, a small copy waits its turn. */
-    tc_gate g;
+    static tc_gate g; /* static: the runner may open it after we return */
     CHECK(tc_hold_stream(s, &g));
     ASSERT_OK(infinirtMemsetAsync(d, 0, 64, s));
     ASSERT_EQ(((unsigned char *)d)[0], src[0]); /* not run yet */
