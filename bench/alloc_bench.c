@@ -12,9 +12,9 @@
  *      which the trace completes (binary search) over its peak live bytes;
  *   4. throughput of two threads, each on its own stream, over one thread.
  *
- * Pool parts use loader/alloc*.c directly over a host-memory backend (raw
- * allocations from malloc; fragmentation uses a byte-counting backend over
- * reserved address space).  The public-API parts need libinfinirt and
+ * Pool parts use the allocator (loader/alloc/) directly over a host-memory
+ * backend (raw allocations from malloc; fragmentation uses a byte-counting
+ * backend over reserved address space).  The public-API parts need libinfinirt and
  * INFINIRT_CONFIG naming a config with the CPU plugin; build with
  * -DALLOC_BENCH_NO_API to leave them out.  The config with the cache off is
  * INFINIRT_BENCH_NOCACHE_CONFIG, or INFINIRT_CONFIG plus "[allocator]

@@ -1,5 +1,5 @@
 /*
- * alloc_test.c - unit tests of the caching allocator (loader/alloc*.c)
+ * alloc_test.c - unit tests of the caching allocator (loader/alloc/)
  * against a fake backend (fake_backend.c); the randomized and multithreaded
  * ones are in alloc_test_model.c.  Usage: alloc_test NAME | --list.
  */

@@ -4,7 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "alloc_int.h"
-#include "log.h"
+#include "../log.h"
 
 #include <stdlib.h>
 #include <string.h>
