@@ -31,5 +31,12 @@ int test_invariants_threads(void);
 int test_hash_prefetch_during_grow(void);
 int test_huge_request_fails_fast(void);
 int test_oom_keeps_capacity(void);
+int test_bad_free(void);
+int test_lookup_interior(void);
+int test_passthrough(void);
+int test_release_on_free(void);
+int test_max_cached(void);
+int test_trim_and_peak(void);
+int test_stream_retired(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
