@@ -40,7 +40,7 @@ typedef struct infinirt__fence infinirt__fence; /* opaque, loader-defined */
 #define INFINIRT__POOL_ANY_DEVICE ((infinirt__pool *)(uintptr_t)1)
 #define INFINIRT__POOL_ANY_HOST ((infinirt__pool *)(uintptr_t)2)
 
-typedef struct {
+typedef struct infinirt__pool_backend {
     void *ctx; /* passed back to every callback */
     /* Raw memory.  raw_alloc returns INFINI_STATUS_OUT_OF_MEMORY when full. */
     infiniStatus_t (*raw_alloc)(void *ctx, size_t size, void **ptr);

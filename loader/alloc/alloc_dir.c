@@ -9,8 +9,10 @@
  * (infinirt__pool_free tries the thread's last arena first).
  */
 #define _GNU_SOURCE
-#include "alloc_int.h"
+#include "alloc_dir.h"
+#include "alloc.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 static pthread_rwlock_t g_dir_lock = PTHREAD_RWLOCK_INITIALIZER;

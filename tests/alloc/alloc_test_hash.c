@@ -5,7 +5,7 @@
  * collide at every table size) must keep every entry findable.
  */
 #define _GNU_SOURCE
-#include "alloc_int.h"
+#include "alloc_block.h"
 #include "alloc_test.h"
 
 #include <stdlib.h>
@@ -27,12 +27,12 @@ static size_t colliding_keys(uintptr_t *keys, size_t want, unsigned bits, unsign
 }
 
 /* Everything in the table is what the test put there, and nothing else. */
-static int check_all(const infinirt__arena *a, const uintptr_t *keys, const bool *in, infinirt__blk *blks,
+static int check_all(const infinirt__blktab *t, const uintptr_t *keys, const bool *in, infinirt__blk *blks,
                      size_t n)
 {
     size_t live = 0;
     for (size_t i = 0; i < n; i++) {
-        infinirt__blk *got = infinirt__ht_get(a, keys[i]);
+        infinirt__blk *got = infinirt__ht_get(t, keys[i]);
         if (in[i]) {
             ASSERT_PTR_EQ(got, &blks[i]);
             live++;
@@ -40,23 +40,23 @@ static int check_all(const infinirt__arena *a, const uintptr_t *keys, const bool
             ASSERT_PTR_EQ(got, NULL);
         }
     }
-    ASSERT_EQ(a->ht_count, live);
+    ASSERT_EQ(t->count, live);
     size_t seen = 0;
-    for (size_t b = 0; b <= a->ht_mask; b++)
+    for (size_t b = 0; b <= t->mask; b++)
         for (unsigned j = 0; j < INFINIRT__HB_SLOTS; j++)
-            seen += a->ht[b].key[j] != 0;
+            seen += t->ht[b].key[j] != 0;
     ASSERT_EQ(seen, live);
     /* A key never inserted is not found. */
-    ASSERT_PTR_EQ(infinirt__ht_get(a, 8), NULL);
+    ASSERT_PTR_EQ(infinirt__ht_get(t, 8), NULL);
     return TEST_OK;
 }
 
 static int run(unsigned top)
 {
-    infinirt__arena a;
-    memset(&a, 0, sizeof a);
-    ASSERT_EQ(infinirt__ht_init(&a), 0);
-    unsigned bits = (unsigned)__builtin_ctzll((unsigned long long)(a.ht_mask + 1));
+    infinirt__blktab t;
+    memset(&t, 0, sizeof t);
+    ASSERT_EQ(infinirt__ht_init(&t), 0);
+    unsigned bits = (unsigned)__builtin_ctzll((unsigned long long)(t.mask + 1));
     static uintptr_t keys[NKEYS];
     static infinirt__blk blks[NKEYS];
     static bool in[NKEYS];
@@ -70,41 +70,41 @@ static int run(unsigned top)
     /* All into one neighbourhood: home buckets fill, then the reach, then
      * the table grows (or, for keys that collide at every size, entries go
      * further out). */
-    size_t first_mask = a.ht_mask;
+    size_t first_mask = t.mask;
     for (size_t i = 0; i < n; i++) {
-        ASSERT_EQ(infinirt__ht_put(&a, &blks[i]), 0);
+        ASSERT_EQ(infinirt__ht_put(&t, &blks[i]), 0);
         in[i] = true;
         if (i % 37 == 0)
-            CHECK(check_all(&a, keys, in, blks, n));
+            CHECK(check_all(&t, keys, in, blks, n));
     }
-    CHECK(check_all(&a, keys, in, blks, n));
-    ASSERT_GT(a.ht_mask, first_mask);
+    CHECK(check_all(&t, keys, in, blks, n));
+    ASSERT_GT(t.mask, first_mask);
     if (top != 0) /* no size spreads them: found beyond the insertion reach */
-        ASSERT_GT(a.ht_reach, INFINIRT__HB_REACH_MAX);
+        ASSERT_GT(t.reach, INFINIRT__HB_REACH_MAX);
     /* The load stays at most half, and the table stays bounded even for
      * keys that collide at every size (8 slots per entry at most). */
-    ASSERT_LE(a.ht_count * 2, (a.ht_mask + 1) * INFINIRT__HB_SLOTS);
-    ASSERT_LE((a.ht_mask + 1) * INFINIRT__HB_SLOTS, 16 * (size_t)n);
+    ASSERT_LE(t.count * 2, (t.mask + 1) * INFINIRT__HB_SLOTS);
+    ASSERT_LE((t.mask + 1) * INFINIRT__HB_SLOTS, 16 * (size_t)n);
     /* Delete every other one, then put some back: deletions leave holes
      * that lookups of the others must see past. */
     for (size_t i = 0; i < n; i += 2) {
-        ASSERT_PTR_EQ(infinirt__ht_del(&a, keys[i]), &blks[i]);
+        ASSERT_PTR_EQ(infinirt__ht_del(&t, keys[i]), &blks[i]);
         in[i] = false;
-        ASSERT_PTR_EQ(infinirt__ht_del(&a, keys[i]), NULL); /* twice: absent */
+        ASSERT_PTR_EQ(infinirt__ht_del(&t, keys[i]), NULL); /* twice: absent */
     }
-    CHECK(check_all(&a, keys, in, blks, n));
+    CHECK(check_all(&t, keys, in, blks, n));
     for (size_t i = 0; i < n; i += 4) {
-        ASSERT_EQ(infinirt__ht_put(&a, &blks[i]), 0);
+        ASSERT_EQ(infinirt__ht_put(&t, &blks[i]), 0);
         in[i] = true;
     }
-    CHECK(check_all(&a, keys, in, blks, n));
+    CHECK(check_all(&t, keys, in, blks, n));
     for (size_t i = 0; i < n; i++)
         if (in[i]) {
-            ASSERT_PTR_EQ(infinirt__ht_del(&a, keys[i]), &blks[i]);
+            ASSERT_PTR_EQ(infinirt__ht_del(&t, keys[i]), &blks[i]);
             in[i] = false;
         }
-    CHECK(check_all(&a, keys, in, blks, n));
-    free(a.ht);
+    CHECK(check_all(&t, keys, in, blks, n));
+    free(t.ht);
     return TEST_OK;
 }
 

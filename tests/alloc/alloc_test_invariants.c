@@ -1,7 +1,7 @@
 /*
  * alloc_test_invariants.c - the allocator's internal invariants, checked
  * after every step of random drivers (white-box: it reads the arenas, bins,
- * hash and segments through alloc_int.h).
+ * block tables and segments through alloc_pool.h).
  *
  * After each step, for every arena: every segment's blocks tile it in
  * address order and name it; a segment is flagged "on the empty stack"
@@ -13,7 +13,7 @@
  * equal what the blocks and segments say.
  */
 #define _GNU_SOURCE
-#include "alloc_int.h"
+#include "alloc_pool.h"
 #include "alloc_test.h"
 #include "log.h"
 
@@ -109,7 +109,7 @@ static int check_arena(infinirt__arena *a)
                 used += b->size;
                 nused++;
                 unsigned i;
-                infinirt__hbkt *k = infinirt__ht_find(a, b->addr, &i);
+                infinirt__hbkt *k = infinirt__ht_find(&a->blocks, b->addr, &i);
                 if (k == NULL || infinirt__ht_blk(k->val[i]) != b)
                     TEST_FAILED_("live block %p not in its arena's hash", (void *)b);
                 if (k->req[i] != b->req)
@@ -143,8 +143,8 @@ static int check_arena(infinirt__arena *a)
     CHECK(check_bins(&a->large, gshift, &c));
     if (c != nfree)
         TEST_FAILED_("bins hold %zu blocks, segments %zu free ones", c, nfree);
-    if (a->ht_count != nused)
-        TEST_FAILED_("hash holds %zu, %zu blocks used", a->ht_count, nused);
+    if (a->blocks.count != nused)
+        TEST_FAILED_("hash holds %zu, %zu blocks used", a->blocks.count, nused);
     if (a->used != used)
         TEST_FAILED_("arena used %zu, blocks say %zu", a->used, used);
     if (a->nfenced != nfenced)

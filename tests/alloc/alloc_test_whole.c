@@ -1,10 +1,10 @@
 /*
  * alloc_test_whole.c - frees of blocks that span their large segment, which
  * the pool completes from the block's hash entry without reading its
- * descriptor (free_whole in loader/alloc.c).  The entry carries a copy of
- * the segment's "on the empty stack" flag; these tests take that flag away
- * behind the entry's back in every way the pool can, then check that the
- * segment is still found when it empties.
+ * descriptor (free_whole in loader/alloc/alloc_pool_path.c).  The entry
+ * carries a copy of the segment's "on the empty stack" flag; these tests
+ * take that flag away behind the entry's back in every way the pool can,
+ * then check that the segment is still found when it empties.
  */
 #define _GNU_SOURCE
 #include "alloc_test.h"

@@ -1,15 +1,14 @@
 /*
- * alloc.c - the caching allocator: pools, per-stream arenas, the alloc and
- * free paths and the out-of-memory path.  Design: docs/allocator.md.
+ * alloc_pool_path.c - the pool's alloc and free paths, the out-of-memory
+ * path, and pass-through mode (every allocation a raw one) beside them.
+ * Design: docs/allocator.md.
  */
 #define _GNU_SOURCE
-#include "alloc_int.h"
+#include "alloc_pool.h"
 #include "../log.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-atomic_uint_fast64_t infinirt__alloc_gen = 1;
 
 /* initial-exec: read on every call.  Applications link the loader; one
  * dlopened later still gets these few bytes from glibc's static TLS surplus. */
@@ -28,267 +27,16 @@ INFINIRT__TLS tl_map_ent tl_map[4];
 INFINIRT__TLS infinirt__arena *tl_last;
 INFINIRT__TLS uint_fast64_t tl_last_gen;
 
-void infinirt__alloc_config_default(infinirt__alloc_config *cfg)
-{
-    cfg->enabled = 1;
-    cfg->granularity = 512;
-    cfg->max_cached_bytes = 0;
-    cfg->max_split_size = (size_t)64 << 10;
-    cfg->release_on_free = 0;
-}
-
-/* -------------------------------------------------------------- arenas */
-
-static infinirt__arena *arena_new(infinirt__pool *pool)
-{
-    infinirt__arena *a = infinirt__line_calloc(sizeof *a);
-    if (a == NULL)
-        return NULL;
-    atomic_init(&a->lock.held, 0);
-    atomic_init(&a->lock.epoch, 0);
-    a->pool = pool;
-    if (infinirt__ht_init(a) != 0) {
-        free(a);
-        return NULL;
-    }
-    return a;
-}
-
-static void arena_free(infinirt__arena *a)
-{
-    free(a->ht);
-    free(a->pq);
-    free(a->estack);
-    infinirt__blk_chunks_free(a);
-    free(a);
-}
-
-/* The peak of a multi-arena pool: each arena adds every change of its
- * allocated bytes to the pool's total, whose highest value is the peak.
- * Exact (a per-arena peak, or a total published only in steps, is lower
- * than the true peak and could make the peak seem to fall when a later
- * figure takes over); it costs one shared atomic add per call, paid only
- * once a second stream has allocated.  A one-arena pool's own peak is the
- * pool's. */
-static inline void raise_peak(infinirt__pool *pool, size_t to)
-{
-    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
-    while (to > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, to))
-        ;
-}
-
-static inline void publish(infinirt__pool *pool, infinirt__arena *a)
-{
-    size_t cur = a->req_bytes, pub = a->published;
-    if (cur == pub)
-        return;
-    size_t total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
-    a->published = cur;
-    raise_peak(pool, total);
-}
-
-/* The pool goes multi-arena (pool->mu held): from now on every arena
- * publishes its changes.  `multi` is set first, so a call that takes an
- * arena's lock after this publishes itself; what each arena did before is
- * published here, with the one-arena peak as the starting peak. */
-static void start_multi(infinirt__pool *pool)
-{
-    atomic_store(&pool->multi, 1);
-    size_t peak = 0;
-    for (unsigned i = 0; i < pool->narenas; i++) {
-        infinirt__arena *x = pool->arenas[i];
-        infinirt__spin_lock(&x->lock);
-        publish(pool, x);
-        if (x->peak_req > peak)
-            peak = x->peak_req;
-        infinirt__spin_unlock(&x->lock);
-    }
-    raise_peak(pool, peak);
-}
-
-static infinirt__arena *arena_for_slow(infinirt__pool *pool, void *stream, tl_map_ent *e, uint_fast64_t gen)
-{
-    infinirt__arena *a = NULL, *spare = NULL;
-    unsigned in_use = 0;
-    pthread_mutex_lock(&pool->mu);
-    for (unsigned i = 0; i < pool->narenas && a == NULL; i++) {
-        infinirt__arena *x = pool->arenas[i];
-        if (!x->in_use)
-            spare = spare ? spare : x;
-        else if (x->stream == stream)
-            a = x;
-        else
-            in_use++;
-    }
-    if (a == NULL) {
-        a = spare;
-        if (a == NULL && pool->narenas == pool->caparenas) {
-            infinirt__arena **n = realloc(pool->arenas, 2 * pool->caparenas * sizeof *n);
-            if (n != NULL) {
-                pool->arenas = n;
-                pool->caparenas *= 2;
-            }
-        }
-        if (a == NULL && pool->narenas < pool->caparenas && (a = arena_new(pool)) != NULL)
-            pool->arenas[pool->narenas++] = a;
-        if (a != NULL) {
-            infinirt__spin_lock(&a->lock);
-            a->stream = stream;
-            a->in_use = true;
-            infinirt__spin_unlock(&a->lock);
-            if (in_use > 0 && !atomic_load(&pool->multi))
-                start_multi(pool);
-        }
-    }
-    pthread_mutex_unlock(&pool->mu);
-    if (a != NULL)
-        *e = (tl_map_ent){pool, stream, a, gen};
-    return a;
-}
-
 static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
 {
     uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
     tl_map_ent *e = &tl_map[((uintptr_t)stream >> 4) & 3];
     if (__builtin_expect(e->pool == pool && e->stream == stream && e->gen == gen, 1))
         return e->arena;
-    return arena_for_slow(pool, stream, e, gen);
-}
-
-/* ---------------------------------------------------------------- pool */
-
-/* The largest request the backend could take in one piece: requests round
- * up to a multiple of g without overflow and never beyond its largest
- * allocation. */
-static size_t max_single(const infinirt__pool *pool)
-{
-    size_t max = SIZE_MAX / 2;
-    if (pool->be.max_alloc_size != 0 && pool->be.max_alloc_size < max)
-        max = pool->be.max_alloc_size;
-    return max & ~(pool->g - 1);
-}
-
-infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, const infinirt__alloc_config *cfg,
-                                     infinirt__pool **out)
-{
-    if (backend == NULL || out == NULL || backend->raw_alloc == NULL || backend->raw_free == NULL)
-        return INFINI_STATUS_BAD_PARAM;
-    infinirt__pool *pool = infinirt__line_calloc(sizeof *pool);
-    if (pool == NULL)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    pool->be = *backend;
-    pool->be.label[sizeof pool->be.label - 1] = '\0';
-    if (cfg != NULL)
-        pool->cfg = *cfg;
-    else
-        infinirt__alloc_config_default(&pool->cfg);
-    infinirt__pool_backend *be = &pool->be;
-    if (be->fence_take != NULL && (be->fence_query == NULL || be->fence_wait == NULL || be->fence_release == NULL)) {
-        INFINIRT__WARN("%s: incomplete fence callbacks; stream order is not tracked", be->label);
-        be->fence_take = NULL;
-    }
-    size_t g = pool->cfg.granularity;
-    if (g == 0 || (g & (g - 1)) != 0 || g > ((size_t)1 << 30)) {
-        INFINIRT__WARN("%s: granularity %zu is not a power of two up to 1G; using 512", be->label, g);
-        g = 512;
-    }
-    pool->g = g;
-    pool->gshift = (unsigned)__builtin_ctzll((unsigned long long)g);
-    size_t max = max_single(pool);
-    pool->small_seg = INFINIRT__SMALL_SEG < max ? INFINIRT__SMALL_SEG : max;
-    /* A request beyond the device's memory fails at once (bad_size), with
-     * nothing released or learned. */
-    if (be->total_memory != 0 && be->total_memory < max)
-        max = be->total_memory;
-    pool->max_req = max;
-    pool->small_max = INFINIRT__SMALL_MAX < pool->small_seg / 4 ? INFINIRT__SMALL_MAX : pool->small_seg / 4;
-    pool->small_max &= ~(g - 1);
-    atomic_init(&pool->capacity, be->total_memory);
-    pool->max_split = pool->cfg.max_split_size ? pool->cfg.max_split_size : SIZE_MAX;
-    /* Deferred coalescing would hide empty segments from the settings that
-     * give them back as soon as they empty. */
-    if (!pool->cfg.release_on_free && pool->cfg.max_cached_bytes == 0) {
-        size_t q = pool->small_max >> pool->gshift;
-        pool->quick_max = q < INFINIRT__QUICK_MAX ? (unsigned)q : INFINIRT__QUICK_MAX;
-        pool->keep_empty = true;
-    }
-    pthread_mutex_init(&pool->mu, NULL);
-    pool->caparenas = 4;
-    pool->arenas = calloc(pool->caparenas, sizeof *pool->arenas);
-    infinirt__arena *a = pool->arenas ? arena_new(pool) : NULL;
-    if (a == NULL) {
-        free(pool->arenas);
-        pthread_mutex_destroy(&pool->mu);
-        free(pool);
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    }
-    a->in_use = true; /* arena 0: the default (NULL) stream, and pass-through */
-    pool->arenas[pool->narenas++] = a;
-    *out = pool;
-    return INFINI_STATUS_SUCCESS;
-}
-
-void infinirt__pool_destroy(infinirt__pool *pool)
-{
-    if (pool == NULL)
-        return;
-    const infinirt__pool_backend *be = &pool->be;
-    infinirt__wait_all(pool); /* every fence held is complete after this */
-    for (unsigned i = 0; i < pool->narenas; i++) {
-        infinirt__arena *a = pool->arenas[i];
-        infinirt__spin_lock(&a->lock);
-        for (unsigned q = 0; q < a->npq; q++)
-            for (infinirt__blk *b = a->pq[q].head; b != NULL; b = b->next)
-                be->fence_release(be->ctx, b->fence);
-        a->npq = 0;
-        infinirt__seg *s;
-        while ((s = a->segs) != NULL) {
-            a->segs = s->next;
-            atomic_store(&s->arena, NULL);
-            infinirt__spin_unlock(&a->lock);
-            infinirt__seg_destroy(pool, s);
-            infinirt__spin_lock(&a->lock);
-        }
-        infinirt__spin_unlock(&a->lock);
-        arena_free(a);
-    }
-    free(pool->arenas);
-    pthread_mutex_destroy(&pool->mu);
-    atomic_fetch_add(&infinirt__alloc_gen, 1);
-    free(pool);
-}
-
-/* --------------------------------------------------------------- fences */
-
-bool infinirt__wait_all(infinirt__pool *pool)
-{
-    /* A fence over every stream, taken now, covers every fence taken before. */
-    const infinirt__pool_backend *be = &pool->be;
-    infinirt__fence *f = NULL;
-    if (be->fence_take == NULL || be->fence_take(be->ctx, INFINIRT__POOL_SYNC, &f) != INFINI_STATUS_SUCCESS ||
-        f == NULL)
-        return false;
-    infiniStatus_t st = be->fence_wait(be->ctx, f);
-    be->fence_release(be->ctx, f);
-    if (st != INFINI_STATUS_SUCCESS) {
-        INFINIRT__WARN("%s: waiting for the work in flight failed (%s); freed memory stays held", be->label,
-                       infinirtGetErrorName(st));
-        return false;
-    }
-    return true;
-}
-
-infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
-{
-    const infinirt__pool_backend *be = &pool->be;
-    *out = NULL;
-    if (be->fence_take == NULL)
-        return INFINI_STATUS_SUCCESS;
-    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
-    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-        INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails",
-                       be->label, infinirtGetErrorName(st));
-    return st;
+    infinirt__arena *a = infinirt__pool_arena(pool, stream);
+    if (a != NULL)
+        *e = (tl_map_ent){pool, stream, a, gen};
+    return a;
 }
 
 /* The counters a free changes first, before its block is handled (arena
@@ -298,25 +46,10 @@ static inline void account_free(infinirt__arena *a, size_t req)
     a->active--;
     a->req_bytes -= req;
     if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed))
-        publish(a->pool, a);
+        infinirt__publish(a->pool, a);
 }
 
-/* -------------------------------------------------------------- alloc */
-
-infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
-{
-    void *p = NULL;
-    infiniStatus_t st = pool->be.raw_alloc(pool->be.ctx, size, &p);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    if (p == NULL)
-        return INFINI_STATUS_INTERNAL_ERROR;
-    if ((*out = infinirt__seg_create(pool, p, size, large)) == NULL) {
-        pool->be.raw_free(pool->be.ctx, p);
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    }
-    return INFINI_STATUS_SUCCESS;
-}
+/* --------------------------------------------------------------- alloc */
 
 /* Near the backend's capacity - 7/8 of its total memory, or of the bytes
  * reserved when it last refused - the pool stops trading memory for speed. */
@@ -357,7 +90,7 @@ static infinirt__blk *from_bins(infinirt__arena *a, size_t n, bool small)
     return NULL;
 }
 
-void infinirt__log_oom(infinirt__pool *pool, size_t size)
+static void log_oom(infinirt__pool *pool, size_t size)
 {
     infinirt__arena *arenas[INFINIRT__SNAP_MAX];
     size_t allocated = 0, largest = 0;
@@ -408,7 +141,7 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
 {
     infinirt__pool *pool = a->pool;
     size_t got = infinirt__pending_poll(a);
-    if (a->quick_bytes != 0) {
+    if (a->quick.bytes != 0) {
         infinirt__quick_flush(a);
         got++;
     }
@@ -461,7 +194,7 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
     }
     atomic_fetch_add(&pool->oom, 1);
     infinirt__spin_unlock(&a->lock);
-    infinirt__log_oom(pool, size);
+    log_oom(pool, size);
     infinirt__spin_lock(&a->lock);
     return INFINI_STATUS_OUT_OF_MEMORY;
 }
@@ -474,7 +207,7 @@ static infiniStatus_t bad_size(infinirt__pool *pool, size_t size)
 {
     if (size == 0)
         return INFINI_STATUS_BAD_PARAM;
-    size_t max = max_single(pool);
+    size_t max = infinirt__max_single(pool);
     if (size > max) {
         INFINIRT__WARN("%s: cannot allocate %zu bytes: larger than the device's maximum single allocation "
                        "(%zu bytes)",
@@ -487,12 +220,52 @@ static infiniStatus_t bad_size(infinirt__pool *pool, size_t size)
     return INFINI_STATUS_OUT_OF_MEMORY;
 }
 
+/* Pass-through mode (the cache off): every allocation is a raw allocation
+ * of exactly `size` bytes (so that sanitizers see its real bounds), tracked
+ * like any block: lookups, double frees and statistics work as with the
+ * cache. */
+static infiniStatus_t passthrough_alloc(infinirt__pool *pool, size_t size, void **out)
+{
+    infinirt__arena *a = pool->arenas[0];
+    infinirt__seg *s;
+    infiniStatus_t st = infinirt__raw_segment(pool, size, true, &s);
+    if (st != INFINI_STATUS_SUCCESS) {
+        if (st == INFINI_STATUS_OUT_OF_MEMORY) {
+            atomic_fetch_add(&pool->oom, 1);
+            log_oom(pool, size);
+        }
+        return st;
+    }
+    infinirt__spin_lock(&a->lock);
+    infinirt__blk *b = infinirt__seg_attach(a, s);
+    infinirt__bins_remove(&a->large, b, pool->gshift);
+    infinirt__empty_drop(a, s);
+    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+    b->req = size;
+    if (infinirt__ht_put(&a->blocks, b) != 0) {
+        infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
+        infinirt__seg_detach(a, s);
+        infinirt__spin_unlock(&a->lock);
+        infinirt__seg_destroy(pool, s);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    a->used += size;
+    a->active++;
+    a->requests++;
+    a->req_bytes += size;
+    if (a->req_bytes > a->peak_req)
+        a->peak_req = a->req_bytes;
+    infinirt__spin_unlock(&a->lock);
+    *out = (void *)b->addr;
+    return INFINI_STATUS_SUCCESS;
+}
+
 infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)
 {
     if (__builtin_expect(size - 1 >= pool->max_req, 0))
         return bad_size(pool, size);
     if (__builtin_expect(!pool->cfg.enabled, 0))
-        return infinirt__passthrough_alloc(pool, size, out);
+        return passthrough_alloc(pool, size, out);
     if (stream == INFINIRT__POOL_SYNC)
         stream = NULL;
     infinirt__arena *a = arena_for(pool, stream);
@@ -501,8 +274,8 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     size_t n = (size + pool->g - 1) >> pool->gshift;
     infinirt__blk *b;
     infinirt__spin_lock(&a->lock);
-    if (n <= pool->quick_max && (b = a->quick[n]) != NULL) {
-        infinirt__quick_unlink(a, b, n);
+    if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
+        infinirt__quick_unlink(&a->quick, b, n);
     } else {
         bool small = n <= (pool->small_max >> pool->gshift);
         b = from_bins(a, n, small);
@@ -516,7 +289,7 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     }
     infinirt__blk_set_state(b, INFINIRT__BLK_USED);
     b->req = size;
-    if (__builtin_expect(infinirt__ht_put(a, b) != 0, 0)) {
+    if (__builtin_expect(infinirt__ht_put(&a->blocks, b) != 0, 0)) {
         infinirt__blk_release(a, b);
         infinirt__spin_unlock(&a->lock);
         return INFINI_STATUS_OUT_OF_MEMORY;
@@ -530,7 +303,7 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     if (a->req_bytes > a->peak_req)
         a->peak_req = a->req_bytes;
     if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
-        publish(pool, a);
+        infinirt__publish(pool, a);
     infinirt__spin_unlock(&a->lock);
     tl_last = a;
     tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
@@ -599,8 +372,8 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
     a->used -= b->size;
     size_t n = b->size >> pool->gshift;
     if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
-        a->quick_bytes + b->size <= INFINIRT__QUICK_BYTES) {
-        infinirt__quick_push(a, b, n);
+        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
+        infinirt__quick_push(&a->quick, b, n);
         return NULL;
     }
     infinirt__blk_release(a, b);
@@ -632,6 +405,48 @@ static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, 
         infinirt__empty_push(a, (infinirt__seg *)b);
 }
 
+/* Pass-through mode's free: the block's segment goes back to the backend
+ * once the work that may use it is done. */
+static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream)
+{
+    /* The fence first: when none can be had the free fails unchanged. */
+    infinirt__fence *f;
+    infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__seg *s;
+    infinirt__arena *a = infinirt__dir_lock_owner(key, &s, false);
+    infinirt__blk *b = a != NULL ? infinirt__ht_del(&a->blocks, key) : NULL;
+    if (b == NULL) {
+        if (a != NULL)
+            infinirt__spin_unlock(&a->lock);
+        if (f != NULL)
+            pool->be.fence_release(pool->be.ctx, f);
+        return INFINI_STATUS_BAD_PARAM;
+    }
+    a->active--;
+    a->req_bytes -= b->req;
+    a->used -= b->size;
+    infinirt__blk_set_state(b, INFINIRT__BLK_LOOSE);
+    infinirt__seg_detach(a, s);
+    infinirt__spin_unlock(&a->lock);
+    /* No cache to protect: wait for the work that may still use the memory.
+     * If the wait fails the memory is never given back to the plugin (it
+     * could be handed out again while that work runs). */
+    if (f != NULL) {
+        st = pool->be.fence_wait(pool->be.ctx, f);
+        pool->be.fence_release(pool->be.ctx, f);
+        if (st != INFINI_STATUS_SUCCESS) {
+            INFINIRT__ERROR("%s: waiting for the work using a freed block failed (%s); its %zu bytes are kept "
+                            "out of use",
+                            pool->be.label, infinirtGetErrorName(st), s->size);
+            return INFINI_STATUS_SUCCESS;
+        }
+    }
+    infinirt__seg_destroy(pool, s);
+    return INFINI_STATUS_SUCCESS;
+}
+
 static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *want)
 {
     for (;;) {
@@ -639,7 +454,7 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
         if (pool == NULL || !wanted(want, pool))
             return INFINI_STATUS_BAD_PARAM;
         if (!pool->cfg.enabled)
-            return infinirt__passthrough_free(pool, key, stream);
+            return passthrough_free(pool, key, stream);
         infinirt__fence *f;
         infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
         if (st != INFINI_STATUS_SUCCESS)
@@ -648,7 +463,7 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
         infinirt__arena *a = infinirt__dir_lock_owner(key, &s, false);
         infinirt__blk *b = NULL;
         if (a != NULL && a->pool == pool)
-            b = infinirt__ht_del(a, key);
+            b = infinirt__ht_del(&a->blocks, key);
         if (b == NULL) {
             bool moved = a != NULL && a->pool != pool; /* the range changed hands meanwhile */
             if (a != NULL)
@@ -679,7 +494,7 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
         infinirt__pool *pool = a->pool;
         if (wanted(want_pool, pool) && pool->cfg.enabled) {
             /* Start fetching the hash bucket while the fence is taken. */
-            infinirt__ht_prefetch(a, key);
+            infinirt__ht_prefetch(&a->blocks, key);
             infinirt__fence *f;
             infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
             if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -687,7 +502,7 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
             infinirt__spin_lock(&a->lock);
             size_t req, size;
             unsigned flags;
-            infinirt__blk *b = infinirt__ht_take(a, key, &req, &size, &flags);
+            infinirt__blk *b = infinirt__ht_take(&a->blocks, key, &req, &size, &flags);
             if ((flags & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
                 free_whole(a, b, req, size, flags);
                 infinirt__spin_unlock(&a->lock);

@@ -1,0 +1,165 @@
+/*
+ * alloc_arena.h - the allocator's fourth layer: arenas.  A pool keeps one
+ * arena per stream key; an arena owns segments (alloc_seg.h), their free
+ * blocks in its bins and quick lists (alloc_bins.h) and its live blocks in
+ * its block table (alloc_block.h).
+ *
+ * Its spinlock protects everything in it: bins, quick lists, the block
+ * table, pending queues, its segment list and empty stack, counters, and
+ * every block and segment it owns.  Under that lock, here: blocks are cut
+ * from free blocks and merged back, segments attached and detached, frees
+ * queued behind their fences, and a retired stream's arena merged into
+ * another.  Choosing an arena, and getting or giving back raw memory, are
+ * the pool's (alloc_pool.h).
+ */
+#ifndef INFINIRT_LOADER_ALLOC_ARENA_H_
+#define INFINIRT_LOADER_ALLOC_ARENA_H_
+
+#include "alloc_bins.h"
+#include "alloc_seg.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+
+/* The backend's callbacks (alloc.h): an arena asks its fences whether they
+ * have completed and releases them. */
+typedef struct infinirt__pool_backend infinirt__pool_backend;
+
+/* -------------------------------------------------------------- spinlock */
+
+/* A spinlock with an epoch: every holder bumps the epoch when it takes the
+ * lock, so a reader that copied something while holding it can later tell,
+ * with one load and no lock, that nobody has held it since (and so that
+ * nothing it protects has changed). */
+typedef struct {
+    atomic_int held;
+    atomic_uint_fast64_t epoch;
+} infinirt__spinlock;
+
+static inline void infinirt__spin_lock_slow(atomic_int *l)
+{
+    for (unsigned n = 0;; n++) {
+        if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
+            !atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+static inline void infinirt__spin_lock(infinirt__spinlock *l)
+{
+    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
+        infinirt__spin_lock_slow(&l->held);
+    /* Only the holder writes the epoch: a load and a store, no locked
+     * instruction.  The store comes before every change the holder makes,
+     * so whoever learns of a change (a free, by the thread that made it or
+     * through the application's own synchronisation with it) also sees the
+     * new epoch. */
+    atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+/* Take the lock to read only: the epoch stays, so what other threads
+ * remember of the protected data stays valid. */
+static inline void infinirt__spin_lock_read(infinirt__spinlock *l)
+{
+    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
+        infinirt__spin_lock_slow(&l->held);
+}
+
+static inline void infinirt__spin_unlock(infinirt__spinlock *l)
+{
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* Whether l is not held (a hint for callers that skip busy locks). */
+static inline bool infinirt__spin_free(infinirt__spinlock *l)
+{
+    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0;
+}
+
+/* ----------------------------------------------------------------- arena */
+
+/* The blocks freed on one stream key, waiting for their fences in the
+ * order the fences were taken. */
+typedef struct {
+    void *key; /* the stream of the frees queued here (or INFINIRT__POOL_SYNC) */
+    infinirt__blk *head, *tail;
+} infinirt__pq;
+
+struct infinirt__arena {
+    infinirt__spinlock lock;
+    infinirt__pool *pool;
+    void *stream;
+    bool in_use;
+    unsigned gshift; /* the pool's: log2 of its granularity */
+    /* hot */
+    infinirt__quick quick;
+    infinirt__blktab blocks; /* live blocks */
+    infinirt__descs descs;   /* unused descriptors */
+    /* counters: this arena's share of the pool's */
+    size_t req_bytes, peak_req, active, requests, published;
+    size_t reserved, used; /* bytes of its segments; of USED + PENDING blocks */
+    size_t peak_used;      /* most `used` ever: what the cache needs to hold */
+    size_t nfenced;        /* segments holding a fence */
+    /* cold */
+    infinirt__seg *segs;
+    /* Segments that emptied, kept lazily: one in use again stays until the
+     * next scan drops it, so the hot paths never edit this stack. */
+    infinirt__seg **estack;
+    uint32_t nes, capes;
+    infinirt__pq *pq;
+    unsigned npq, cappq;
+    infinirt__bins small, large;
+    const infinirt__pool_backend *be; /* the pool's, for fences */
+};
+
+/* A new, empty arena of pool (NULL without memory). */
+infinirt__arena *infinirt__arena_new(infinirt__pool *pool, const infinirt__pool_backend *be, unsigned gshift);
+/* Free the arena's own memory (its segments are the caller's). */
+void infinirt__arena_free(infinirt__arena *a);
+
+/* ---------------------------------------------------- blocks in the arena */
+
+static inline infinirt__bins *infinirt__blk_bins(infinirt__arena *a, const infinirt__blk *b)
+{
+    return (b->segst & INFINIRT__BLK_LARGE) ? &a->large : &a->small;
+}
+/* Take free block b out of the bins, cut to n granules when `split` (the
+ * rest back in the bins).  Without host memory for a descriptor the whole
+ * block is handed out. */
+infinirt__blk *infinirt__blk_take(infinirt__arena *a, infinirt__blk *b, size_t n, bool split);
+/* Make b FREE: coalesce with free neighbours, into the bins; a segment that
+ * becomes empty goes on the empty stack. */
+void infinirt__blk_release(infinirt__arena *a, infinirt__blk *b);
+/* Every block of the quick lists into the bins, coalesced. */
+void infinirt__quick_flush(infinirt__arena *a);
+
+/* -------------------------------------------------- segments of the arena */
+
+void infinirt__empty_push(infinirt__arena *a, infinirt__seg *s);
+void infinirt__empty_drop(infinirt__arena *a, infinirt__seg *s);
+/* Attach a detached segment to arena a (locked) as one free block. */
+infinirt__blk *infinirt__seg_attach(infinirt__arena *a, infinirt__seg *s);
+/* Detach a segment none of whose blocks is USED or PENDING. */
+void infinirt__seg_detach(infinirt__arena *a, infinirt__seg *s);
+/* Is the segment's latest same-stream free complete?  Releases the fence. */
+bool infinirt__seg_fence_done(infinirt__arena *a, infinirt__seg *s);
+
+/* ----------------------------------------------------------- pending frees */
+
+int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *key, infinirt__fence *f);
+/* Blocks whose fences completed become free; returns how many. */
+size_t infinirt__pending_poll(infinirt__arena *a);
+
+/* Move everything `from` holds into `to` (caller holds pool->mu, no arena
+ * lock).  Returns 0, or -1 (nothing moved) when out of host memory. */
+int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from);
+
+#endif /* INFINIRT_LOADER_ALLOC_ARENA_H_ */

@@ -1,0 +1,480 @@
+/*
+ * alloc_pool.c - pools (alloc_pool.h): create and destroy, the arena table,
+ * raw segments from the backend, fences, releasing and stealing cached
+ * segments, statistics, trim and stream retirement.  The alloc and free
+ * paths are in alloc_pool_path.c.
+ */
+#define _GNU_SOURCE
+#include "alloc_pool.h"
+#include "../log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+atomic_uint_fast64_t infinirt__alloc_gen = 1;
+
+void infinirt__alloc_config_default(infinirt__alloc_config *cfg)
+{
+    cfg->enabled = 1;
+    cfg->granularity = 512;
+    cfg->max_cached_bytes = 0;
+    cfg->max_split_size = (size_t)64 << 10;
+    cfg->release_on_free = 0;
+}
+
+/* ---------------------------------------------------------- arena table */
+
+/* The pool goes multi-arena (pool->mu held): from now on every arena
+ * publishes its changes.  `multi` is set first, so a call that takes an
+ * arena's lock after this publishes itself; what each arena did before is
+ * published here, with the one-arena peak as the starting peak. */
+static void start_multi(infinirt__pool *pool)
+{
+    atomic_store(&pool->multi, 1);
+    size_t peak = 0;
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        infinirt__arena *x = pool->arenas[i];
+        infinirt__spin_lock(&x->lock);
+        infinirt__publish(pool, x);
+        if (x->peak_req > peak)
+            peak = x->peak_req;
+        infinirt__spin_unlock(&x->lock);
+    }
+    infinirt__raise_peak(pool, peak);
+}
+
+infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
+{
+    infinirt__arena *a = NULL, *spare = NULL;
+    unsigned in_use = 0;
+    pthread_mutex_lock(&pool->mu);
+    for (unsigned i = 0; i < pool->narenas && a == NULL; i++) {
+        infinirt__arena *x = pool->arenas[i];
+        if (!x->in_use)
+            spare = spare ? spare : x;
+        else if (x->stream == stream)
+            a = x;
+        else
+            in_use++;
+    }
+    if (a == NULL) {
+        a = spare;
+        if (a == NULL && pool->narenas == pool->caparenas) {
+            infinirt__arena **n = realloc(pool->arenas, 2 * pool->caparenas * sizeof *n);
+            if (n != NULL) {
+                pool->arenas = n;
+                pool->caparenas *= 2;
+            }
+        }
+        if (a == NULL && pool->narenas < pool->caparenas &&
+            (a = infinirt__arena_new(pool, &pool->be, pool->gshift)) != NULL)
+            pool->arenas[pool->narenas++] = a;
+        if (a != NULL) {
+            infinirt__spin_lock(&a->lock);
+            a->stream = stream;
+            a->in_use = true;
+            infinirt__spin_unlock(&a->lock);
+            if (in_use > 0 && !atomic_load(&pool->multi))
+                start_multi(pool);
+        }
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return a;
+}
+
+unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, unsigned max, unsigned start)
+{
+    pthread_mutex_lock(&pool->mu);
+    unsigned n = start < pool->narenas ? pool->narenas - start : 0;
+    n = n < max ? n : max;
+    memcpy(out, pool->arenas + start, n * sizeof *out);
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
+/* ---------------------------------------------------------------- pool */
+
+infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, const infinirt__alloc_config *cfg,
+                                     infinirt__pool **out)
+{
+    if (backend == NULL || out == NULL || backend->raw_alloc == NULL || backend->raw_free == NULL)
+        return INFINI_STATUS_BAD_PARAM;
+    infinirt__pool *pool = infinirt__line_calloc(sizeof *pool);
+    if (pool == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    pool->be = *backend;
+    pool->be.label[sizeof pool->be.label - 1] = '\0';
+    if (cfg != NULL)
+        pool->cfg = *cfg;
+    else
+        infinirt__alloc_config_default(&pool->cfg);
+    infinirt__pool_backend *be = &pool->be;
+    if (be->fence_take != NULL && (be->fence_query == NULL || be->fence_wait == NULL || be->fence_release == NULL)) {
+        INFINIRT__WARN("%s: incomplete fence callbacks; stream order is not tracked", be->label);
+        be->fence_take = NULL;
+    }
+    size_t g = pool->cfg.granularity;
+    if (g == 0 || (g & (g - 1)) != 0 || g > ((size_t)1 << 30)) {
+        INFINIRT__WARN("%s: granularity %zu is not a power of two up to 1G; using 512", be->label, g);
+        g = 512;
+    }
+    pool->g = g;
+    pool->gshift = (unsigned)__builtin_ctzll((unsigned long long)g);
+    size_t max = infinirt__max_single(pool);
+    pool->small_seg = INFINIRT__SMALL_SEG < max ? INFINIRT__SMALL_SEG : max;
+    /* A request beyond the device's memory fails at once (bad_size), with
+     * nothing released or learned. */
+    if (be->total_memory != 0 && be->total_memory < max)
+        max = be->total_memory;
+    pool->max_req = max;
+    pool->small_max = INFINIRT__SMALL_MAX < pool->small_seg / 4 ? INFINIRT__SMALL_MAX : pool->small_seg / 4;
+    pool->small_max &= ~(g - 1);
+    atomic_init(&pool->capacity, be->total_memory);
+    pool->max_split = pool->cfg.max_split_size ? pool->cfg.max_split_size : SIZE_MAX;
+    /* Deferred coalescing would hide empty segments from the settings that
+     * give them back as soon as they empty. */
+    if (!pool->cfg.release_on_free && pool->cfg.max_cached_bytes == 0) {
+        size_t q = pool->small_max >> pool->gshift;
+        pool->quick_max = q < INFINIRT__QUICK_MAX ? (unsigned)q : INFINIRT__QUICK_MAX;
+        pool->keep_empty = true;
+    }
+    pthread_mutex_init(&pool->mu, NULL);
+    pool->caparenas = 4;
+    pool->arenas = calloc(pool->caparenas, sizeof *pool->arenas);
+    infinirt__arena *a = pool->arenas ? infinirt__arena_new(pool, &pool->be, pool->gshift) : NULL;
+    if (a == NULL) {
+        free(pool->arenas);
+        pthread_mutex_destroy(&pool->mu);
+        free(pool);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    a->in_use = true; /* arena 0: the default (NULL) stream, and pass-through */
+    pool->arenas[pool->narenas++] = a;
+    *out = pool;
+    return INFINI_STATUS_SUCCESS;
+}
+
+void infinirt__pool_destroy(infinirt__pool *pool)
+{
+    if (pool == NULL)
+        return;
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__wait_all(pool); /* every fence held is complete after this */
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        infinirt__arena *a = pool->arenas[i];
+        infinirt__spin_lock(&a->lock);
+        for (unsigned q = 0; q < a->npq; q++)
+            for (infinirt__blk *b = a->pq[q].head; b != NULL; b = b->next)
+                be->fence_release(be->ctx, b->fence);
+        a->npq = 0;
+        infinirt__seg *s;
+        while ((s = a->segs) != NULL) {
+            a->segs = s->next;
+            atomic_store(&s->arena, NULL);
+            infinirt__spin_unlock(&a->lock);
+            infinirt__seg_destroy(pool, s);
+            infinirt__spin_lock(&a->lock);
+        }
+        infinirt__spin_unlock(&a->lock);
+        infinirt__arena_free(a);
+    }
+    free(pool->arenas);
+    pthread_mutex_destroy(&pool->mu);
+    atomic_fetch_add(&infinirt__alloc_gen, 1);
+    free(pool);
+}
+
+/* ---------------------------------------------------------- raw memory */
+
+/* A raw allocation, accounted and in the directory, attached to nothing. */
+static infinirt__seg *seg_create(infinirt__pool *pool, void *p, size_t size, bool large)
+{
+    infinirt__seg *s = infinirt__seg_struct_new();
+    if (s == NULL)
+        return NULL;
+    /* Not memset: a stale thread-local pointer may be reading `arena`
+     * (NULL since the struct was detached) with an atomic load. */
+    memset(&s->head, 0, sizeof s->head);
+    s->fence = NULL;
+    s->eidx = 0;
+    s->large = large;
+    s->base = (uintptr_t)p;
+    s->size = size;
+    s->pool = pool;
+    s->prev = s->next = NULL;
+    s->bits = NULL;
+    s->nw0 = 0;
+    infinirt__dir_insert(s);
+    size_t r = atomic_fetch_add(&pool->reserved, size) + size;
+    size_t pk = atomic_load_explicit(&pool->peak_reserved, memory_order_relaxed);
+    while (r > pk && !atomic_compare_exchange_weak(&pool->peak_reserved, &pk, r))
+        ;
+    atomic_fetch_add(&pool->segments, 1);
+    atomic_fetch_add(&pool->raw_allocs, 1);
+    return s;
+}
+
+void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s)
+{
+    void *p = (void *)s->base;
+    size_t size = s->size;
+    if (s->fence != NULL)
+        pool->be.fence_release(pool->be.ctx, s->fence);
+    s->fence = NULL;
+    free(s->bits);
+    s->bits = NULL;
+    s->nw0 = 0;
+    /* Out of the directory before the backend may hand the range out again. */
+    infinirt__dir_remove(s);
+    infiniStatus_t st = pool->be.raw_free(pool->be.ctx, p);
+    if (st != INFINI_STATUS_SUCCESS)
+        INFINIRT__WARN("%s: giving %zu bytes at %p back to the backend failed (%d)", pool->be.label, size, p,
+                       (int)st);
+    atomic_fetch_sub(&pool->reserved, size);
+    atomic_fetch_sub(&pool->segments, 1);
+    atomic_fetch_add(&pool->raw_frees, 1);
+}
+
+infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
+{
+    void *p = NULL;
+    infiniStatus_t st = pool->be.raw_alloc(pool->be.ctx, size, &p);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (p == NULL)
+        return INFINI_STATUS_INTERNAL_ERROR;
+    if ((*out = seg_create(pool, p, size, large)) == NULL) {
+        pool->be.raw_free(pool->be.ctx, p);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* -------------------------------------------------------------- fences */
+
+bool infinirt__wait_all(infinirt__pool *pool)
+{
+    /* A fence over every stream, taken now, covers every fence taken before. */
+    const infinirt__pool_backend *be = &pool->be;
+    infinirt__fence *f = NULL;
+    if (be->fence_take == NULL || be->fence_take(be->ctx, INFINIRT__POOL_SYNC, &f) != INFINI_STATUS_SUCCESS ||
+        f == NULL)
+        return false;
+    infiniStatus_t st = be->fence_wait(be->ctx, f);
+    be->fence_release(be->ctx, f);
+    if (st != INFINI_STATUS_SUCCESS) {
+        INFINIRT__WARN("%s: waiting for the work in flight failed (%s); freed memory stays held", be->label,
+                       infinirtGetErrorName(st));
+        return false;
+    }
+    return true;
+}
+
+infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    *out = NULL;
+    if (be->fence_take == NULL)
+        return INFINI_STATUS_SUCCESS;
+    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails",
+                       be->label, infinirtGetErrorName(st));
+    return st;
+}
+
+/* ------------------------------------------------ releasing the cache */
+
+size_t infinirt__release_cached(infinirt__pool *pool)
+{
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t freed = 0;
+    for (unsigned start = 0, n; (n = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += n) {
+        for (unsigned i = 0; i < n; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__seg *out = NULL;
+            infinirt__spin_lock(&a->lock);
+            infinirt__pending_poll(a);
+            infinirt__quick_flush(a);
+            for (uint32_t k = 0; k < a->nes;) {
+                infinirt__seg *s = a->estack[k];
+                if (!infinirt__seg_empty(s)) {
+                    infinirt__empty_drop(a, s); /* in use again: stale entry */
+                    continue;
+                }
+                if (!infinirt__seg_fence_done(a, s)) {
+                    k++;
+                    continue;
+                }
+                infinirt__seg_detach(a, s); /* drops it from the stack */
+                s->next = out;
+                out = s;
+            }
+            infinirt__spin_unlock(&a->lock);
+            /* Backend calls may be slow (pinned memory: milliseconds): made with
+             * no lock held. */
+            while (out != NULL) {
+                infinirt__seg *s = out;
+                out = s->next;
+                freed += s->size;
+                infinirt__seg_destroy(pool, s);
+            }
+        }
+    }
+    return freed;
+}
+
+void infinirt__arena_shrink(infinirt__arena *a, size_t grow)
+{
+    infinirt__seg *out = NULL;
+    infinirt__spin_lock(&a->lock);
+    for (uint32_t k = 0; k < a->nes && a->reserved + grow > 3 * a->peak_used;) {
+        infinirt__seg *s = a->estack[k];
+        if (!infinirt__seg_empty(s)) {
+            infinirt__empty_drop(a, s);
+            continue;
+        }
+        if (!infinirt__seg_fence_done(a, s)) {
+            k++;
+            continue;
+        }
+        infinirt__seg_detach(a, s);
+        s->next = out;
+        out = s;
+    }
+    infinirt__spin_unlock(&a->lock);
+    while (out != NULL) {
+        infinirt__seg *s = out;
+        out = s->next;
+        infinirt__seg_destroy(a->pool, s);
+    }
+}
+
+infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t n, bool large)
+{
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t want = n << pool->gshift;
+    size_t waste = large ? (n / INFINIRT__WASTE_DIV) << pool->gshift : SIZE_MAX;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            if (a == to || !infinirt__spin_free(&a->lock))
+                continue; /* busy: not worth waiting for on this path */
+            infinirt__spin_lock(&a->lock);
+            /* Blocks queued behind fences that have completed since (a
+             * retired stream's or graph's, which no one allocates from to
+             * poll them) free their segments for stealing. */
+            if (a->npq != 0)
+                infinirt__pending_poll(a);
+            unsigned looked = 0;
+            /* A few candidates only: this runs on a miss, before a raw
+             * allocation, and must stay cheap whatever the cache holds. */
+            for (uint32_t k = a->nes; k > 0 && looked < 16;) {
+                infinirt__seg *s = a->estack[--k];
+                if (!infinirt__seg_empty(s)) {
+                    infinirt__empty_drop(a, s);
+                    continue;
+                }
+                looked++;
+                if (s->large != large || s->size < want)
+                    continue;
+                if (large && s->size - want > waste && s->size > pool->max_split)
+                    continue;
+                if (!infinirt__seg_fence_done(a, s))
+                    continue;
+                infinirt__seg_detach(a, s);
+                infinirt__spin_unlock(&a->lock);
+                return s;
+            }
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    return NULL;
+}
+
+/* ----------------------------------------------------------- statistics */
+
+void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t peak = 0;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__spin_lock(&a->lock);
+            st->allocated_bytes += a->req_bytes;
+            st->active_blocks += a->active;
+            st->alloc_requests += a->requests;
+            if (a->peak_req > peak)
+                peak = a->peak_req;
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    /* One arena: its peak is the pool's.  Several: the published total's
+     * (see infinirt__publish in alloc_pool.h). */
+    if (atomic_load(&pool->multi)) {
+        size_t pub = atomic_load(&pool->pub_peak);
+        peak = pub > peak ? pub : peak;
+        peak = st->allocated_bytes > peak ? st->allocated_bytes : peak;
+    }
+    st->peak_allocated_bytes = peak;
+    st->reserved_bytes = atomic_load(&pool->reserved);
+    st->peak_reserved_bytes = atomic_load(&pool->peak_reserved);
+    st->segments = atomic_load(&pool->segments);
+    st->raw_allocs = atomic_load(&pool->raw_allocs);
+    st->raw_frees = atomic_load(&pool->raw_frees);
+    st->retries = atomic_load(&pool->retries);
+    st->oom_count = atomic_load(&pool->oom);
+    st->cached_free_bytes = st->reserved_bytes > st->allocated_bytes ? st->reserved_bytes - st->allocated_bytes : 0;
+}
+
+void infinirt__pool_reset_peak(infinirt__pool *pool)
+{
+    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    size_t total = 0;
+    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
+         start += na) {
+        for (unsigned i = 0; i < na; i++) {
+            infinirt__arena *a = arenas[i];
+            infinirt__spin_lock(&a->lock);
+            a->peak_req = a->req_bytes;
+            total += a->req_bytes;
+            infinirt__spin_unlock(&a->lock);
+        }
+    }
+    /* Several arenas: the published total is the exact current figure. */
+    atomic_store(&pool->pub_peak, atomic_load(&pool->multi) ? atomic_load(&pool->pub_total) : total);
+    atomic_store(&pool->peak_reserved, atomic_load(&pool->reserved));
+}
+
+infiniStatus_t infinirt__pool_trim(infinirt__pool *pool)
+{
+    if (!pool->cfg.enabled)
+        return INFINI_STATUS_SUCCESS;
+    infinirt__wait_all(pool);
+    infinirt__release_cached(pool);
+    return INFINI_STATUS_SUCCESS;
+}
+
+void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
+{
+    if (pool == NULL || stream == NULL || stream == INFINIRT__POOL_SYNC || !pool->cfg.enabled)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    for (unsigned i = 1; i < pool->narenas; i++) {
+        infinirt__arena *a = pool->arenas[i];
+        if (!a->in_use || a->stream != stream)
+            continue;
+        if (infinirt__arena_merge_into(pool->arenas[0], a) == 0) {
+            a->in_use = false;
+            /* Thread caches naming this arena for `stream` are stale now. */
+            atomic_fetch_add(&infinirt__alloc_gen, 1);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+}

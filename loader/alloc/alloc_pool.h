@@ -1,0 +1,153 @@
+/*
+ * alloc_pool.h - the allocator's top layer: pools.  The interface the
+ * loader calls is alloc.h; the design is described in docs/allocator.md.
+ *
+ * Layers, each header including only the ones below it:
+ *   alloc_pool.h   pools: settings, the arena table, pool-wide counters
+ *                  alloc_pool.c         create, destroy, arenas, raw memory,
+ *                                       fences, releasing the cache,
+ *                                       statistics, trim, stream retirement
+ *                  alloc_pool_path.c    the alloc and free paths, with
+ *                                       pass-through mode beside them
+ *                  alloc_pool_lookup.c  pointer lookups
+ *   alloc_dir.h    the process-wide pointer directory (alloc_dir.c)
+ *   alloc_arena.h  arenas: split, merge, pending frees (alloc_arena.c)
+ *   alloc_seg.h    segments, block-start bitmaps (alloc_seg.c)
+ *   alloc_bins.h   free blocks: bins and quick lists (alloc_bins.c)
+ *   alloc_block.h  block descriptors, the block table (alloc_block.c)
+ *
+ * Objects and who protects what:
+ *  - pool: one per device (or plugin host memory).  Immutable settings, a
+ *    mutex `mu` for its arena table, and atomic pool-wide counters.
+ *  - arena: one per stream key of a pool.  Its spinlock protects everything
+ *    in it: bins, quick lists, the block table, pending queues, its segment
+ *    lists, counters, and every block and segment it owns.
+ *  - seg: one raw allocation, owned by one arena at a time (`arena`, atomic
+ *    because lookups read it before they hold that arena's lock).  Segment
+ *    structs are never returned to malloc (the directory recycles them), so
+ *    a stale pointer to one may be dereferenced, then validated under the
+ *    owning arena's lock.
+ *  - blk: one block of a segment, address-ordered through pphys/nphys.
+ *
+ * Lock order: pool->mu, then the directory lock, then one arena lock.  The
+ * directory is never write-locked, and pool->mu never taken, while an arena
+ * lock is held; the only place holding two arena locks (stream retire)
+ * holds pool->mu, which serialises it.
+ */
+#ifndef INFINIRT_LOADER_ALLOC_POOL_H_
+#define INFINIRT_LOADER_ALLOC_POOL_H_
+
+#include "alloc.h"
+#include "alloc_dir.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Requests up to SMALL_MAX bytes share SMALL_SEG-byte segments; larger ones
+ * get a segment of their own (docs/allocator.md says why). */
+#define INFINIRT__SMALL_MAX ((size_t)64 << 10)
+#define INFINIRT__SMALL_SEG ((size_t)2 << 20)
+/* A large free block may serve a request whole when it wastes at most
+ * 1/WASTE_DIV of the request, 1/WASTE_DIV_STRICT near capacity. */
+#define INFINIRT__WASTE_DIV 16
+#define INFINIRT__WASTE_DIV_STRICT 64
+/* Arenas copied at a time by the slow paths that visit every arena. */
+#define INFINIRT__SNAP_MAX 32u
+
+struct infinirt__pool {
+    infinirt__pool_backend be;
+    infinirt__alloc_config cfg;
+    size_t g; /* granularity */
+    unsigned gshift;
+    size_t max_req;     /* largest request: max_alloc_size floored to g, and total_memory */
+    size_t small_max;   /* 0 = no small segments */
+    size_t small_seg;
+    size_t max_split;   /* SIZE_MAX = no limit */
+    unsigned quick_max; /* granules; 0 = no quick lists */
+    bool keep_empty;    /* segments that empty stay cached (no release_on_free, no max_cached) */
+    pthread_mutex_t mu; /* arena table */
+    infinirt__arena **arenas;
+    unsigned narenas, caparenas;
+    atomic_int multi; /* more than one arena has been in use */
+    /* pool-wide counters, on their own cache line */
+    _Alignas(64) atomic_size_t reserved;
+    atomic_size_t peak_reserved, segments, raw_allocs, raw_frees, retries, oom;
+    atomic_size_t pub_total, pub_peak;
+    atomic_size_t capacity; /* for strict mode; 0 = unknown */
+};
+
+/* Bumped whenever a thread-local cache entry may have become stale (a pool
+ * destroyed, a stream retired). */
+extern atomic_uint_fast64_t infinirt__alloc_gen;
+
+/* The largest request the backend could take in one piece: requests round
+ * up to a multiple of g without overflow and never beyond its largest
+ * allocation. */
+static inline size_t infinirt__max_single(const infinirt__pool *pool)
+{
+    size_t max = SIZE_MAX / 2;
+    if (pool->be.max_alloc_size != 0 && pool->be.max_alloc_size < max)
+        max = pool->be.max_alloc_size;
+    return max & ~(pool->g - 1);
+}
+
+/* The peak of a multi-arena pool: each arena adds every change of its
+ * allocated bytes to the pool's total, whose highest value is the peak.
+ * Exact (a per-arena peak, or a total published only in steps, is lower
+ * than the true peak and could make the peak seem to fall when a later
+ * figure takes over); it costs one shared atomic add per call, paid only
+ * once a second stream has allocated.  A one-arena pool's own peak is the
+ * pool's. */
+static inline void infinirt__raise_peak(infinirt__pool *pool, size_t to)
+{
+    size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
+    while (to > pk && !atomic_compare_exchange_weak(&pool->pub_peak, &pk, to))
+        ;
+}
+
+static inline void infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
+{
+    size_t cur = a->req_bytes, pub = a->published;
+    if (cur == pub)
+        return;
+    size_t total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
+    a->published = cur;
+    infinirt__raise_peak(pool, total);
+}
+
+/* ------------------------------------------------------------ alloc_pool.c */
+
+/* The arena serving `stream`: found in the arena table, or a free one (or
+ * a new one) given to it.  NULL without host memory.  Takes pool->mu. */
+infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream);
+/* Copy up to max arenas from index `start` (arenas are only ever appended,
+ * so callers walk them all in chunks); returns how many. */
+unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, unsigned max, unsigned start);
+
+/* A raw allocation of `size` bytes from the backend, accounted and in the
+ * directory, attached to nothing. */
+infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out);
+/* Give a detached segment back to the backend (releasing its fence). */
+void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
+
+/* The fence a free on `stream` needs (*out NULL: nothing pending).  Fails
+ * only when no fence could be had and the device could not be
+ * synchronised instead: the free must then fail and change nothing. */
+infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out);
+/* Wait until every fence taken so far has completed; false if none was
+ * pending or the wait failed (then nothing may be assumed complete). */
+bool infinirt__wait_all(infinirt__pool *pool);
+
+/* Give back every empty segment of every arena whose fences completed.
+ * Takes and drops arena locks: call with none held.  Returns bytes. */
+size_t infinirt__release_cached(infinirt__pool *pool);
+/* Before growing by `grow` bytes: give back empty segments (oldest first,
+ * fences complete) while the arena would hold more than three times the most
+ * it ever had in use - the cache must not grow without bound when sizes keep
+ * changing.  Arena unlocked on entry and exit. */
+void infinirt__arena_shrink(infinirt__arena *a, size_t grow);
+/* An empty, fence-complete segment of another arena fit for n granules,
+ * detached for `to`; NULL if none.  No arena lock held. */
+infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t n, bool large);
+
+#endif /* INFINIRT_LOADER_ALLOC_POOL_H_ */
