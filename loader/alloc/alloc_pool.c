@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-atomic_uint_fast64_t infinirt__alloc_gen = 1;
-
 void infinirt__alloc_config_default(infinirt__alloc_config *cfg)
 {
     cfg->enabled = 1;

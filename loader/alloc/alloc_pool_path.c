@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Defined beside the thread caches of the hot paths, which read it on
+ * every call (alloc_pool.h). */
+atomic_uint_fast64_t infinirt__alloc_gen = 1;
+
 /* initial-exec: read on every call.  Applications link the loader; one
  * dlopened later still gets these few bytes from glibc's static TLS surplus. */
 #define INFINIRT__TLS static _Thread_local __attribute__((tls_model("initial-exec")))
