@@ -412,34 +412,44 @@ static infiniStatus_t host_raw_free(void *ctx, void *ptr)
     return p->ops->free_host(0, ptr);
 }
 
-void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev, infinirt__plugin *host_plugin)
+/* A device's pool: raw memory from the plugin's device allocator, fences
+ * over the streams of the device (and of its peers). */
+void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device *dev)
 {
     *be = (infinirt__pool_backend){
+        .ctx = dev,
+        .raw_alloc = device_raw_alloc,
+        .raw_free = device_raw_free,
+        .fence_take = device_fence_take,
         .fence_query = fence_query,
         .fence_wait = fence_wait,
         .fence_release = fence_release,
+        .max_alloc_size = dev->info.max_alloc_size,
+        .total_memory = dev->info.total_memory,
+        .device_type = (int)dev->plugin->type,
+        .device_id = dev->index,
     };
-    if (dev != NULL) {
-        be->ctx = dev;
-        be->raw_alloc = device_raw_alloc;
-        be->raw_free = device_raw_free;
-        be->fence_take = device_fence_take;
-        be->max_alloc_size = dev->info.max_alloc_size;
-        be->total_memory = dev->info.total_memory;
-        be->device_type = (int)dev->plugin->type;
-        be->device_id = dev->index;
-        snprintf(be->label, sizeof be->label, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
-    } else {
-        be->ctx = host_plugin;
-        be->raw_alloc = host_raw_alloc;
-        be->raw_free = host_raw_free;
-        be->fence_take = host_fence_take;
-        /* Pinned memory is host memory: a request beyond the machine's
-         * physical memory fails at once instead of emptying the cache. */
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        be->total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
-        be->device_type = (int)host_plugin->type;
-        be->device_id = -1;
-        snprintf(be->label, sizeof be->label, "%s host", infinirtGetDeviceTypeName(host_plugin->type));
-    }
+    snprintf(be->label, sizeof be->label, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+}
+
+/* A plugin's host (MallocHost) pool: pinned memory from the plugin, fences
+ * over every stream of every started plugin. */
+void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *host_plugin)
+{
+    /* Pinned memory is host memory: a request beyond the machine's
+     * physical memory fails at once instead of emptying the cache. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    *be = (infinirt__pool_backend){
+        .ctx = host_plugin,
+        .raw_alloc = host_raw_alloc,
+        .raw_free = host_raw_free,
+        .fence_take = host_fence_take,
+        .fence_query = fence_query,
+        .fence_wait = fence_wait,
+        .fence_release = fence_release,
+        .total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0,
+        .device_type = (int)host_plugin->type,
+        .device_id = -1,
+    };
+    snprintf(be->label, sizeof be->label, "%s host", infinirtGetDeviceTypeName(host_plugin->type));
 }

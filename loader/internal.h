@@ -412,9 +412,10 @@ infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char
  * graphs; never touches the capture).  false on error. */
 bool infinirt__native_capturing(infinirt__stream *s);
 
-/* Fence callbacks for the allocator (fence.c). */
-void infinirt__fence_backend(infinirt__pool_backend *be, infinirt__device *dev,
-                             infinirt__plugin *host_plugin);
+/* The allocator's backend, raw memory and fences (fence.c): for a device's
+ * pool, and for a plugin's host (MallocHost) pool. */
+void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device *dev);
+void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *host_plugin);
 
 /* ------------------------------------------------------------- runtime */
 

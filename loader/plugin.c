@@ -286,7 +286,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index)
 infinirt__pool *infinirt__device_pool_slow(infinirt__device *d)
 {
     infinirt__pool_backend be;
-    infinirt__fence_backend(&be, d, NULL);
+    infinirt__fence_backend_device(&be, d);
     infinirt__pool *made = NULL, *none = NULL;
     if (infinirt__pool_create(&be, &infinirt__rt.cfg.alloc, &made) != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s:%d: out of memory creating the device's allocator",
@@ -375,7 +375,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         }
     }
     infinirt__pool_backend be;
-    infinirt__fence_backend(&be, NULL, p);
+    infinirt__fence_backend_host(&be, p);
     if (infinirt__pool_create(&be, &cfg->alloc, &p->host_pool) != INFINI_STATUS_SUCCESS) {
         set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory creating the host pool");
         return;
