@@ -80,14 +80,21 @@ infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
     return a;
 }
 
-unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, unsigned max, unsigned start)
+infinirt__arena *infinirt__arena_next(infinirt__arena_walk *w)
 {
-    pthread_mutex_lock(&pool->mu);
-    unsigned n = start < pool->narenas ? pool->narenas - start : 0;
-    n = n < max ? n : max;
-    memcpy(out, pool->arenas + start, n * sizeof *out);
-    pthread_mutex_unlock(&pool->mu);
-    return n;
+    if (w->i == w->n) {
+        infinirt__pool *pool = w->pool;
+        w->start += w->n;
+        pthread_mutex_lock(&pool->mu);
+        unsigned n = w->start < pool->narenas ? pool->narenas - w->start : 0;
+        w->n = n < INFINIRT__SNAP_MAX ? n : INFINIRT__SNAP_MAX;
+        memcpy(w->chunk, pool->arenas + w->start, w->n * sizeof *w->chunk);
+        pthread_mutex_unlock(&pool->mu);
+        w->i = 0;
+        if (w->n == 0)
+            return NULL;
+    }
+    return w->chunk[w->i++];
 }
 
 /* ---------------------------------------------------------------- pool */
@@ -283,111 +290,103 @@ infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt
 
 /* ------------------------------------------------ releasing the cache */
 
-size_t infinirt__release_cached(infinirt__pool *pool)
-{
-    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
-    size_t freed = 0;
-    for (unsigned start = 0, n; (n = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
-         start += n) {
-        for (unsigned i = 0; i < n; i++) {
-            infinirt__arena *a = arenas[i];
-            infinirt__seg *out = NULL;
-            infinirt__spin_lock(&a->lock);
-            infinirt__pending_poll(a);
-            infinirt__quick_flush(a);
-            for (uint32_t k = 0; k < a->nes;) {
-                infinirt__seg *s = a->estack[k];
-                if (!infinirt__seg_empty(s)) {
-                    infinirt__empty_drop(a, s); /* in use again: stale entry */
-                    continue;
-                }
-                if (!infinirt__seg_fence_done(a, s)) {
-                    k++;
-                    continue;
-                }
-                infinirt__seg_detach(a, s); /* drops it from the stack */
-                s->next = out;
-                out = s;
-            }
-            infinirt__spin_unlock(&a->lock);
-            /* Backend calls may be slow (pinned memory: milliseconds): made with
-             * no lock held. */
-            while (out != NULL) {
-                infinirt__seg *s = out;
-                out = s->next;
-                freed += s->size;
-                infinirt__seg_destroy(pool, s);
-            }
-        }
-    }
-    return freed;
-}
-
-void infinirt__arena_shrink(infinirt__arena *a, size_t grow)
+/* The empty segments of arena a (locked) whose fences have completed,
+ * detached and listed through `next`: all of them, or (all false) only
+ * while the arena would hold more than three times the most it ever had in
+ * use after growing by `grow` bytes. */
+static infinirt__seg *detach_empty(infinirt__arena *a, bool all, size_t grow)
 {
     infinirt__seg *out = NULL;
-    infinirt__spin_lock(&a->lock);
-    for (uint32_t k = 0; k < a->nes && a->reserved + grow > 3 * a->peak_used;) {
+    for (uint32_t k = 0; k < a->nes && (all || a->reserved + grow > 3 * a->peak_used);) {
         infinirt__seg *s = a->estack[k];
         if (!infinirt__seg_empty(s)) {
-            infinirt__empty_drop(a, s);
+            infinirt__empty_drop(a, s); /* in use again: stale entry */
             continue;
         }
         if (!infinirt__seg_fence_done(a, s)) {
             k++;
             continue;
         }
-        infinirt__seg_detach(a, s);
+        infinirt__seg_detach(a, s); /* drops it from the stack */
         s->next = out;
         out = s;
     }
-    infinirt__spin_unlock(&a->lock);
+    return out;
+}
+
+/* Give a list of detached segments back to the backend; returns bytes.
+ * Backend calls may be slow (pinned memory: milliseconds): made with no
+ * lock held. */
+static size_t destroy_list(infinirt__pool *pool, infinirt__seg *out)
+{
+    size_t freed = 0;
     while (out != NULL) {
         infinirt__seg *s = out;
         out = s->next;
-        infinirt__seg_destroy(a->pool, s);
+        freed += s->size;
+        infinirt__seg_destroy(pool, s);
     }
+    return freed;
+}
+
+size_t infinirt__release_cached(infinirt__pool *pool)
+{
+    infinirt__arena_walk w = {.pool = pool};
+    size_t freed = 0;
+    for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) {
+        infinirt__spin_lock(&a->lock);
+        infinirt__pending_poll(a);
+        infinirt__quick_flush(a);
+        infinirt__seg *out = detach_empty(a, true, 0);
+        infinirt__spin_unlock(&a->lock);
+        freed += destroy_list(pool, out);
+    }
+    return freed;
+}
+
+void infinirt__arena_shrink(infinirt__arena *a, size_t grow)
+{
+    infinirt__spin_lock(&a->lock);
+    infinirt__seg *out = detach_empty(a, false, grow);
+    infinirt__spin_unlock(&a->lock);
+    destroy_list(a->pool, out);
 }
 
 infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t n, bool large)
 {
-    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    infinirt__arena_walk w = {.pool = pool};
     size_t want = n << pool->gshift;
     size_t waste = large ? (n / INFINIRT__WASTE_DIV) << pool->gshift : SIZE_MAX;
-    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
-         start += na) {
-        for (unsigned i = 0; i < na; i++) {
-            infinirt__arena *a = arenas[i];
-            if (a == to || !infinirt__spin_free(&a->lock))
-                continue; /* busy: not worth waiting for on this path */
-            infinirt__spin_lock(&a->lock);
-            /* Blocks queued behind fences that have completed since (a
-             * retired stream's or graph's, which no one allocates from to
-             * poll them) free their segments for stealing. */
-            if (a->npq != 0)
-                infinirt__pending_poll(a);
-            unsigned looked = 0;
-            /* A few candidates only: this runs on a miss, before a raw
-             * allocation, and must stay cheap whatever the cache holds. */
-            for (uint32_t k = a->nes; k > 0 && looked < 16;) {
-                infinirt__seg *s = a->estack[--k];
-                if (!infinirt__seg_empty(s)) {
-                    infinirt__empty_drop(a, s);
-                    continue;
-                }
-                looked++;
-                if (s->large != large || s->size < want)
-                    continue;
-                if (large && s->size - want > waste && s->size > pool->max_split)
-                    continue;
-                if (!infinirt__seg_fence_done(a, s))
-                    continue;
-                infinirt__seg_detach(a, s);
-                infinirt__spin_unlock(&a->lock);
-                return s;
+    for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) {
+        if (a == to || !infinirt__spin_free(&a->lock))
+            continue; /* busy: not worth waiting for on this path */
+        infinirt__spin_lock(&a->lock);
+        /* Blocks queued behind fences that have completed since (a
+         * retired stream's or graph's, which no one allocates from to
+         * poll them) free their segments for stealing. */
+        if (a->npq != 0)
+            infinirt__pending_poll(a);
+        unsigned looked = 0;
+        /* A few candidates only: this runs on a miss, before a raw
+         * allocation, and must stay cheap whatever the cache holds. */
+        for (uint32_t k = a->nes; k > 0 && looked < 16;) {
+            infinirt__seg *s = a->estack[--k];
+            if (!infinirt__seg_empty(s)) {
+                infinirt__empty_drop(a, s);
+                continue;
             }
+            looked++;
+            if (s->large != large || s->size < want)
+                continue;
+            if (large && s->size - want > waste && s->size > pool->max_split)
+                continue;
+            if (!infinirt__seg_fence_done(a, s))
+                continue;
+            infinirt__seg_detach(a, s);
             infinirt__spin_unlock(&a->lock);
+            return s;
         }
+        infinirt__spin_unlock(&a->lock);
     }
     return NULL;
 }
@@ -397,20 +396,16 @@ infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t
 void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
 {
     memset(st, 0, sizeof *st);
-    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    infinirt__arena_walk w = {.pool = pool};
     size_t peak = 0;
-    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
-         start += na) {
-        for (unsigned i = 0; i < na; i++) {
-            infinirt__arena *a = arenas[i];
-            infinirt__spin_lock(&a->lock);
-            st->allocated_bytes += a->req_bytes;
-            st->active_blocks += a->active;
-            st->alloc_requests += a->requests;
-            if (a->peak_req > peak)
-                peak = a->peak_req;
-            infinirt__spin_unlock(&a->lock);
-        }
+    for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) {
+        infinirt__spin_lock(&a->lock);
+        st->allocated_bytes += a->req_bytes;
+        st->active_blocks += a->active;
+        st->alloc_requests += a->requests;
+        if (a->peak_req > peak)
+            peak = a->peak_req;
+        infinirt__spin_unlock(&a->lock);
     }
     /* One arena: its peak is the pool's.  Several: the published total's
      * (see infinirt__publish in alloc_pool.h). */
@@ -432,17 +427,13 @@ void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
 
 void infinirt__pool_reset_peak(infinirt__pool *pool)
 {
-    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    infinirt__arena_walk w = {.pool = pool};
     size_t total = 0;
-    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
-         start += na) {
-        for (unsigned i = 0; i < na; i++) {
-            infinirt__arena *a = arenas[i];
-            infinirt__spin_lock(&a->lock);
-            a->peak_req = a->req_bytes;
-            total += a->req_bytes;
-            infinirt__spin_unlock(&a->lock);
-        }
+    for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) {
+        infinirt__spin_lock(&a->lock);
+        a->peak_req = a->req_bytes;
+        total += a->req_bytes;
+        infinirt__spin_unlock(&a->lock);
     }
     /* Several arenas: the published total is the exact current figure. */
     atomic_store(&pool->pub_peak, atomic_load(&pool->multi) ? atomic_load(&pool->pub_total) : total);

@@ -120,9 +120,17 @@ static inline void infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
 /* The arena serving `stream`: found in the arena table, or a free one (or
  * a new one) given to it.  NULL without host memory.  Takes pool->mu. */
 infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream);
-/* Copy up to max arenas from index `start` (arenas are only ever appended,
- * so callers walk them all in chunks); returns how many. */
-unsigned infinirt__arenas_snapshot(infinirt__pool *pool, infinirt__arena **out, unsigned max, unsigned start);
+/* A walk over every arena of a pool for the slow paths that visit them all,
+ * copying SNAP_MAX at a time under pool->mu (arenas are only ever
+ * appended, so nothing is missed) and holding no lock between steps:
+ *     infinirt__arena_walk w = {.pool = pool};
+ *     for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) ... */
+typedef struct {
+    infinirt__pool *pool;
+    unsigned start, n, i; /* the chunk copied: arenas start .. start+n-1; next: i */
+    infinirt__arena *chunk[INFINIRT__SNAP_MAX];
+} infinirt__arena_walk;
+infinirt__arena *infinirt__arena_next(infinirt__arena_walk *w);
 
 /* A raw allocation of `size` bytes from the backend, accounted and in the
  * directory, attached to nothing. */

@@ -96,19 +96,15 @@ static infinirt__blk *from_bins(infinirt__arena *a, size_t n, bool small)
 
 static void log_oom(infinirt__pool *pool, size_t size)
 {
-    infinirt__arena *arenas[INFINIRT__SNAP_MAX];
+    infinirt__arena_walk w = {.pool = pool};
     size_t allocated = 0, largest = 0;
-    for (unsigned start = 0, na; (na = infinirt__arenas_snapshot(pool, arenas, INFINIRT__SNAP_MAX, start)) != 0;
-         start += na) {
-        for (unsigned i = 0; i < na; i++) {
-            infinirt__arena *a = arenas[i];
-            infinirt__spin_lock(&a->lock);
-            allocated += a->req_bytes;
-            size_t l = infinirt__bins_largest(&a->small), m = infinirt__bins_largest(&a->large);
-            l = l > m ? l : m;
-            largest = l > largest ? l : largest;
-            infinirt__spin_unlock(&a->lock);
-        }
+    for (infinirt__arena *a; (a = infinirt__arena_next(&w)) != NULL;) {
+        infinirt__spin_lock(&a->lock);
+        allocated += a->req_bytes;
+        size_t l = infinirt__bins_largest(&a->small), m = infinirt__bins_largest(&a->large);
+        l = l > m ? l : m;
+        largest = l > largest ? l : largest;
+        infinirt__spin_unlock(&a->lock);
     }
     INFINIRT__WARN("%s: out of memory: requested %zu bytes; allocated %zu, reserved %zu, largest free block %zu "
                    "bytes (after releasing the cache and retrying)",
