@@ -940,7 +940,7 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
         }
         infinirt__stream_note_submit(s);
     }
-    infinirt__stream_release(s);
+    infinirt__stream_put(s);
     infinirt__gobj_put(INFINIRT__KIND_EXEC, x);
     return st;
 }

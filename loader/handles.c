@@ -487,11 +487,6 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
     return INFINI_STATUS_SUCCESS;
 }
 
-void infinirt__stream_release(infinirt__stream *s)
-{
-    infinirt__stream_put(s);
-}
-
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen)
 {
     infinirt__raise(&s->synced, seen);
@@ -802,7 +797,7 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     dev = s->dev;
     if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0) &&
         (st = infinirt__capture_forbid(s, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
         return st;
     }
     uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
@@ -811,7 +806,7 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
         infinirt__stream_note_synced(s, seen);
     else
         infinirt__plugin_failed(st, dev, "stream_synchronize");
-    infinirt__stream_release(s);
+    infinirt__stream_put(s);
     return st;
 }
 
@@ -849,7 +844,7 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
                     infinirt__plugin_failed(st, dev, "stream_wait_event");
             }
         }
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
     }
     infinirt__event_put(e);
     return st;
@@ -873,7 +868,7 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
         /* Replayed through the plugin's entry: refused now, as it would be
          * eagerly, rather than at every launch. */
         if (!INFINIRT__HAS(dev->plugin, launch_host_func)) {
-            infinirt__stream_release(s);
+            infinirt__stream_put(s);
             return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
                                   "the %s backend (plugin %s) has no host functions, so none can be captured",
                                   infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name);
@@ -882,7 +877,7 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
         infinirt__gop op = {.kind = INFINIRT__GOP_HOSTFN, .fn = fn, .ud = user_data};
         st = infinirt__capture_op(s, &op, __func__, &recorded);
         if (st != INFINI_STATUS_SUCCESS || recorded) {
-            infinirt__stream_release(s);
+            infinirt__stream_put(s);
             return st;
         }
     }
@@ -890,7 +885,7 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "launch_host_func");
-    infinirt__stream_release(s);
+    infinirt__stream_put(s);
     return st;
 }
 
@@ -1003,7 +998,7 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
                     infinirt__plugin_failed(st, e->dev, "event_record");
             }
         }
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
     }
     infinirt__event_put(e);
     return st;

@@ -301,10 +301,9 @@ void infinirt__event_put(infinirt__event *e);
 
 /* Resolve a stream argument: NULL → default stream of `dev` (no reference
  * taken), else a live handle (reference taken; release with
- * infinirt__stream_release).  Logs and returns BAD_PARAM for dead handles. */
+ * infinirt__stream_put).  Logs and returns BAD_PARAM for dead handles. */
 infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev,
                                         const char *fn, infinirt__stream **out);
-void infinirt__stream_release(infinirt__stream *s);
 
 /* Note async work queued on s; call once the plugin has queued it (a sync
  * that read the counts before then did not cover it).  The stream's count

@@ -58,7 +58,7 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
                            dev->index);
     }
     if (s != NULL)
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
     return st;
 }
 
@@ -135,7 +135,7 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
             infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
     }
     if (s != NULL)
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
     return st;
 }
 
@@ -416,7 +416,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
     }
     if ((st = resolve_foreign(&d, dst, base, __func__)) != INFINI_STATUS_SUCCESS ||
         (st = resolve_foreign(&s, src, base, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__stream_release(str);
+        infinirt__stream_put(str);
         return st;
     }
     infinirt__device *owner = copy_owner((int)kind, &d, &s);
@@ -436,7 +436,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
                                 .touched = {known(&d), known(&s)}};
             st = infinirt__capture_op(str, &op, __func__, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
-                infinirt__stream_release(str);
+                infinirt__stream_put(str);
                 return st;
             }
         }
@@ -449,7 +449,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memcpy_async");
     }
-    infinirt__stream_release(str);
+    infinirt__stream_put(str);
     return st;
 }
 
@@ -504,7 +504,7 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
         return st;
     }
     if ((st = resolve_foreign(&p, ptr, base, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__stream_release(s);
+        infinirt__stream_put(s);
         return st;
     }
     infinirt__device *owner = p.dev;
@@ -522,7 +522,7 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
                                 .touched = {known(&p), NULL}};
             st = infinirt__capture_op(s, &op, __func__, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
-                infinirt__stream_release(s);
+                infinirt__stream_put(s);
                 return st;
             }
         }
@@ -532,6 +532,6 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memset_async");
     }
-    infinirt__stream_release(s);
+    infinirt__stream_put(s);
     return st;
 }
