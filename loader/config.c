@@ -303,16 +303,23 @@ static void allocator_key(reader *r, int line, const char *name, const char *val
     infinirt__alloc_config *a = &r->cfg->alloc;
     char used[64];
     size_t sz;
-    if (strcmp(name, "enabled") == 0 || strcmp(name, "release_on_free") == 0) {
-        int *dst = name[0] == 'e' ? &a->enabled : &a->release_on_free;
+    /* The field each key sets, by name. */
+    int *flag = strcmp(name, "enabled") == 0           ? &a->enabled
+                : strcmp(name, "release_on_free") == 0 ? &a->release_on_free
+                                                       : NULL;
+    size_t *size = strcmp(name, "granularity") == 0      ? &a->granularity
+                   : strcmp(name, "max_cached") == 0     ? &a->max_cached_bytes
+                   : strcmp(name, "max_split_size") == 0 ? &a->max_split_size
+                                                         : NULL;
+    if (flag != NULL) {
+        int *dst = flag;
         int b = infinirt__parse_bool(value);
         if (b < 0)
             bad_value(r, line, "allocator", name, value, "not true or false", *dst ? "true" : "false");
         else
             *dst = b;
-    } else if (strcmp(name, "max_cached") == 0 || strcmp(name, "granularity") == 0 ||
-               strcmp(name, "max_split_size") == 0) {
-        size_t *dst = name[0] == 'g' ? &a->granularity : name[4] == 'c' ? &a->max_cached_bytes : &a->max_split_size;
+    } else if (size != NULL) {
+        size_t *dst = size;
         snprintf(used, sizeof used, "%zu", *dst);
         if (infinirt__parse_size(value, &sz) < 0)
             bad_value(r, line, "allocator", name, value, "not a size (e.g. 512, 64K, 2M, 1GiB)", used);
