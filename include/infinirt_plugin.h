@@ -45,8 +45,8 @@
  *    stream, which the plugin owns.
  *
  * Threading: every entry may be called from any thread, concurrently, except
- * init (called once, before any other) and shutdown (never called by the
- * loader; see below).
+ * init (called once, before any other) and shutdown (called by the loader
+ * only to drop a plugin that declared too many devices; see below).
  */
 #ifndef INFINIRT_PLUGIN_H_
 #define INFINIRT_PLUGIN_H_
@@ -231,10 +231,12 @@ typedef struct infinirtPluginOps {
     /* Required.  Discover devices; *device_count = 0 with a message is a
      * successful init that serves nothing. */
     infiniStatus_t (*init)(const infinirtPluginInitArgs *args, int *device_count);
-    /* Optional.  Release everything.  The loader does not call it: at
-     * process exit it tears nothing down (other threads and later atexit
-     * handlers may still be inside the plugin; the OS reclaims the rest).
-     * For harnesses that load the plugin directly. */
+    /* Optional.  Release everything.  The loader calls it only to drop a
+     * plugin whose init succeeded but declared more devices than a plugin
+     * may serve (4096); at process exit it tears nothing down (other
+     * threads and later atexit handlers may still be inside the plugin;
+     * the OS reclaims the rest).  For harnesses that load the plugin
+     * directly. */
     void (*shutdown)(void);
     /* Required. */
     infiniStatus_t (*get_device_info)(int dev, infinirtPluginDeviceInfo *info);

@@ -2,8 +2,10 @@
  * internal.h - the loader's internal types and functions.
  *
  * Names with the `infinirt__` prefix are internal: never exported (hidden
- * visibility), never part of the API.  Public functions are defined in the
- * api_*.c files; the machinery they share is declared here.
+ * visibility), never part of the API.  The public functions are defined in
+ * runtime.c, handles.c, memory.c, graph.c, native.c and snapshot.c
+ * (docs/architecture.md has the map); the machinery they share is declared
+ * here.
  */
 #ifndef INFINIRT_LOADER_INTERNAL_H_
 #define INFINIRT_LOADER_INTERNAL_H_
