@@ -23,12 +23,15 @@
  * median of 5: clGetPlatformIDs alone, the plugin's entry + init, its first
  * use of a device (context + queue), and infinirtInit with the plugin.
  *
+ * The copy paths are in opencl_bandwidth_paths.c.
+ *
  * Usage: infinirt-opencl-bandwidth [--reps N (40)] [--size MiB] [--sets N]
  *                                  [--plugin PATH] [--memory svm|buffer]
  * Exit 77 when there is no OpenCL device.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
+#include "opencl_bandwidth.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +40,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 300
-#endif
-#include <CL/cl.h>
-
-#include "infinirt_plugin.h"
-#ifdef INFINIRT_BENCH_API
-#include "infinirt.h"
-#endif
-
 #ifndef INFINIRT_OPENCL_PLUGIN
 #define INFINIRT_OPENCL_PLUGIN "libinfinirt_opencl.so"
 #endif
@@ -54,18 +47,16 @@
 #define EXIT_SKIP 77
 #define MiB ((size_t)1 << 20)
 #define INIT_RUNS 5
-#define MAX_SETS 16
 
-enum { H2D, D2H, D2D, N_KINDS };
 enum { OPS, API, DIRECT, MEMCPY, N_PATHS };
 static const char *const kind_names[N_KINDS] = {"H2D", "D2H", "D2D"};
 
-static const char *plugin_path = INFINIRT_OPENCL_PLUGIN;
-static size_t bytes = 64 * MiB;
+const char *bw_plugin_path = INFINIRT_OPENCL_PLUGIN;
+size_t bw_bytes = 64 * MiB;
+int bw_sets = 4;
 static int reps = 40;
-static int sets = 4;
 
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
     va_list ap;
 
@@ -75,19 +66,6 @@ static void die(const char *fmt, ...)
     fputc('\n', stderr);
     exit(1);
 }
-
-#define PLUG(call)                                                                   \
-    do {                                                                             \
-        infiniStatus_t st_ = (call);                                                 \
-        if (st_ != INFINI_STATUS_SUCCESS)                                            \
-            die("%s:%d: %s returned status %d", __FILE__, __LINE__, #call, (int)st_); \
-    } while (0)
-#define CL(call)                                                                 \
-    do {                                                                         \
-        cl_int e_ = (call);                                                      \
-        if (e_ != CL_SUCCESS)                                                    \
-            die("%s:%d: %s returned OpenCL error %d", __FILE__, __LINE__, #call, e_); \
-    } while (0)
 
 static double now_ms(void)
 {
@@ -138,283 +116,9 @@ static void measure(bench_path *paths, int n, int kind)
             t[p * reps + i] = now_ms() - t0;
         }
     for (int p = 0; p < n; p++)
-        paths[p].gbps = (double)bytes / (median(t + p * reps, reps) * 1e6);
+        paths[p].gbps = (double)bw_bytes / (median(t + p * reps, reps) * 1e6);
     free(t);
 }
-
-/* ------------------------------------------------------------- the plugin */
-
-static const infinirtPluginOps *ops;
-
-static void quiet_log(int level, const char *plugin, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (level > INFINIRT_PLUGIN_LOG_WARN)
-        return;
-    va_start(ap, fmt);
-    fprintf(stderr, "[%s] ", plugin);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static void plugin_load(void)
-{
-    void *lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
-    infinirtPluginEntryFn entry;
-
-    if (lib == NULL)
-        die("dlopen(%s): %s", plugin_path, dlerror());
-    *(void **)&entry = dlsym(lib, INFINIRT_PLUGIN_ENTRY_NAME);
-    if (entry == NULL)
-        die("%s: no %s", plugin_path, INFINIRT_PLUGIN_ENTRY_NAME);
-    PLUG(entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops));
-}
-
-/* Returns the device count. */
-static int plugin_init(const char *memory, char *msg, size_t msg_size)
-{
-    infinirtPluginKeyValue kv[2] = {{"memory", memory}, {"devices", "0"}};
-    infinirtPluginInitArgs args = {
-        .struct_size = sizeof args,
-        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
-        .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
-        .config = kv,
-        .config_count = memory ? 2 : 0,
-        .plugin_path = plugin_path,
-        .log = quiet_log,
-        .message = msg,
-        .message_size = msg_size,
-    };
-    int count = 0;
-
-    msg[0] = '\0';
-    if (ops->init(&args, &count) != INFINI_STATUS_SUCCESS)
-        return -1;
-    return count;
-}
-
-/* Buffers of one path (the plugin's ops, or the public API); copies rotate
- * over the sets. */
-typedef struct {
-    void *dev_a[MAX_SETS], *dev_b[MAX_SETS];
-    void *host_src[MAX_SETS], *host_dst[MAX_SETS]; /* what copies use now */
-    void *pin_src[MAX_SETS], *pin_dst[MAX_SETS];   /* pinned, once allocated */
-    unsigned next;
-} set_ctx;
-
-/* Use pageable (shared by every path) or this path's pinned buffers. */
-static void use_host(set_ctx *c, void *pageable_src, void *pageable_dst, int pinned)
-{
-    for (int i = 0; i < sets; i++) {
-        c->host_src[i] = pinned ? c->pin_src[i] : pageable_src;
-        c->host_dst[i] = pinned ? c->pin_dst[i] : pageable_dst;
-    }
-}
-
-static void plug_copy(void *p, int kind)
-{
-    set_ctx *c = p;
-    unsigned i = c->next++ % (unsigned)sets;
-
-    if (kind == H2D)
-        PLUG(ops->memcpy(0, c->dev_a[i], c->host_src[i], bytes, INFINIRT_PLUGIN_MEMCPY_H2D));
-    else if (kind == D2H)
-        PLUG(ops->memcpy(0, c->host_dst[i], c->dev_a[i], bytes, INFINIRT_PLUGIN_MEMCPY_D2H));
-    else
-        PLUG(ops->memcpy(0, c->dev_b[i], c->dev_a[i], bytes, INFINIRT_PLUGIN_MEMCPY_D2D));
-}
-
-/* ---------------------------------------------------------- OpenCL itself */
-
-typedef struct {
-    cl_context ctx;
-    cl_command_queue q;
-    int svm;
-    void *svm_a[MAX_SETS], *svm_b[MAX_SETS];
-    cl_mem buf_a[MAX_SETS], buf_b[MAX_SETS];
-    cl_mem pin_mem[2][MAX_SETS]; /* pinned host buffers ... */
-    set_ctx host;                /* ... mapped at host.pin_src/pin_dst; host.next rotates */
-} direct_ctx;
-
-static cl_device_id find_device(const char *name)
-{
-    cl_platform_id ps[16];
-    cl_uint np = 0;
-    cl_device_id first = NULL;
-
-    CL(clGetPlatformIDs(16, ps, &np));
-    for (cl_uint i = 0; i < np && i < 16; i++) {
-        cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS)
-            continue;
-        for (cl_uint j = 0; j < nd && j < 16; j++) {
-            char n[256] = "";
-            clGetDeviceInfo(ds[j], CL_DEVICE_NAME, sizeof n, n, NULL);
-            if (strcmp(n, name) == 0)
-                return ds[j];
-            if (first == NULL)
-                first = ds[j];
-        }
-    }
-    return first;
-}
-
-static void direct_open(direct_ctx *c, const char *device_name, int svm)
-{
-    cl_device_id d = find_device(device_name);
-    const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
-    cl_int err;
-
-    memset(c, 0, sizeof *c);
-    c->svm = svm;
-    c->ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
-    CL(err);
-    c->q = clCreateCommandQueueWithProperties(c->ctx, d, props, &err);
-    CL(err);
-    for (int i = 0; i < sets; i++) {
-        if (svm) {
-            c->svm_a[i] = clSVMAlloc(c->ctx, CL_MEM_READ_WRITE, bytes, 0);
-            c->svm_b[i] = clSVMAlloc(c->ctx, CL_MEM_READ_WRITE, bytes, 0);
-            if (!c->svm_a[i] || !c->svm_b[i])
-                die("clSVMAlloc failed");
-        } else {
-            c->buf_a[i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-            CL(err);
-            c->buf_b[i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-            CL(err);
-        }
-    }
-}
-
-/* Pinned host memory the OpenCL way, as the plugin's malloc_host does. */
-static void direct_pinned(direct_ctx *c)
-{
-    for (int i = 0; i < sets; i++)
-        for (int j = 0; j < 2; j++) {
-            cl_int err;
-            void *p;
-            c->pin_mem[j][i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
-            CL(err);
-            p = clEnqueueMapBuffer(c->q, c->pin_mem[j][i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
-                                   NULL, &err);
-            CL(err);
-            memset(p, 4 + j, bytes);
-            if (j == 0)
-                c->host.pin_src[i] = p;
-            else
-                c->host.pin_dst[i] = p;
-        }
-}
-
-static void direct_close(direct_ctx *c)
-{
-    for (int i = 0; i < sets; i++) {
-        if (c->pin_mem[0][i]) {
-            CL(clEnqueueUnmapMemObject(c->q, c->pin_mem[0][i], c->host.pin_src[i], 0, NULL, NULL));
-            CL(clEnqueueUnmapMemObject(c->q, c->pin_mem[1][i], c->host.pin_dst[i], 0, NULL, NULL));
-            CL(clFinish(c->q));
-            clReleaseMemObject(c->pin_mem[0][i]);
-            clReleaseMemObject(c->pin_mem[1][i]);
-        }
-        if (c->svm) {
-            clSVMFree(c->ctx, c->svm_a[i]);
-            clSVMFree(c->ctx, c->svm_b[i]);
-        } else {
-            clReleaseMemObject(c->buf_a[i]);
-            clReleaseMemObject(c->buf_b[i]);
-        }
-    }
-    clReleaseCommandQueue(c->q);
-    clReleaseContext(c->ctx);
-}
-
-static void direct_copy(void *p, int kind)
-{
-    direct_ctx *c = p;
-    unsigned i = c->host.next++ % (unsigned)sets;
-    void *src = c->host.host_src[i], *dst = c->host.host_dst[i];
-
-    if (c->svm) {
-        if (kind == H2D)
-            CL(clEnqueueSVMMemcpy(c->q, CL_TRUE, c->svm_a[i], src, bytes, 0, NULL, NULL));
-        else if (kind == D2H)
-            CL(clEnqueueSVMMemcpy(c->q, CL_TRUE, dst, c->svm_a[i], bytes, 0, NULL, NULL));
-        else
-            CL(clEnqueueSVMMemcpy(c->q, CL_TRUE, c->svm_b[i], c->svm_a[i], bytes, 0, NULL, NULL));
-    } else {
-        if (kind == H2D)
-            CL(clEnqueueWriteBuffer(c->q, c->buf_a[i], CL_TRUE, 0, bytes, src, 0, NULL, NULL));
-        else if (kind == D2H)
-            CL(clEnqueueReadBuffer(c->q, c->buf_a[i], CL_TRUE, 0, bytes, dst, 0, NULL, NULL));
-        else {
-            CL(clEnqueueCopyBuffer(c->q, c->buf_a[i], c->buf_b[i], 0, 0, bytes, 0, NULL, NULL));
-            CL(clFinish(c->q));
-        }
-    }
-}
-
-/* ------------------------------------------------------------ host memcpy */
-
-typedef struct {
-    void *a, *b, *c;
-} host_ctx;
-
-static void host_copy(void *p, int kind)
-{
-    host_ctx *h = p;
-
-    /* The same bytes between host buffers: a->b, b->c, c->a rotate so no
-     * row copies a buffer onto itself. */
-    if (kind == H2D)
-        memcpy(h->b, h->a, bytes);
-    else if (kind == D2H)
-        memcpy(h->c, h->b, bytes);
-    else
-        memcpy(h->a, h->c, bytes);
-}
-
-/* ------------------------------------------------------------- public API */
-
-#ifdef INFINIRT_BENCH_API
-
-#define IRT(call)                                                                                         \
-    do {                                                                                                  \
-        infiniStatus_t st_ = (call);                                                                      \
-        if (st_ != INFINI_STATUS_SUCCESS)                                                                 \
-            die("%s:%d: %s: %s", __FILE__, __LINE__, #call, infinirtGetErrorString(st_));                \
-    } while (0)
-
-static void api_copy(void *p, int kind)
-{
-    set_ctx *c = p;
-    unsigned i = c->next++ % (unsigned)sets;
-
-    if (kind == H2D)
-        IRT(infinirtMemcpy(c->dev_a[i], c->host_src[i], bytes, INFINIRT_MEMCPY_H2D));
-    else if (kind == D2H)
-        IRT(infinirtMemcpy(c->host_dst[i], c->dev_a[i], bytes, INFINIRT_MEMCPY_D2H));
-    else
-        IRT(infinirtMemcpy(c->dev_b[i], c->dev_a[i], bytes, INFINIRT_MEMCPY_D2D));
-}
-
-/* A config enabling only the opencl plugin, in one memory mode. */
-static void api_config(const char *memory, char *path, size_t path_size)
-{
-    FILE *f;
-
-    snprintf(path, path_size, "/tmp/infinirt-opencl-bench-%ld-%s.ini", (long)getpid(), memory);
-    f = fopen(path, "w");
-    if (f == NULL)
-        die("cannot write %s", path);
-    fprintf(f, "[loader]\nlog_level = warn\n\n[plugin.cpu]\nenabled = false\n\n[plugin.cuda]\nenabled = false\n\n"
-               "[plugin.opencl]\nlibrary = %s\ndevices = 0\nmemory = %s\n",
-            plugin_path, memory);
-    fclose(f);
-}
-#endif
 
 /* --------------------------------------------------------- one memory mode */
 
@@ -431,18 +135,18 @@ typedef struct {
 
 static void measure_small(bench_path *paths, int n, int kind, double *us)
 {
-    size_t saved = bytes;
+    size_t saved = bw_bytes;
 
-    bytes = SMALL_BYTES;
+    bw_bytes = SMALL_BYTES;
     measure(paths, n, kind);
-    bytes = saved;
+    bw_bytes = saved;
     for (int p = 0; p < n; p++)
         us[p] = (double)SMALL_BYTES / (paths[p].gbps * 1e3);
 }
 
 static void fill(void *p, unsigned char v)
 {
-    memset(p, v, bytes);
+    memset(p, v, bw_bytes);
 }
 
 /* Measure one mode in this process.  Returns 0, or EXIT_SKIP. */
@@ -464,16 +168,16 @@ static int run_mode(const char *memory, results *r)
     }
     if (count == 0) {
         printf("\nmode %s: no device: %s\n", memory, msg);
-        ops->shutdown();
+        bw_ops->shutdown();
         return EXIT_SKIP;
     }
-    PLUG(ops->get_device_info(0, &info));
+    PLUG(bw_ops->get_device_info(0, &info));
     printf("\nmode %s: device 0 \"%s\"\n  %s\n", memory, info.name, info.description);
 
     /* Pageable host memory, touched first so page faults are not timed. */
-    hc.a = malloc(bytes);
-    hc.b = malloc(bytes);
-    hc.c = malloc(bytes);
+    hc.a = malloc(bw_bytes);
+    hc.b = malloc(bw_bytes);
+    hc.c = malloc(bw_bytes);
     if (!hc.a || !hc.b || !hc.c)
         die("out of memory");
     fill(hc.a, 1);
@@ -485,11 +189,11 @@ static int run_mode(const char *memory, results *r)
     direct_pinned(&dc);
 
     /* Round 1: the plugin's ops beside OpenCL and memcpy. */
-    for (int i = 0; i < sets; i++) {
-        PLUG(ops->malloc_device(0, &pc.dev_a[i], bytes));
-        PLUG(ops->malloc_device(0, &pc.dev_b[i], bytes));
-        PLUG(ops->malloc_host(0, &pc.pin_src[i], bytes));
-        PLUG(ops->malloc_host(0, &pc.pin_dst[i], bytes));
+    for (int i = 0; i < bw_sets; i++) {
+        PLUG(bw_ops->malloc_device(0, &pc.dev_a[i], bw_bytes));
+        PLUG(bw_ops->malloc_device(0, &pc.dev_b[i], bw_bytes));
+        PLUG(bw_ops->malloc_host(0, &pc.pin_src[i], bw_bytes));
+        PLUG(bw_ops->malloc_host(0, &pc.pin_dst[i], bw_bytes));
         fill(pc.pin_src[i], 4);
         fill(pc.pin_dst[i], 5);
     }
@@ -516,13 +220,13 @@ static int run_mode(const char *memory, results *r)
             r->small_us[k][MEMCPY] = us[2];
         }
     }
-    for (int i = 0; i < sets; i++) {
-        PLUG(ops->free_device(0, pc.dev_a[i]));
-        PLUG(ops->free_device(0, pc.dev_b[i]));
-        PLUG(ops->free_host(0, pc.pin_src[i]));
-        PLUG(ops->free_host(0, pc.pin_dst[i]));
+    for (int i = 0; i < bw_sets; i++) {
+        PLUG(bw_ops->free_device(0, pc.dev_a[i]));
+        PLUG(bw_ops->free_device(0, pc.dev_b[i]));
+        PLUG(bw_ops->free_host(0, pc.pin_src[i]));
+        PLUG(bw_ops->free_host(0, pc.pin_dst[i]));
     }
-    ops->shutdown(); /* the loader initialises the same library again below */
+    bw_ops->shutdown(); /* the loader initialises the same library again below */
 
 #ifdef INFINIRT_BENCH_API
     /* Round 2: the public API (loader + plugin) beside OpenCL. */
@@ -542,11 +246,11 @@ static int run_mode(const char *memory, results *r)
         IRT(infinirtGetDeviceCount(INFINI_DEVICE_OPENCL, &n));
         if (n > 0) {
             IRT(infinirtSetDevice(INFINI_DEVICE_OPENCL, 0));
-            for (int i = 0; i < sets; i++) {
-                IRT(infinirtMalloc(&ac.dev_a[i], bytes));
-                IRT(infinirtMalloc(&ac.dev_b[i], bytes));
-                IRT(infinirtMallocHost(&ac.pin_src[i], bytes));
-                IRT(infinirtMallocHost(&ac.pin_dst[i], bytes));
+            for (int i = 0; i < bw_sets; i++) {
+                IRT(infinirtMalloc(&ac.dev_a[i], bw_bytes));
+                IRT(infinirtMalloc(&ac.dev_b[i], bw_bytes));
+                IRT(infinirtMallocHost(&ac.pin_src[i], bw_bytes));
+                IRT(infinirtMallocHost(&ac.pin_dst[i], bw_bytes));
                 fill(ac.pin_src[i], 4);
                 fill(ac.pin_dst[i], 5);
             }
@@ -571,7 +275,7 @@ static int run_mode(const char *memory, results *r)
                     r->small_direct_with_api[k] = us[1];
                 }
             }
-            for (int i = 0; i < sets; i++) {
+            for (int i = 0; i < bw_sets; i++) {
                 IRT(infinirtFree(ac.dev_a[i]));
                 IRT(infinirtFree(ac.dev_b[i]));
                 IRT(infinirtFreeHost(ac.pin_src[i]));
@@ -650,7 +354,7 @@ static double startup_child(int which)
         if (which == T_PLUGIN_INIT)
             return t;
         t0 = now_ms();
-        PLUG(ops->malloc_device(0, &p, 4096)); /* context + default queue + allocation */
+        PLUG(bw_ops->malloc_device(0, &p, 4096)); /* context + default queue + allocation */
         return now_ms() - t0;
     }
     default:
@@ -736,24 +440,24 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
-            bytes = (size_t)atol(argv[++i]) * MiB;
+            bw_bytes = (size_t)atol(argv[++i]) * MiB;
         else if (strcmp(argv[i], "--sets") == 0 && i + 1 < argc)
-            sets = atoi(argv[++i]);
+            bw_sets = atoi(argv[++i]);
         else if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
-            plugin_path = argv[++i];
+            bw_plugin_path = argv[++i];
         else if (strcmp(argv[i], "--memory") == 0 && i + 1 < argc)
             only = argv[++i];
         else
             die("usage: %s [--reps N] [--size MiB] [--sets N] [--plugin PATH] [--memory svm|buffer]", argv[0]);
     }
-    if (reps < 1 || bytes == 0 || sets < 1 || sets > MAX_SETS)
+    if (reps < 1 || bw_bytes == 0 || bw_sets < 1 || bw_sets > MAX_SETS)
         die("--reps and --size must be positive, --sets 1..%d", MAX_SETS);
 
     /* Before this process touches OpenCL: children measure cold starts. */
     print_startup();
 
     printf("\nbandwidth: %zu MiB per copy, blocking, median of %d, %d buffer sets per path (GB/s = 1e9 bytes/s)\n",
-           bytes / MiB, reps, sets);
+           bw_bytes / MiB, reps, bw_sets);
     for (int m = 0; m < 2; m++) {
         pid_t pid;
         int ws;
