@@ -130,9 +130,9 @@ slow='^(bad_input\.|alloc\.invariants_stress$|conformance\.cpu\.all_in_one$|load
 run_tests() { # log
     local ex=$slow
     [ -n "$ctest_exclude" ] && ex="$ex|$ctest_exclude"
-    (cd "$bld" && ctest -LE "gpu|bench" -E "$ex" -j "$jobs" --timeout "$ctest_timeout" --stop-on-failure) \
+    (cd "$bld" && ctest -LE "gpu|bench|format" -E "$ex" -j "$jobs" --timeout "$ctest_timeout" --stop-on-failure) \
         >>"$1" 2>&1 || return 1
-    (cd "$bld" && ctest -LE "gpu|bench" -R "$slow" ${ctest_exclude:+-E "$ctest_exclude"} -j "$jobs" \
+    (cd "$bld" && ctest -LE "gpu|bench|format" -R "$slow" ${ctest_exclude:+-E "$ctest_exclude"} -j "$jobs" \
         --timeout "$ctest_timeout" --stop-on-failure) >>"$1" 2>&1
 }
 
