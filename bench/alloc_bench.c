@@ -108,27 +108,27 @@ static lat summarize(uint64_t *d, size_t n, double total_s)
     return l;
 }
 
-#define TIME_PAIRS(result, ALLOC, FREE)                                  \
-    do {                                                                 \
-        static uint64_t d_[PAIRS / PAIR_GROUP];                          \
-        for (int i_ = 0; i_ < 20000; i_++) {                             \
-            ALLOC;                                                       \
-            FREE;                                                        \
-        }                                                                \
-        for (int i_ = 0; i_ < PAIRS / PAIR_GROUP; i_++) {                \
-            uint64_t a_ = tsc();                                         \
-            for (int k_ = 0; k_ < PAIR_GROUP; k_++) {                    \
-                ALLOC;                                                   \
-                FREE;                                                    \
-            }                                                            \
-            d_[i_] = tsc() - a_;                                         \
-        }                                                                \
-        double t0_ = now_s();                                            \
-        for (int i_ = 0; i_ < PAIRS; i_++) {                             \
-            ALLOC;                                                       \
-            FREE;                                                        \
-        }                                                                \
-        (result) = summarize(d_, PAIRS / PAIR_GROUP, now_s() - t0_);     \
+#define TIME_PAIRS(result, ALLOC, FREE)                              \
+    do {                                                             \
+        static uint64_t d_[PAIRS / PAIR_GROUP];                      \
+        for (int i_ = 0; i_ < 20000; i_++) {                         \
+            ALLOC;                                                   \
+            FREE;                                                    \
+        }                                                            \
+        for (int i_ = 0; i_ < PAIRS / PAIR_GROUP; i_++) {            \
+            uint64_t a_ = tsc();                                     \
+            for (int k_ = 0; k_ < PAIR_GROUP; k_++) {                \
+                ALLOC;                                               \
+                FREE;                                                \
+            }                                                        \
+            d_[i_] = tsc() - a_;                                     \
+        }                                                            \
+        double t0_ = now_s();                                        \
+        for (int i_ = 0; i_ < PAIRS; i_++) {                         \
+            ALLOC;                                                   \
+            FREE;                                                    \
+        }                                                            \
+        (result) = summarize(d_, PAIRS / PAIR_GROUP, now_s() - t0_); \
     } while (0)
 
 /* ------------------------------------------------------- host backend */
@@ -210,7 +210,8 @@ static void print_lat(const char *what, lat l)
 static void bench_pairs(void)
 {
     printf("\n1. Same-size alloc+free pair, one thread, nothing in flight (ns per pair; median and p99\n"
-           "   over groups of %d pairs timed together, mean over %d untimed pairs)\n", PAIR_GROUP, PAIRS);
+           "   over groups of %d pairs timed together, mean over %d untimed pairs)\n",
+           PAIR_GROUP, PAIRS);
     printf("  %-46s %8s %8s %8s\n", "", "median", "p99", "mean");
     infinirt__pool_backend be = host_backend();
     size_t sizes[] = {4096, MiB};

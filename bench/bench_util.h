@@ -22,14 +22,13 @@ static inline double now_ns(void)
 
 /* Run an infinirt call; on failure print which (program `prog`, line,
  * status) and exit 1: a benchmark never goes on with a failed step. */
-#define BENCH_MUST(prog, call)                                                                        \
-    do {                                                                                              \
-        infiniStatus_t st_ = (call);                                                                  \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                           \
-            fprintf(stderr, "%s: line %d: %s failed with status %d\n", (prog), __LINE__, #call,        \
-                    (int)st_);                                                                        \
-            exit(1);                                                                                  \
-        }                                                                                             \
+#define BENCH_MUST(prog, call)                                                                             \
+    do {                                                                                                   \
+        infiniStatus_t st_ = (call);                                                                       \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                                                \
+            fprintf(stderr, "%s: line %d: %s failed with status %d\n", (prog), __LINE__, #call, (int)st_); \
+            exit(1);                                                                                       \
+        }                                                                                                  \
     } while (0)
 
 #endif

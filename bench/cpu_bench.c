@@ -443,8 +443,8 @@ static double first_call_ms(const char *self, const char *cfg)
 
 /* One row: the figure, its ratio to the baseline and, when goal > 0, the
  * goal (a ratio at most, or at least) and whether this run met it. */
-static void line(const char *what, double fig, const char *unit, double base, const char *base_name,
-                 double goal, int at_least)
+static void line(const char *what, double fig, const char *unit, double base, const char *base_name, double goal,
+                 int at_least)
 {
     double ratio = fig / base;
     printf("%-46s %10.1f %-2s %8.2fx %-19s", what, fig, unit, ratio, base_name);
@@ -523,26 +523,24 @@ int main(int argc, char **argv)
         printf("-- %s streams\n", lab);
         snprintf(what, sizeof what, "64 B MemcpyAsync+StreamSynchronize, 1 stream");
         line(what, value(out, lab, "copy_sync_1"), "ns", memcpy64, "memcpy 64 B", m ? 40 : 15, 0);
-        line("the same, round robin over 4 streams", value(out, lab, "copy_sync_4"), "ns", memcpy64,
-             "memcpy 64 B", m ? 40 : 15, 0);
+        line("the same, round robin over 4 streams", value(out, lab, "copy_sync_4"), "ns", memcpy64, "memcpy 64 B",
+             m ? 40 : 15, 0);
         line("EventRecord+EventSynchronize, idle stream", value(out, lab, "event_idle"), "ns", malloc64,
              "malloc+free 64 B", 20, 0);
-        line("EventCreate+Record+Query+Destroy", value(out, lab, "event_cycle"), "ns", malloc64,
-             "malloc+free 64 B", 0, 0);
-        line("StreamCreate+StreamDestroy", value(out, lab, "stream_cycle"), "ns", pthread,
-             "pthread_create+join", 0.1, 0);
+        line("EventCreate+Record+Query+Destroy", value(out, lab, "event_cycle"), "ns", malloc64, "malloc+free 64 B",
+             0, 0);
+        line("StreamCreate+StreamDestroy", value(out, lab, "stream_cycle"), "ns", pthread, "pthread_create+join", 0.1,
+             0);
         double threads = value(out, lab, "threads_1000");
         printf("%-46s %10.0f %-2s %9s %-19s goal <= 64: %s\n", "threads with 1000 streams", threads, "", "", "",
                threads <= 64 ? "met" : "MISSED");
         line("D2D Memcpy 64 B, two segments", value(out, lab, "d2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
         line("H2D Memcpy 64 B", value(out, lab, "h2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
         line("D2H Memcpy 64 B", value(out, lab, "d2h64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
-        line("cached Malloc+Free 64 B", value(out, lab, "cmalloc64"), "ns", malloc64, "malloc+free 64 B", 0,
-             0);
-        line("cached Malloc+Free 4 KiB", value(out, lab, "cmalloc4k"), "ns", malloc4k, "malloc+free 4 KiB", 2,
-             0);
-        line("two threads, each its own stream (speed-up)", value(out, lab, "two_threads"), "x", 1, "one thread",
-             1.8, 1);
+        line("cached Malloc+Free 64 B", value(out, lab, "cmalloc64"), "ns", malloc64, "malloc+free 64 B", 0, 0);
+        line("cached Malloc+Free 4 KiB", value(out, lab, "cmalloc4k"), "ns", malloc4k, "malloc+free 4 KiB", 2, 0);
+        line("two threads, each its own stream (speed-up)", value(out, lab, "two_threads"), "x", 1, "one thread", 1.8,
+             1);
     }
     printf("-- start-up (median of 5 fresh processes: Init, SetDevice(CPU), Malloc)\n");
     printf("%-46s %10.2f ms\n", "first CPU call, cpu plugin only", cpu_only);

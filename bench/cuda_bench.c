@@ -45,13 +45,13 @@
         }                                                                                               \
     } while (0)
 
-#define CUDA(call)                                                                                   \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
+#define CUDA(call)                                                                               \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                 \
-        }                                                                                            \
+            exit(1);                                                                             \
+        }                                                                                        \
     } while (0)
 
 static int cmp_double(const void *a, const void *b)
@@ -414,19 +414,21 @@ int main(int argc, char **argv)
     printf("%-44s %14.0f %14.0f %9.3f  %s\n", "malloc+free 1 MiB, ns median (cudaMalloc)", li.median, lc.median,
            li.median / lc.median, "ratio < 1: infinirt faster");
     printf("%-44s %14.0f %14.0f %9.3f\n", "malloc+free 1 MiB, ns p99 (cudaMalloc)", li.p99, lc.p99, li.p99 / lc.p99);
-    printf("%-44s %14.0f %14.0f %9.3f  %s\n", "malloc+free 1 MiB, ns median (cudaMallocAsync)", li.median,
-           la.median, li.median / la.median, "runtime's stream-ordered pool");
+    printf("%-44s %14.0f %14.0f %9.3f  %s\n", "malloc+free 1 MiB, ns median (cudaMallocAsync)", li.median, la.median,
+           li.median / la.median, "runtime's stream-ordered pool");
     printf("%-44s %14.0f %14.0f %9.3f\n", "malloc+free 1 MiB, ns p99 (cudaMallocAsync)", li.p99, la.p99,
            li.p99 / la.p99);
     printf("%-44s %14.3f %14.3f %9.3f  %s\n", "event-timed 256 MiB H2D copy, ms (median)", ev.irt_ms, ev.cuda_ms,
            ev.irt_ms / ev.cuda_ms, "same copy: ratio ~ 1");
-    printf("%-44s %14.2f %14.2f\n", "  = GB/s", gbps(COPY_BYTES, ev.irt_ms * 1e6), gbps(COPY_BYTES, ev.cuda_ms * 1e6));
+    printf("%-44s %14.2f %14.2f\n", "  = GB/s", gbps(COPY_BYTES, ev.irt_ms * 1e6),
+           gbps(COPY_BYTES, ev.cuda_ms * 1e6));
     printf("%-44s %14.2f %14.2f %9.3f  %s\n", "100 small ops issued one by one, us/round", gt.irt_eager_us,
            gt.cuda_eager_us, gt.irt_eager_us / gt.cuda_eager_us, "64 B D2D copies and memsets");
     printf("%-44s %14.2f %14.2f %9.3f  %s\n", "the same 100 as one graph launch, us/round", gt.irt_graph_us,
            gt.cuda_graph_us, gt.irt_graph_us / gt.cuda_graph_us, "captured once, launched per round");
     printf("%-44s %14.3f %14.3f %9.3f  %s\n", "  graph launch / one by one", gt.irt_graph_us / gt.irt_eager_us,
-           gt.cuda_graph_us / gt.cuda_eager_us, (gt.irt_graph_us / gt.irt_eager_us) / (gt.cuda_graph_us / gt.cuda_eager_us),
+           gt.cuda_graph_us / gt.cuda_eager_us,
+           (gt.irt_graph_us / gt.irt_eager_us) / (gt.cuda_graph_us / gt.cuda_eager_us),
            "the runtime's ratio is the baseline");
     return 0;
 }

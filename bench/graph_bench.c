@@ -36,14 +36,13 @@
 #define BATCHES 7
 #define TARGET (1.0 / 3.0)
 
-#define MUST(call)                                                                                    \
-    do {                                                                                              \
-        infiniStatus_t st_ = (call);                                                                  \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                           \
-            fprintf(stderr, "graph-bench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    infinirtGetErrorName(st_));                                                       \
-            exit(1);                                                                                  \
-        }                                                                                             \
+#define MUST(call)                                                                                                 \
+    do {                                                                                                           \
+        infiniStatus_t st_ = (call);                                                                               \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                                                        \
+            fprintf(stderr, "graph-bench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, infinirtGetErrorName(st_)); \
+            exit(1);                                                                                               \
+        }                                                                                                          \
     } while (0)
 
 static void count_fn(void *counter)
@@ -66,8 +65,8 @@ static void issue(work *w)
         int kind = w->host_fns ? i % 3 : i % 2;
         unsigned char *slot = w->dst + (size_t)(i % SLOTS) * BYTES;
         if (kind == 0)
-            MUST(infinirtMemcpyAsync(slot, w->src + (size_t)((i + 1) % SLOTS) * BYTES, BYTES,
-                                     INFINIRT_MEMCPY_D2D, w->s));
+            MUST(infinirtMemcpyAsync(slot, w->src + (size_t)((i + 1) % SLOTS) * BYTES, BYTES, INFINIRT_MEMCPY_D2D,
+                                     w->s));
         else if (kind == 1)
             MUST(infinirtMemsetAsync(slot, i & 0xff, BYTES, w->s));
         else

@@ -321,8 +321,10 @@ static void print_results(const results *r)
                 snprintf(api_ratio, sizeof api_ratio, "%.3f", g[API] / r->direct_with_api[pinned][k]);
             }
             printf("  %-4s %-8s %9.2f %9s %9.2f %9.2f   %10.3f %10s %13.3f\n", kind_names[k],
-                   k == D2D ? "-" : pinned ? "pinned" : "pageable", g[OPS], api, g[DIRECT], g[MEMCPY],
-                   g[OPS] / g[DIRECT], api_ratio, g[DIRECT] / g[MEMCPY]);
+                   k == D2D ? "-"
+                   : pinned ? "pinned"
+                            : "pageable",
+                   g[OPS], api, g[DIRECT], g[MEMCPY], g[OPS] / g[DIRECT], api_ratio, g[DIRECT] / g[MEMCPY]);
         }
 }
 

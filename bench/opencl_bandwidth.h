@@ -30,24 +30,24 @@ extern const infinirtPluginOps *bw_ops;
 
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-#define PLUG(call)                                                                   \
-    do {                                                                             \
-        infiniStatus_t st_ = (call);                                                 \
-        if (st_ != INFINI_STATUS_SUCCESS)                                            \
+#define PLUG(call)                                                                    \
+    do {                                                                              \
+        infiniStatus_t st_ = (call);                                                  \
+        if (st_ != INFINI_STATUS_SUCCESS)                                             \
             die("%s:%d: %s returned status %d", __FILE__, __LINE__, #call, (int)st_); \
     } while (0)
-#define CL(call)                                                                 \
-    do {                                                                         \
-        cl_int e_ = (call);                                                      \
-        if (e_ != CL_SUCCESS)                                                    \
+#define CL(call)                                                                      \
+    do {                                                                              \
+        cl_int e_ = (call);                                                           \
+        if (e_ != CL_SUCCESS)                                                         \
             die("%s:%d: %s returned OpenCL error %d", __FILE__, __LINE__, #call, e_); \
     } while (0)
 #ifdef INFINIRT_BENCH_API
-#define IRT(call)                                                                                         \
-    do {                                                                                                  \
-        infiniStatus_t st_ = (call);                                                                      \
-        if (st_ != INFINI_STATUS_SUCCESS)                                                                 \
-            die("%s:%d: %s: %s", __FILE__, __LINE__, #call, infinirtGetErrorString(st_));                \
+#define IRT(call)                                                                         \
+    do {                                                                                  \
+        infiniStatus_t st_ = (call);                                                      \
+        if (st_ != INFINI_STATUS_SUCCESS)                                                 \
+            die("%s:%d: %s: %s", __FILE__, __LINE__, #call, infinirtGetErrorString(st_)); \
     } while (0)
 #endif
 

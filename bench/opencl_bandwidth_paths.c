@@ -146,7 +146,8 @@ void direct_pinned(direct_ctx *c)
         for (int j = 0; j < 2; j++) {
             cl_int err;
             void *p;
-            c->pin_mem[j][i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bw_bytes, NULL, &err);
+            c->pin_mem[j][i] =
+                clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bw_bytes, NULL, &err);
             CL(err);
             p = clEnqueueMapBuffer(c->q, c->pin_mem[j][i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bw_bytes, 0, NULL,
                                    NULL, &err);
@@ -247,8 +248,9 @@ void api_config(const char *memory, char *path, size_t path_size)
     f = fopen(path, "w");
     if (f == NULL)
         die("cannot write %s", path);
-    fprintf(f, "[loader]\nlog_level = warn\n\n[plugin.cpu]\nenabled = false\n\n[plugin.cuda]\nenabled = false\n\n"
-               "[plugin.opencl]\nlibrary = %s\ndevices = 0\nmemory = %s\n",
+    fprintf(f,
+            "[loader]\nlog_level = warn\n\n[plugin.cpu]\nenabled = false\n\n[plugin.cuda]\nenabled = false\n\n"
+            "[plugin.opencl]\nlibrary = %s\ndevices = 0\nmemory = %s\n",
             bw_plugin_path, memory);
     fclose(f);
 }

@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        infiniStatus_t st_ = (call);                                                       \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                \
-            fprintf(stderr, "%s failed: %s\n", #call, infinirtGetErrorString(st_));        \
-            return 1;                                                                      \
-        }                                                                                  \
+#define CHECK(call)                                                                 \
+    do {                                                                            \
+        infiniStatus_t st_ = (call);                                                \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                         \
+            fprintf(stderr, "%s failed: %s\n", #call, infinirtGetErrorString(st_)); \
+            return 1;                                                               \
+        }                                                                           \
     } while (0)
 
 static int pick(const char *arg, infiniDevice_t *type, int *id)

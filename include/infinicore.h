@@ -61,22 +61,22 @@
  * are generated from this one list so the two never drift.
  *   X(NAME, value, "description")
  */
-#define INFINI_STATUS_MAP(X)                                                              \
-    X(SUCCESS, 0, "success")                                                              \
-    X(INTERNAL_ERROR, 1, "internal error")                                                \
-    X(NOT_IMPLEMENTED, 2, "operation not supported by this device's backend")             \
-    X(BAD_PARAM, 3, "invalid argument (unknown handle or pointer, bad size or kind)")     \
-    X(NULL_POINTER, 4, "a required pointer argument is NULL")                             \
-    X(DEVICE_TYPE_NOT_SUPPORTED, 5, "no loaded backend serves this device type")          \
-    X(DEVICE_NOT_FOUND, 6, "no device with this id")                                      \
-    X(DEVICE_NOT_INITIALIZED, 7, "device or backend failed to initialise")                \
-    X(DEVICE_ARCHITECTURE_NOT_SUPPORTED, 8, "device architecture not supported")          \
-    X(BAD_TENSOR_DTYPE, 10, "bad tensor data type")                                       \
-    X(BAD_TENSOR_SHAPE, 11, "bad tensor shape")                                           \
-    X(BAD_TENSOR_STRIDES, 12, "bad tensor strides")                                       \
-    X(INSUFFICIENT_WORKSPACE, 13, "insufficient workspace")                               \
-    X(OUT_OF_MEMORY, 14, "out of memory")                                                 \
-    X(NOT_READY, 15, "operation not yet complete")                                        \
+#define INFINI_STATUS_MAP(X)                                                          \
+    X(SUCCESS, 0, "success")                                                          \
+    X(INTERNAL_ERROR, 1, "internal error")                                            \
+    X(NOT_IMPLEMENTED, 2, "operation not supported by this device's backend")         \
+    X(BAD_PARAM, 3, "invalid argument (unknown handle or pointer, bad size or kind)") \
+    X(NULL_POINTER, 4, "a required pointer argument is NULL")                         \
+    X(DEVICE_TYPE_NOT_SUPPORTED, 5, "no loaded backend serves this device type")      \
+    X(DEVICE_NOT_FOUND, 6, "no device with this id")                                  \
+    X(DEVICE_NOT_INITIALIZED, 7, "device or backend failed to initialise")            \
+    X(DEVICE_ARCHITECTURE_NOT_SUPPORTED, 8, "device architecture not supported")      \
+    X(BAD_TENSOR_DTYPE, 10, "bad tensor data type")                                   \
+    X(BAD_TENSOR_SHAPE, 11, "bad tensor shape")                                       \
+    X(BAD_TENSOR_STRIDES, 12, "bad tensor strides")                                   \
+    X(INSUFFICIENT_WORKSPACE, 13, "insufficient workspace")                           \
+    X(OUT_OF_MEMORY, 14, "out of memory")                                             \
+    X(NOT_READY, 15, "operation not yet complete")                                    \
     X(INVALID_STATE, 16, "object is not in a state that allows this operation")
 
 typedef enum {

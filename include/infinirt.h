@@ -204,8 +204,8 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
  * (the CPU backend reads the machine's memory, capped by memory_limit).
  * Returns SUCCESS, NULL_POINTER, BAD_PARAM, DEVICE_TYPE_NOT_SUPPORTED,
  * DEVICE_NOT_FOUND, NOT_IMPLEMENTED. */
-INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id,
-                                               size_t *free_bytes, size_t *total_bytes);
+INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id, size_t *free_bytes,
+                                               size_t *total_bytes);
 
 /* A snapshot of a device's resources into *snapshot (all of it written:
  * fields without a value are 0).  Read only the fields whose bit is set in
@@ -356,8 +356,7 @@ typedef void (*infinirtHostFn_t)(void *user_data);
  * that blocks holds one of the backend's worker threads; past the plugin's
  * max_workers, other streams wait for it.
  * Returns SUCCESS, NULL_POINTER (fn), BAD_PARAM, NOT_IMPLEMENTED. */
-INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn,
-                                                   void *user_data);
+INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn, void *user_data);
 
 /* ------------------------------------------------------------------- event */
 
@@ -398,8 +397,7 @@ INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, 
  * different devices); NOT_READY when either record has not completed;
  * INVALID_STATE when either was never recorded or was created with
  * INFINIRT_EVENT_DISABLE_TIMING. */
-INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEvent_t start,
-                                                     infinirtEvent_t end);
+INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEvent_t start, infinirtEvent_t end);
 
 /* ------------------------------------------------------------------ memory */
 
@@ -466,8 +464,7 @@ INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr);
  * different backends is staged through host memory (in chunks of at most
  * 64 MiB); the asynchronous form refuses it with NOT_IMPLEMENTED.  size 0
  * is a no-op (SUCCESS, pointers unchecked). */
-INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size,
-                                           infinirtMemcpyKind_t kind);
+INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind);
 
 /* As infinirtMemcpy, queued on `stream` (NULL: the owning device's default
  * stream).  Host memory must stay valid until the copy completes.  Host
@@ -490,8 +487,8 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
  * Checked as infinirtMemcpy, before anything is queued.
  * Returns as infinirtMemcpy, plus BAD_PARAM for an unknown or destroyed
  * stream, even with size 0. */
-INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size,
-                                                infinirtMemcpyKind_t kind, infinirtStream_t stream);
+INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
+                                                infinirtStream_t stream);
 
 /* Stream-ordered allocation on the stream's device (NULL stream: the current
  * device's default stream).  The memory may be used by work queued on the
@@ -522,8 +519,7 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count);
  * in infinirtMemcpyAsync (the stream's plugin is asked, else the stream's
  * device).  Returns as infinirtMemcpyAsync: BAD_PARAM for an unknown or
  * destroyed stream, even with count 0. */
-INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count,
-                                                infinirtStream_t stream);
+INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count, infinirtStream_t stream);
 
 /* (ours) The backend's native object for the memory at ptr (any address
  * inside an infinirtMalloc/MallocAsync block), for APIs that do not take
@@ -670,29 +666,29 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, i
 /* Why a plugin is, or is not, serving devices. */
 typedef enum {
     INFINIRT_PLUGIN_LOADED = 0,
-    INFINIRT_PLUGIN_DISABLED = 1,        /* enabled = false in the config */
-    INFINIRT_PLUGIN_NOT_FOUND = 2,       /* library file does not exist */
+    INFINIRT_PLUGIN_DISABLED = 1,  /* enabled = false in the config */
+    INFINIRT_PLUGIN_NOT_FOUND = 2, /* library file does not exist */
     /* message holds dlerror(), or why the file was not opened: it is not a
      * regular file (a FIFO, a device, a directory), or, in a setuid/setgid
      * process, it or its folder is world-writable or owned by a user other
      * than root and the process's.  Outside setuid/setgid such a plugin
      * loads, with a warning logged and added to its message. */
     INFINIRT_PLUGIN_DLOPEN_ERROR = 3,
-    INFINIRT_PLUGIN_ENTRY_MISSING = 4,   /* no infinirtPluginEntry symbol */
-    INFINIRT_PLUGIN_ABI_MISMATCH = 5,    /* message holds got/wanted */
+    INFINIRT_PLUGIN_ENTRY_MISSING = 4, /* no infinirtPluginEntry symbol */
+    INFINIRT_PLUGIN_ABI_MISMATCH = 5,  /* message holds got/wanted */
     /* message holds the plugin's reason, or the loader's: the plugin
      * declared more than 4096 devices (refused, not cut down: such a count
      * is a plugin bug). */
     INFINIRT_PLUGIN_INIT_FAILED = 6,
-    INFINIRT_PLUGIN_NO_DEVICES = 7,      /* loaded, zero devices; message says why */
-    INFINIRT_PLUGIN_DUPLICATE_TYPE = 8,  /* another plugin already serves the type */
+    INFINIRT_PLUGIN_NO_DEVICES = 7,     /* loaded, zero devices; message says why */
+    INFINIRT_PLUGIN_DUPLICATE_TYPE = 8, /* another plugin already serves the type */
 } infinirtPluginStatus_t;
 
 typedef struct {
-    char name[64];          /* section name: [plugin.NAME] */
-    char path[1024];        /* library path as resolved */
+    char name[64];   /* section name: [plugin.NAME] */
+    char path[1024]; /* library path as resolved */
     infinirtPluginStatus_t status;
-    char message[512];      /* reason, empty when loaded normally */
+    char message[512];          /* reason, empty when loaded normally */
     infiniDevice_t device_type; /* INFINI_DEVICE_TYPE_COUNT when unknown */
     int device_count;
     uint32_t abi_major, abi_minor; /* as the plugin declared them; 0 if unknown */
@@ -722,14 +718,14 @@ typedef struct {
     size_t peak_allocated_bytes; /* since start or the last peak reset */
     size_t reserved_bytes;       /* obtained from the backend now (segments) */
     size_t peak_reserved_bytes;
-    size_t active_blocks;        /* live allocations */
-    size_t segments;             /* backend allocations held */
-    size_t raw_allocs;           /* backend allocation calls, total */
-    size_t raw_frees;            /* backend free calls, total */
-    size_t alloc_requests;       /* Malloc/MallocAsync calls that succeeded */
-    size_t retries;              /* allocations that released cache and retried */
-    size_t oom_count;            /* allocations that failed for lack of memory */
-    size_t cached_free_bytes;    /* reserved but not allocated */
+    size_t active_blocks;     /* live allocations */
+    size_t segments;          /* backend allocations held */
+    size_t raw_allocs;        /* backend allocation calls, total */
+    size_t raw_frees;         /* backend free calls, total */
+    size_t alloc_requests;    /* Malloc/MallocAsync calls that succeeded */
+    size_t retries;           /* allocations that released cache and retried */
+    size_t oom_count;         /* allocations that failed for lack of memory */
+    size_t cached_free_bytes; /* reserved but not allocated */
 } infinirtAllocatorStats_t;
 
 /* Statistics of a device's memory pool.  Returns SUCCESS, NULL_POINTER,
@@ -738,8 +734,7 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int
                                                       infinirtAllocatorStats_t *stats);
 
 /* Statistics of the host (MallocHost) pool of the backend serving `device`. */
-INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
-                                                          infinirtAllocatorStats_t *stats);
+INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device, infinirtAllocatorStats_t *stats);
 
 /* The caching allocator's settings, from the [allocator] section. */
 typedef struct {

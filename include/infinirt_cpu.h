@@ -100,7 +100,7 @@ static inline const infinirtCpuStreamOps *infinirtCpuStreamGetOps(void *stream)
 }
 
 /* Whether `ops` has `member` (it was built with a table that long). */
-#define INFINIRT_CPU_STREAM_OPS_HAS(ops, member)                                 \
+#define INFINIRT_CPU_STREAM_OPS_HAS(ops, member) \
     ((ops)->struct_size >= offsetof(infinirtCpuStreamOps, member) + sizeof((ops)->member))
 
 #ifdef __cplusplus

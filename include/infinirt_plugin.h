@@ -93,11 +93,11 @@ typedef struct {
 /* What the loader gives the plugin at init.  Valid during init only, except
  * `log`, which may be called at any time from any thread. */
 typedef struct infinirtPluginInitArgs {
-    uint32_t struct_size;                    /* sizeof as the loader knows it */
-    uint32_t abi_major, abi_minor;           /* the loader's ABI */
-    const infinirtPluginKeyValue *config;    /* the section's keys, in file order */
+    uint32_t struct_size;                 /* sizeof as the loader knows it */
+    uint32_t abi_major, abi_minor;        /* the loader's ABI */
+    const infinirtPluginKeyValue *config; /* the section's keys, in file order */
     size_t config_count;
-    const char *plugin_path;                 /* the plugin's own file */
+    const char *plugin_path; /* the plugin's own file */
     /* Log one line through the loader's logger (prefix and newline added). */
     void (*log)(int level, const char *plugin_name, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -119,14 +119,14 @@ typedef struct infinirtPluginInitArgs {
 } infinirtPluginInitArgs;
 
 /* Report a problem with args->config[index] (see config_warnv). */
-static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name,
-                                            size_t index, const char *fmt, ...)
+static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name, size_t index,
+                                            const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name,
-                                            size_t index, const char *fmt, ...)
+static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name, size_t index,
+                                            const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -160,11 +160,24 @@ static inline int infinirtPluginParseSize(const char *text, size_t *out)
         v = v * 10 + (unsigned)(*p - '0');
     }
     switch (*p) {
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    default:
+        break;
     }
     if (shift != 0) {
         p++;
@@ -220,11 +233,11 @@ typedef struct {
  */
 typedef struct infinirtPluginOps {
     /* ---- header: never reordered across ABI versions ---- */
-    uint32_t abi_major;       /* INFINIRT_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_major; /* INFINIRT_PLUGIN_ABI_MAJOR the plugin was built with */
     uint32_t abi_minor;
-    uint32_t struct_size;     /* sizeof(infinirtPluginOps) the plugin was built with */
+    uint32_t struct_size; /* sizeof(infinirtPluginOps) the plugin was built with */
     uint32_t reserved;
-    const char *name;         /* short name, e.g. "cpu" */
+    const char *name;           /* short name, e.g. "cpu" */
     infiniDevice_t device_type; /* the one device type served */
 
     /* ---- ABI 1.0 ---- */
@@ -287,8 +300,7 @@ typedef struct infinirtPluginOps {
     /* Copies.  For D2D, src may live on another device of this plugin;
      * `dev` is the device the copy is issued on. memcpy waits for completion. */
     infiniStatus_t (*memcpy)(int dev, void *dst, const void *src, size_t size, int kind);
-    infiniStatus_t (*memcpy_async)(int dev, void *dst, const void *src, size_t size, int kind,
-                                   void *stream);
+    infiniStatus_t (*memcpy_async)(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
     infiniStatus_t (*memset)(int dev, void *ptr, int value, size_t size);
     infiniStatus_t (*memset_async)(int dev, void *ptr, int value, size_t size, void *stream);
 
@@ -410,22 +422,17 @@ typedef struct infinirtPluginOps {
 
 /* The size a table of ABI 1.0 must at least have: up to its last entry.
  * Fixed for ever, whatever later minors append. */
-#define INFINIRT_PLUGIN_OPS_SIZE_1_0 \
-    (offsetof(infinirtPluginOps, memset_async) + sizeof(void (*)(void)))
+#define INFINIRT_PLUGIN_OPS_SIZE_1_0 (offsetof(infinirtPluginOps, memset_async) + sizeof(void (*)(void)))
 /* The same for ABI 1.1. */
-#define INFINIRT_PLUGIN_OPS_SIZE_1_1 \
-    (offsetof(infinirtPluginOps, pointer_get_device) + sizeof(void (*)(void)))
+#define INFINIRT_PLUGIN_OPS_SIZE_1_1 (offsetof(infinirtPluginOps, pointer_get_device) + sizeof(void (*)(void)))
 /* The same for ABI 1.2. */
-#define INFINIRT_PLUGIN_OPS_SIZE_1_2 \
-    (offsetof(infinirtPluginOps, get_utilization) + sizeof(void (*)(void)))
+#define INFINIRT_PLUGIN_OPS_SIZE_1_2 (offsetof(infinirtPluginOps, get_utilization) + sizeof(void (*)(void)))
 /* The same for ABI 1.3. */
-#define INFINIRT_PLUGIN_OPS_SIZE_1_3 \
-    (offsetof(infinirtPluginOps, get_device_uuid) + sizeof(void (*)(void)))
+#define INFINIRT_PLUGIN_OPS_SIZE_1_3 (offsetof(infinirtPluginOps, get_device_uuid) + sizeof(void (*)(void)))
 /* ABI 1.4 appends no entry (it adds config_warnv to infinirtPluginInitArgs):
  * a 1.4 table needs INFINIRT_PLUGIN_OPS_SIZE_1_3. */
 /* The same for ABI 1.5. */
-#define INFINIRT_PLUGIN_OPS_SIZE_1_5 \
-    (offsetof(infinirtPluginOps, get_device_flags) + sizeof(void (*)(void)))
+#define INFINIRT_PLUGIN_OPS_SIZE_1_5 (offsetof(infinirtPluginOps, get_device_flags) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and
@@ -452,19 +459,19 @@ INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t loader_abi_ma
  * The table may have any name (`ops` included): the definition's own
  * parameters carry a reserved prefix so they never shadow it.  The entry is
  * declared above, so no prototype of your own is needed. */
-#define INFINIRT_PLUGIN_DEFINE_ENTRY(table)                                                                \
-    INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t infinirt_plugin__loader_major_,   \
-                                                              uint32_t infinirt_plugin__loader_minor_,   \
+#define INFINIRT_PLUGIN_DEFINE_ENTRY(table)                                                                    \
+    INFINIRT_PLUGIN_EXPORT infiniStatus_t infinirtPluginEntry(uint32_t infinirt_plugin__loader_major_,         \
+                                                              uint32_t infinirt_plugin__loader_minor_,         \
                                                               const infinirtPluginOps **infinirt_plugin__out_) \
-    {                                                                                                      \
-        (void)infinirt_plugin__loader_minor_;                                                              \
-        if (infinirt_plugin__out_ == NULL)                                                                 \
-            return INFINI_STATUS_NULL_POINTER;                                                             \
-        *infinirt_plugin__out_ = NULL;                                                                     \
-        if (infinirt_plugin__loader_major_ != INFINIRT_PLUGIN_ABI_MAJOR)                                   \
-            return INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED;                                        \
-        *infinirt_plugin__out_ = &(table);                                                                 \
-        return INFINI_STATUS_SUCCESS;                                                                      \
+    {                                                                                                          \
+        (void)infinirt_plugin__loader_minor_;                                                                  \
+        if (infinirt_plugin__out_ == NULL)                                                                     \
+            return INFINI_STATUS_NULL_POINTER;                                                                 \
+        *infinirt_plugin__out_ = NULL;                                                                         \
+        if (infinirt_plugin__loader_major_ != INFINIRT_PLUGIN_ABI_MAJOR)                                       \
+            return INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED;                                            \
+        *infinirt_plugin__out_ = &(table);                                                                     \
+        return INFINI_STATUS_SUCCESS;                                                                          \
     }
 
 #ifdef __cplusplus

@@ -36,8 +36,7 @@
 
 /* By type slot (infinirt__type_slot). */
 static const char *const k_type_names[INFINIRT__TYPE_SLOTS] = {
-    "cpu", "nvidia", "cambricon", "ascend", "metax", "moore",
-    "iluvatar", "kunlun", "hygon", "qy", "ali", "opencl",
+    "cpu", "nvidia", "cambricon", "ascend", "metax", "moore", "iluvatar", "kunlun", "hygon", "qy", "ali", "opencl",
 };
 
 infiniDevice_t infinirt__slot_type(int slot)
@@ -163,8 +162,8 @@ static void on_problem(infinirt__ini_sink *sink, int line, const char *what)
 
 /* The one format of every bad value: where, which key, the value, what is
  * wrong and what is used instead. */
-static void bad_value(reader *r, int line, const char *section, const char *key, const char *value,
-                      const char *why, const char *used)
+static void bad_value(reader *r, int line, const char *section, const char *key, const char *value, const char *why,
+                      const char *used)
 {
     INFINIRT__WARN("%s:%d: [%s] %s = '%s': %s; using %s", r->path, line, section, key, value, why, used);
 }
@@ -259,8 +258,10 @@ static void loader_key(reader *r, int line, const char *name, const char *value)
             resolve_path(cfg, value, cfg->plugin_dir, sizeof cfg->plugin_dir);
     } else if (strcmp(name, "plugins") == 0) {
         if (value[0] == '\0') {
-            bad_value(r, line, "loader", name, value, "empty (to load no plugin, set enabled = false in its "
-                      "section)", "every plugin found");
+            bad_value(r, line, "loader", name, value,
+                      "empty (to load no plugin, set enabled = false in its "
+                      "section)",
+                      "every plugin found");
             return;
         }
         free(cfg->only);
@@ -328,7 +329,8 @@ static void allocator_key(reader *r, int line, const char *name, const char *val
         else
             *dst = sz;
     } else {
-        unknown_key(r, line, "allocator", name, "enabled, granularity, max_cached, max_split_size, "
+        unknown_key(r, line, "allocator", name,
+                    "enabled, granularity, max_cached, max_split_size, "
                     "release_on_free");
     }
 }
@@ -364,10 +366,17 @@ static void on_key(infinirt__ini_sink *sink, const char *section, const char *na
     (void)section;
     reader *r = (reader *)sink;
     switch (r->kind) {
-    case SEC_LOADER: loader_key(r, line, name, value); break;
-    case SEC_ALLOCATOR: allocator_key(r, line, name, value); break;
-    case SEC_PLUGIN: plugin_key(r, line, name, value); break;
-    case SEC_IGNORED: break; /* reported at the section header */
+    case SEC_LOADER:
+        loader_key(r, line, name, value);
+        break;
+    case SEC_ALLOCATOR:
+        allocator_key(r, line, name, value);
+        break;
+    case SEC_PLUGIN:
+        plugin_key(r, line, name, value);
+        break;
+    case SEC_IGNORED:
+        break; /* reported at the section header */
     }
 }
 
@@ -494,8 +503,8 @@ void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plug
         return;
     }
     const infinirt__kv *kv = &pc->keys[index];
-    INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", cfg->path[0] ? cfg->path : "(no file)", kv->line,
-                   pc->name, kv->key, kv->value, what);
+    INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", cfg->path[0] ? cfg->path : "(no file)", kv->line, pc->name,
+                   kv->key, kv->value, what);
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -589,8 +598,8 @@ static void apply_only(infinirt__config *cfg)
         if (n == 0)
             continue;
         if (!valid_plugin_name(tok))
-            INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path,
-                           cfg->only_line, tok);
+            INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path, cfg->only_line,
+                           tok);
         else if (find_plugin(cfg, tok) == NULL)
             find_or_add_plugin(cfg, tok, cfg->only_line);
     }
@@ -655,8 +664,7 @@ int infinirt__config_load(infinirt__config *cfg)
             INFINIRT__WARN("config: installed config %s %s; ignored", path, why);
     }
     if (cfg->plugin_dir[0] == '\0')
-        snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(),
-                 INFINIRT_PLUGIN_SUBDIR);
+        snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(), INFINIRT_PLUGIN_SUBDIR);
     if (found != 1) {
         INFINIRT__INFO("config: no file found; loading every plugin in %s", cfg->plugin_dir);
         cfg->path[0] = '\0';

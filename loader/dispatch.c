@@ -224,7 +224,10 @@ static infiniStatus_t no_flags(int d, uint32_t *flags)
 
 /* Every entry: its name, where it sits, its stub, the capability bit. */
 typedef void (*any_fn)(void);
-#define ENTRY(field, stub) {#field, offsetof(infinirtPluginOps, field), (any_fn)(stub)}
+#define ENTRY(field, stub)                                         \
+    {                                                              \
+#field, offsetof(infinirtPluginOps, field), (any_fn)(stub) \
+    }
 static const struct {
     const char *name;
     size_t off;
@@ -297,8 +300,7 @@ static const struct {
     {0, BIT(init) | BIT(get_device_info) | BIT(malloc_device) | BIT(free_device) | BIT(memcpy),
      "required by every plugin"},
     {BIT(stream_create), BIT(stream_destroy) | BIT(stream_synchronize), "a stream must be destroyable and waitable"},
-    {BIT(event_create), BIT(event_destroy) | BIT(event_record),
-     "an event must be destroyable and recordable"},
+    {BIT(event_create), BIT(event_destroy) | BIT(event_record), "an event must be destroyable and recordable"},
     {BIT(event_record), BIT(event_create) | BIT(event_query) | BIT(event_synchronize),
      "a recorded event must be queryable without blocking and waitable"},
     {BIT(malloc_host), BIT(free_host), "pinned host memory must be freeable"},
@@ -311,7 +313,7 @@ static const struct {
 
 /* Native graphs come whole: the loader either captures itself or leaves
  * every step to the plugin. */
-#define GRAPH_OPS                                                                                                \
+#define GRAPH_OPS                                                                                              \
     (BIT(stream_begin_capture) | BIT(stream_end_capture) | BIT(stream_is_capturing) | BIT(graph_instantiate) | \
      BIT(graph_launch) | BIT(graph_exec_destroy) | BIT(graph_destroy))
 
@@ -358,7 +360,8 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
     }
     if ((caps & GRAPH_OPS) != 0 && (caps & GRAPH_OPS) != GRAPH_OPS) {
         uint64_t have = caps & GRAPH_OPS, missing = GRAPH_OPS & ~caps;
-        snprintf(why, why_size, "incoherent ops table: %s without %s (native graphs need all of "
+        snprintf(why, why_size,
+                 "incoherent ops table: %s without %s (native graphs need all of "
                  "stream_begin_capture, stream_end_capture, stream_is_capturing, graph_instantiate, graph_launch, "
                  "graph_exec_destroy and graph_destroy)",
                  k_entries[__builtin_ctzll(have)].name, k_entries[__builtin_ctzll(missing)].name);

@@ -596,10 +596,12 @@ static void gobj_free(gobj *g)
 {
     infinirt__device *dev = g->dev;
     if (g->native != NULL) {
-        infiniStatus_t st = g->kind == INFINIRT__KIND_GRAPH ? dev->plugin->ops->graph_destroy(dev->index, g->native)
-                                                            : dev->plugin->ops->graph_exec_destroy(dev->index, g->native);
+        infiniStatus_t st = g->kind == INFINIRT__KIND_GRAPH
+                                ? dev->plugin->ops->graph_destroy(dev->index, g->native)
+                                : dev->plugin->ops->graph_exec_destroy(dev->index, g->native);
         if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, g->kind == INFINIRT__KIND_GRAPH ? "graph_destroy" : "graph_exec_destroy");
+            infinirt__plugin_failed(st, dev,
+                                    g->kind == INFINIRT__KIND_GRAPH ? "graph_destroy" : "graph_exec_destroy");
     }
     ops_put(g->ops);
     gmem_put(g->mem);
@@ -637,8 +639,8 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if ((unsigned)mode > INFINIRT_STREAM_CAPTURE_MODE_RELAXED)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "capture mode %d is not an infinirtStreamCaptureMode_t",
-                              (int)mode);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
+                              "capture mode %d is not an infinirtStreamCaptureMode_t", (int)mode);
     if (stream == NULL)
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__,
                               "the default (NULL) stream cannot be captured; capture a created stream");
@@ -741,8 +743,7 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
             *graph_ptr = NULL;
             if (st == INFINI_STATUS_SUCCESS)
                 return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for a graph");
-            return infinirt__fail(st, __func__, "the backend ended the capture on stream %p without a graph",
-                                  stream);
+            return infinirt__fail(st, __func__, "the backend ended the capture on stream %p without a graph", stream);
         }
         g->native = pg;
     } else {
@@ -756,7 +757,7 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
             infinirt__stream_put(s);
             *graph_ptr = NULL;
             return infinirt__fail(b == NULL && !c->invalid && unjoined == NULL ? INFINI_STATUS_OUT_OF_MEMORY
-                                                                                 : INFINI_STATUS_INVALID_STATE,
+                                                                               : INFINI_STATUS_INVALID_STATE,
                                   __func__, "the capture on stream %p produced no graph: %s", stream, why);
         }
         atomic_init(&b->refs, 1);

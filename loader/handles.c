@@ -72,7 +72,7 @@ typedef struct map_array {
 typedef struct {
     _Atomic(slot *) chunks[MAX_CHUNKS];
     atomic_uint nchunks;
-    pthread_mutex_t lock; /* slot allocation, free list and every map write */
+    pthread_mutex_t lock;          /* slot allocation, free list and every map write */
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
     _Atomic(map_array *) map;
     size_t map_live;
@@ -262,8 +262,8 @@ static slot *slot_ref(table *t, uint64_t val)
     do {
         if (W_GEN(w) != gen || !(w & W_LIVE) || W_REFS(w) == 0)
             return NULL;
-    } while (!atomic_compare_exchange_weak_explicit(&sl->word, &w, w + 1, memory_order_acquire,
-                                                    memory_order_acquire));
+    } while (
+        !atomic_compare_exchange_weak_explicit(&sl->word, &w, w + 1, memory_order_acquire, memory_order_acquire));
     return sl;
 }
 
@@ -511,8 +511,8 @@ static sync_snap *snap_streams(infinirt__device *dev, size_t *n)
     sync_snap *a = malloc(k * sizeof *a);
     if (a == NULL)
         return NULL;
-    a[0] = (sync_snap){dev->default_stream, 0, atomic_load_explicit(&dev->default_stream->submitted,
-                                                                     memory_order_acquire)};
+    a[0] = (sync_snap){dev->default_stream, 0,
+                       atomic_load_explicit(&dev->default_stream->submitted, memory_order_acquire)};
     size_t i = 1;
     for (infinirt__stream *s = dev->streams; s != NULL; s = s->next, i++)
         a[i] = (sync_snap){s, s->id, atomic_load_explicit(&s->submitted, memory_order_acquire)};
@@ -635,8 +635,8 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
     if (st != INFINI_STATUS_SUCCESS) {
         free(s);
         if (st == INFINI_STATUS_NOT_IMPLEMENTED)
-            return infinirt__fail(st, fn, "the %s backend (plugin %s) has no %s", infinirtGetDeviceTypeName(dev->plugin->type),
-                                  dev->plugin->name, entry);
+            return infinirt__fail(st, fn, "the %s backend (plugin %s) has no %s",
+                                  infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name, entry);
         return infinirt__plugin_failed(st, dev, entry);
     }
     s->native = s->ps;
@@ -673,8 +673,8 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
         if (rc == -2 && how.native != NULL)
             return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "native stream %p is already an infinirt stream",
                                   how.native);
-        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn,
-                              "%s", register_error(rc));
+        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn, "%s",
+                              register_error(rc));
     }
     *out = (infinirtStream_t)native;
     return INFINI_STATUS_SUCCESS;
@@ -1068,8 +1068,9 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
         if (st == INFINI_STATUS_SUCCESS)
             *ms_ptr = ms;
         else if (st == INFINI_STATUS_NOT_READY || st == INFINI_STATUS_INVALID_STATE)
-            infinirt__fail(st, __func__, "%s", st == INFINI_STATUS_NOT_READY ? "an event has not completed"
-                                                                              : "an event was never recorded");
+            infinirt__fail(st, __func__, "%s",
+                           st == INFINI_STATUS_NOT_READY ? "an event has not completed"
+                                                         : "an event was never recorded");
         else
             infinirt__plugin_failed(st, a->dev, "event_elapsed_time");
     }

@@ -59,23 +59,26 @@ static int parse_line(char *line, int lineno, char **section, infinirt__ini_sink
     if (*s == '\0' || *s == ';' || *s == '#')
         return 0;
     if (s != line) {
-        sink->problem(sink, lineno, "indented line: continuation lines are not supported (start the line "
-                                    "in the first column, or put the whole value on one line); ignored");
+        sink->problem(sink, lineno,
+                      "indented line: continuation lines are not supported (start the line "
+                      "in the first column, or put the whole value on one line); ignored");
         return 0;
     }
     if (*s == '[') {
         char *close = strchr(s, ']');
         if (close == NULL) {
-            sink->problem(sink, lineno, "section header without a closing ']'; ignored (keys up to the next "
-                                        "section are ignored too)");
+            sink->problem(sink, lineno,
+                          "section header without a closing ']'; ignored (keys up to the next "
+                          "section are ignored too)");
             free(*section);
             *section = NULL;
             return 0;
         }
         char *rest = skip_blanks(close + 1);
         if (*rest != '\0' && *rest != ';' && *rest != '#') {
-            sink->problem(sink, lineno, "text after the section header's ']'; ignored (keys up to the next "
-                                        "section are ignored too)");
+            sink->problem(sink, lineno,
+                          "text after the section header's ']'; ignored (keys up to the next "
+                          "section are ignored too)");
             free(*section);
             *section = NULL;
             return 0;
@@ -88,8 +91,9 @@ static int parse_line(char *line, int lineno, char **section, infinirt__ini_sink
         free(*section);
         *section = NULL;
         if (n == 0) {
-            sink->problem(sink, lineno, "empty section name []; ignored (keys up to the next section are "
-                                        "ignored too)");
+            sink->problem(sink, lineno,
+                          "empty section name []; ignored (keys up to the next section are "
+                          "ignored too)");
             return 0;
         }
         *section = strdup(name);
@@ -136,8 +140,9 @@ size_t infinirt__ini_parse(const char *text, size_t len, infinirt__ini_sink *sin
         if (n + 1 > cap) {
             char *grown = realloc(line, n + 1);
             if (grown == NULL) {
-                sink->problem(sink, lineno + 1, "out of memory reading this line; the rest of the file is "
-                                                "ignored");
+                sink->problem(sink, lineno + 1,
+                              "out of memory reading this line; the rest of the file is "
+                              "ignored");
                 break;
             }
             line = grown;

@@ -35,26 +35,26 @@ typedef struct {
 } infinirt__kv;
 
 typedef struct {
-    char name[64];     /* NAME of [plugin.NAME] */
-    char library[1024];/* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
+    char name[64];      /* NAME of [plugin.NAME] */
+    char library[1024]; /* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
     bool enabled;
-    char why_off[256]; /* why it is not loaded when !enabled (the report's message) */
-    int line;          /* line of the section header, 0 for scanned plugins */
-    infinirt__kv *keys;/* keys other than library/enabled, passed to the plugin */
+    char why_off[256];  /* why it is not loaded when !enabled (the report's message) */
+    int line;           /* line of the section header, 0 for scanned plugins */
+    infinirt__kv *keys; /* keys other than library/enabled, passed to the plugin */
     size_t nkeys, capkeys;
 } infinirt__plugin_conf;
 
 typedef struct {
-    char path[1024];          /* file read, "" = embedded default */
-    char dir[1024];           /* its folder */
-    int log_level;            /* -1 = not set */
-    char plugin_dir[1024];    /* resolved; "" = beside the loader */
+    char path[1024];       /* file read, "" = embedded default */
+    char dir[1024];        /* its folder */
+    int log_level;         /* -1 = not set */
+    char plugin_dir[1024]; /* resolved; "" = beside the loader */
     infiniDevice_t default_type;
     int default_id;
     infinirt__alloc_config alloc;
     infinirt__plugin_conf *plugins;
     size_t nplugins, capplugins;
-    char *only;               /* [loader] plugins = LIST (comma list), NULL = every plugin found */
+    char *only; /* [loader] plugins = LIST (comma list), NULL = every plugin found */
     int only_line;
 } infinirt__config;
 
@@ -208,9 +208,9 @@ infinirt__plugin *infinirt__plugin_of_slot(int slot);
 
 struct infinirt__device {
     infinirt__plugin *plugin;
-    int index;                   /* id within its type == plugin-local index */
+    int index; /* id within its type == plugin-local index */
     infinirtPluginDeviceInfo info;
-    char uuid[64];               /* get_device_uuid's answer; "" = none */
+    char uuid[64]; /* get_device_uuid's answer; "" = none */
     /* get_device_flags said DONE_AT_RETURN: no stream of the device ever
      * has work queued, so none is counted and no fence is made. */
     bool done_at_return;
@@ -218,9 +218,9 @@ struct infinirt__device {
      * used costs no allocator. */
     _Atomic(infinirt__pool *) pool;
     infinirt__stream *default_stream; /* the NULL stream's loader object */
-    pthread_mutex_t lock;        /* streams list, event pool */
-    infinirt__stream *streams;   /* created streams, doubly linked */
-    void **event_pool;           /* idle plugin events for fences */
+    pthread_mutex_t lock;             /* streams list, event pool */
+    infinirt__stream *streams;        /* created streams, doubly linked */
+    void **event_pool;                /* idle plugin events for fences */
     size_t event_pool_n, event_pool_cap;
     /* Work accounting for the allocator's fences: submitted counts every
      * async operation queued on any stream of the device; synced_all is the
@@ -242,22 +242,21 @@ struct infinirt__device {
 
 /* ------------------------------------------------------------- handles */
 
-
 struct infinirt__stream {
-    uint32_t slot;              /* handle table slot (handles.c) */
+    uint32_t slot; /* handle table slot (handles.c) */
     infinirt__device *dev;
-    void *ps;                   /* plugin stream; NULL for the default stream */
-    void *native;               /* the handle value (stream_get_native, else ps) */
+    void *ps;     /* plugin stream; NULL for the default stream */
+    void *native; /* the handle value (stream_get_native, else ps) */
     bool is_default;
-    bool wrapped;               /* made by StreamCreateFromNative */
-    bool non_blocking;          /* created with INFINIRT_STREAM_NON_BLOCKING */
+    bool wrapped;      /* made by StreamCreateFromNative */
+    bool non_blocking; /* created with INFINIRT_STREAM_NON_BLOCKING */
     /* The capture this stream takes part in (began it, or joined it by
      * waiting on an event recorded in it); NULL when not capturing.  Read
      * with no lock on every operation; set and cleared under the capture
      * lock (graph.c), which anyone who uses the capture takes. */
     _Atomic(infinirt__capture *) capture;
-    uint64_t id;                /* unique for the process: a freed stream's address may come back */
-    atomic_int pins;            /* device_sync is using it with no lock held: not freed until 0 */
+    uint64_t id;                    /* unique for the process: a freed stream's address may come back */
+    atomic_int pins;                /* device_sync is using it with no lock held: not freed until 0 */
     atomic_uint_fast64_t submitted; /* async operations queued */
     atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
     infinirt__stream *prev, *next;  /* in dev->streams */
@@ -267,12 +266,12 @@ struct infinirt__event {
     uint32_t slot;
     infinirt__device *dev;
     void *pe;
-    void *native;               /* the handle value (event_get_native, else pe) */
+    void *native; /* the handle value (event_get_native, else pe) */
     uint32_t flags;
     /* The loader capture its last record was made in (NULL: a plain
      * record, or none); under the capture lock, read without it. */
     _Atomic(infinirt__capture *) captured;
-    uint64_t captured_seq;      /* that record's place in the capture */
+    uint64_t captured_seq; /* that record's place in the capture */
     infinirt__stream *captured_on;
 };
 
@@ -304,8 +303,8 @@ void infinirt__event_put(infinirt__event *e);
 /* Resolve a stream argument: NULL → default stream of `dev` (no reference
  * taken), else a live handle (reference taken; release with
  * infinirt__stream_put).  Logs and returns BAD_PARAM for dead handles. */
-infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev,
-                                        const char *fn, infinirt__stream **out);
+infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev, const char *fn,
+                                        infinirt__stream **out);
 
 /* Note async work queued on s; call once the plugin has queued it (a sync
  * that read the counts before then did not cover it).  The stream's count
@@ -394,7 +393,8 @@ static inline infiniStatus_t infinirt__capture_sync_check(infinirt__device *dev,
  * INVALID_STATE; SUCCESS when s is not capturing after all. */
 infiniStatus_t infinirt__capture_forbid(infinirt__stream *s, const char *fn);
 /* EventRecord on s: note where e's record was made. */
-infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stream *s, const char *fn, bool *recorded);
+infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stream *s, const char *fn,
+                                              bool *recorded);
 /* StreamWaitEvent(s, e) where s or e takes part in a loader capture. */
 infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, const char *fn, bool *recorded);
 /* EventQuery / EventSynchronize of an event recorded in a capture. */
@@ -438,7 +438,7 @@ infiniDevice_t infinirt__slot_type(int slot);
 
 typedef struct {
     infinirt__config cfg;
-    infinirt__plugin *plugins;  /* every plugin considered, in order */
+    infinirt__plugin *plugins; /* every plugin considered, in order */
     int nplugins;
     infinirt__plugin *by_type[INFINIRT__TYPE_SLOTS]; /* by infinirt__type_slot: loaded, >0 devices;
                                                       * read through infinirt__plugin_of_slot */
@@ -463,14 +463,12 @@ static inline infiniStatus_t infinirt__ensure_init(void)
 }
 
 /* The device (type, id) or NULL; logs why with the calling function's name. */
-infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn,
-                                       infinirt__device **out);
+infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out);
 /* This thread's current device; NULL (with status) if it does not exist. */
 infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out);
 
 /* Log a failed call: "fn: reason (STATUS)" and return the status. */
-infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
-    INFINIRT__PRINTF(3, 4);
+infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...) INFINIRT__PRINTF(3, 4);
 /* The device's allocator pool, created on first use; NULL only when out
  * of memory. */
 infinirt__pool *infinirt__device_pool_slow(infinirt__device *d);
@@ -485,8 +483,6 @@ static inline infinirt__pool *infinirt__device_pool_peek(infinirt__device *d)
     return atomic_load_explicit(&d->pool, memory_order_acquire);
 }
 /* Log a plugin call that failed, naming plugin, device and entry. */
-infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev,
-                                       const char *entry);
-
+infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev, const char *entry);
 
 #endif /* INFINIRT_LOADER_INTERNAL_H_ */

@@ -37,14 +37,13 @@ void infinirt__log_init(void)
         if (fd >= 0)
             atomic_store(&g_fd, fd);
         else
-            infinirt__log(INFINIRT__LOG_WARN, "cannot open INFINIRT_LOG_FILE '%s'; logging to stderr",
-                          file);
+            infinirt__log(INFINIRT__LOG_WARN, "cannot open INFINIRT_LOG_FILE '%s'; logging to stderr", file);
     }
     if (lv != NULL && lv[0] != '\0') {
         int l = infinirt__log_parse_level(lv);
         if (l < 0) {
-            infinirt__log(INFINIRT__LOG_WARN,
-                          "INFINIRT_LOG='%s' is not one of error, warn, info, debug; using warn", lv);
+            infinirt__log(INFINIRT__LOG_WARN, "INFINIRT_LOG='%s' is not one of error, warn, info, debug; using warn",
+                          lv);
         } else {
             atomic_store(&g_level, l);
             atomic_store(&g_level_from_env, 1);
@@ -68,7 +67,10 @@ void infinirt__vlog(int level, const char *prefix, const char *fmt, va_list ap)
     if (!infinirt__log_enabled(level))
         return;
     char buf[2048];
-    int n = snprintf(buf, sizeof buf, "infinirt: %s: %s%s", k_level_names[level < 0 ? 0 : level > 3 ? 3 : level],
+    int n = snprintf(buf, sizeof buf, "infinirt: %s: %s%s",
+                     k_level_names[level < 0   ? 0
+                                   : level > 3 ? 3
+                                               : level],
                      prefix ? prefix : "", prefix ? ": " : "");
     if (n < 0)
         return;

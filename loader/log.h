@@ -39,10 +39,10 @@ void infinirt__vlog(int level, const char *prefix, const char *fmt, va_list ap);
 #define INFINIRT__ERROR(...) infinirt__log(INFINIRT__LOG_ERROR, __VA_ARGS__)
 #define INFINIRT__WARN(...) infinirt__log(INFINIRT__LOG_WARN, __VA_ARGS__)
 #define INFINIRT__INFO(...) infinirt__log(INFINIRT__LOG_INFO, __VA_ARGS__)
-#define INFINIRT__DEBUG(...)                                  \
-    do {                                                      \
-        if (infinirt__log_enabled(INFINIRT__LOG_DEBUG))       \
-            infinirt__log(INFINIRT__LOG_DEBUG, __VA_ARGS__);  \
+#define INFINIRT__DEBUG(...)                                 \
+    do {                                                     \
+        if (infinirt__log_enabled(INFINIRT__LOG_DEBUG))      \
+            infinirt__log(INFINIRT__LOG_DEBUG, __VA_ARGS__); \
     } while (0)
 
 #endif /* INFINIRT_LOADER_LOG_H_ */

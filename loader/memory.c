@@ -97,11 +97,10 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
         infinirt__stream_put(s);
         return INFINI_STATUS_SUCCESS;
     }
-    if (want != ANY_HOST &&
-        __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
-                             (s != NULL && (infinirt__stream_capture(s) != NULL ||
-                                            INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
-                         0)) {
+    if (want != ANY_HOST && __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
+                                                 (s != NULL && (infinirt__stream_capture(s) != NULL ||
+                                                                INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
+                                             0)) {
         /* A block a graph holds, or a free inside a capture. */
         bool handled = false;
         st = infinirt__capture_free(ptr, s, fn, &handled);
@@ -196,14 +195,14 @@ static const char *place_name(const infinirt__ptr_info *info)
 }
 
 /* One side [ptr, ptr+size) of a copy or fill (size <= PTRDIFF_MAX). */
-static inline __attribute__((always_inline)) infiniStatus_t check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn,
-                                 mem_side *out)
+static inline __attribute__((always_inline)) infiniStatus_t
+check_side(const void *ptr, size_t size, bool device_side, const char *what, const char *fn, mem_side *out)
 {
     out->dev = NULL;
     out->foreign = false;
     if (__builtin_expect((uintptr_t)ptr > UINTPTR_MAX - size, 0))
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%s range of %zu bytes at %p wraps around the address space",
-                              what, size, ptr);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
+                              "%s range of %zu bytes at %p wraps around the address space", what, size, ptr);
     infinirt__ptr_info info;
     if (!device_side && infinirt__dir_outside((uintptr_t)ptr))
         return INFINI_STATUS_SUCCESS; /* host memory no pool holds */
@@ -227,8 +226,7 @@ static inline __attribute__((always_inline)) infiniStatus_t check_side(const voi
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
                               "%s %p is device memory of %s:%d, not host memory; use a kind that names it as "
                               "device memory",
-                              what, ptr, infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
-                              info.device_id);
+                              what, ptr, infinirtGetDeviceTypeName((infiniDevice_t)info.device_type), info.device_id);
     if (size > info.block_size - info.offset)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
                               "%s range of %zu bytes at offset %zu runs past the end of its %zu-byte %s allocation",
@@ -280,8 +278,8 @@ static infiniStatus_t check_stream_alive(infinirtStream_t stream, const char *fn
 
 /* Check both sides of a copy (see above).  Device sides the loader knows
  * get their device; foreign ones are marked, for resolve_foreign. */
-static inline __attribute__((always_inline)) infiniStatus_t copy_check(void *dst, const void *src, size_t size, int kind, const char *fn, mem_side *d,
-                                 mem_side *s)
+static inline __attribute__((always_inline)) infiniStatus_t
+copy_check(void *dst, const void *src, size_t size, int kind, const char *fn, mem_side *d, mem_side *s)
 {
     infiniStatus_t st;
     bool dst_dev = kind == INFINIRT_MEMCPY_H2D || kind == INFINIRT_MEMCPY_D2D;
@@ -325,8 +323,8 @@ static infinirt__device *known(const mem_side *sd)
 
 /* D2D between two backends: bounce through host memory, in chunks so a huge
  * copy does not need a huge buffer. */
-static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, infinirt__device *sdev,
-                                           const void *src, size_t size)
+static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, infinirt__device *sdev, const void *src,
+                                           size_t size)
 {
     size_t chunk = size < (64u << 20) ? size : (64u << 20);
     unsigned char *tmp = malloc(chunk);
@@ -432,7 +430,11 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
     } else {
         if (__builtin_expect(infinirt__stream_capture(str) != NULL, 0)) {
             bool recorded = false;
-            infinirt__gop op = {.kind = INFINIRT__GOP_COPY, .arg = (int)kind, .dst = dst, .src = src, .size = size,
+            infinirt__gop op = {.kind = INFINIRT__GOP_COPY,
+                                .arg = (int)kind,
+                                .dst = dst,
+                                .src = src,
+                                .size = size,
                                 .touched = {known(&d), known(&s)}};
             st = infinirt__capture_op(str, &op, __func__, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
@@ -518,8 +520,8 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
     } else {
         if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
             bool recorded = false;
-            infinirt__gop op = {.kind = INFINIRT__GOP_SET, .arg = value, .dst = ptr, .size = count,
-                                .touched = {known(&p), NULL}};
+            infinirt__gop op = {
+                .kind = INFINIRT__GOP_SET, .arg = value, .dst = ptr, .size = count, .touched = {known(&p), NULL}};
             st = infinirt__capture_op(s, &op, __func__, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
                 infinirt__stream_put(s);

@@ -47,8 +47,7 @@ static void config_warnv(const infinirtPluginInitArgs *args, size_t index, const
     infinirt__config_warn_key(x->cfg, x->pc, index, fmt, ap);
 }
 
-static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...)
-    INFINIRT__PRINTF(3, 4);
+static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...) INFINIRT__PRINTF(3, 4);
 
 static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const char *fmt, ...)
 {
@@ -66,8 +65,7 @@ static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const cha
          * report says why, without a warning at every program start. */
         INFINIRT__INFO("plugin %s (%s): zero devices: %s", p->name, p->path, p->message);
     else if (st != INFINIRT_PLUGIN_LOADED)
-        INFINIRT__WARN("plugin %s (%s): %s: %s", p->name, p->path, infinirtGetPluginStatusString(st),
-                       p->message);
+        INFINIRT__WARN("plugin %s (%s): %s: %s", p->name, p->path, infinirtGetPluginStatusString(st), p->message);
 }
 
 static void unload(infinirt__plugin *p)
@@ -184,9 +182,8 @@ static int open_and_handshake(infinirt__plugin *p)
     const infinirtPluginOps *ops = NULL;
     infiniStatus_t st = entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops);
     if (st != INFINI_STATUS_SUCCESS || ops == NULL) {
-        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH,
-                   "entry refused loader ABI %d.%d (status %s)", INFINIRT_PLUGIN_ABI_MAJOR,
-                   INFINIRT_PLUGIN_ABI_MINOR, infinirtGetErrorName(st));
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "entry refused loader ABI %d.%d (status %s)",
+                   INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, infinirtGetErrorName(st));
         unload(p);
         return -1;
     }
@@ -213,8 +210,7 @@ static int open_and_handshake(infinirt__plugin *p)
         return -1;
     }
     if (infinirt__type_slot(ops->device_type) < 0) {
-        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "device type %d is not an infiniDevice_t",
-                   (int)ops->device_type);
+        set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "device type %d is not an infiniDevice_t", (int)ops->device_type);
         unload(p);
         return -1;
     }
@@ -343,8 +339,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
     free(kv);
     msg[sizeof msg - 1] = '\0';
     if (st != INFINI_STATUS_SUCCESS) {
-        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "%s (%s)", msg[0] ? msg : "init failed",
-                   infinirtGetErrorName(st));
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "%s (%s)", msg[0] ? msg : "init failed", infinirtGetErrorName(st));
         p->ops = NULL; /* initialised code stays mapped; never called again */
         return;
     }
@@ -461,15 +456,24 @@ void infinirt__plugins_load(const infinirt__config *cfg)
 INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t status)
 {
     switch (status) {
-    case INFINIRT_PLUGIN_LOADED: return "loaded";
-    case INFINIRT_PLUGIN_DISABLED: return "disabled";
-    case INFINIRT_PLUGIN_NOT_FOUND: return "file not found";
-    case INFINIRT_PLUGIN_DLOPEN_ERROR: return "dlopen error";
-    case INFINIRT_PLUGIN_ENTRY_MISSING: return "entry missing";
-    case INFINIRT_PLUGIN_ABI_MISMATCH: return "ABI mismatch";
-    case INFINIRT_PLUGIN_INIT_FAILED: return "init failed";
-    case INFINIRT_PLUGIN_NO_DEVICES: return "zero devices";
-    case INFINIRT_PLUGIN_DUPLICATE_TYPE: return "duplicate device type";
+    case INFINIRT_PLUGIN_LOADED:
+        return "loaded";
+    case INFINIRT_PLUGIN_DISABLED:
+        return "disabled";
+    case INFINIRT_PLUGIN_NOT_FOUND:
+        return "file not found";
+    case INFINIRT_PLUGIN_DLOPEN_ERROR:
+        return "dlopen error";
+    case INFINIRT_PLUGIN_ENTRY_MISSING:
+        return "entry missing";
+    case INFINIRT_PLUGIN_ABI_MISMATCH:
+        return "ABI mismatch";
+    case INFINIRT_PLUGIN_INIT_FAILED:
+        return "init failed";
+    case INFINIRT_PLUGIN_NO_DEVICES:
+        return "zero devices";
+    case INFINIRT_PLUGIN_DUPLICATE_TYPE:
+        return "duplicate device type";
     }
     return "unknown";
 }

@@ -98,11 +98,11 @@ typedef struct {
  * returns NULL, as libc's does, instead of ending the process: the huge rows
  * test the loader, not the sanitizer's allocator.  (Exported: the runtime
  * looks these up dynamically.) */
-#define BI_SANITIZER_OPTIONS(name)                                          \
-    const char *name(void);                                                 \
-    __attribute__((visibility("default"))) const char *name(void)           \
-    {                                                                       \
-        return "allocator_may_return_null=1";                               \
+#define BI_SANITIZER_OPTIONS(name)                                \
+    const char *name(void);                                       \
+    __attribute__((visibility("default"))) const char *name(void) \
+    {                                                             \
+        return "allocator_may_return_null=1";                     \
     }
 BI_SANITIZER_OPTIONS(__asan_default_options)
 BI_SANITIZER_OPTIONS(__tsan_default_options)
@@ -124,11 +124,11 @@ static int bi_str(const char *got, const char *want)
 #include "bad_input_rows.h"
 
 /* The rows, as functions and as a table. */
-#define BI_FN(fn, name, want, flags, call)         \
-    static int bi_##fn##_##name(bi_fixture *f)     \
-    {                                              \
-        (void)f;                                   \
-        return (int)(call);                        \
+#define BI_FN(fn, name, want, flags, call)     \
+    static int bi_##fn##_##name(bi_fixture *f) \
+    {                                          \
+        (void)f;                               \
+        return (int)(call);                    \
     }
 BI_ROWS(BI_FN)
 #undef BI_FN
@@ -147,13 +147,13 @@ static const bi_row k_rows[] = {BI_ROWS(BI_ENTRY)};
 
 /* ------------------------------------------------------------ fixture */
 
-#define SETUP(call)                                                                                       \
-    do {                                                                                                  \
-        infiniStatus_t st_ = (call);                                                                      \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                               \
-            fprintf(stderr, "fixture: %s returned %s\n", #call, infinirtGetErrorName(st_));               \
-            return TEST_FAIL;                                                                             \
-        }                                                                                                 \
+#define SETUP(call)                                                                         \
+    do {                                                                                    \
+        infiniStatus_t st_ = (call);                                                        \
+        if (st_ != INFINI_STATUS_SUCCESS) {                                                 \
+            fprintf(stderr, "fixture: %s returned %s\n", #call, infinirtGetErrorName(st_)); \
+            return TEST_FAIL;                                                               \
+        }                                                                                   \
     } while (0)
 
 static unsigned char g_src[BI_BIG], g_dst[BI_BIG];
@@ -346,9 +346,19 @@ static void snapshot(bi_fixture *f, bi_snap *s)
     memcpy(&s->out, &f->out, sizeof s->out); /* padding bytes too */
 }
 
-#define STAT_FIELDS(X)                                                                                       \
-    X(allocated_bytes) X(peak_allocated_bytes) X(reserved_bytes) X(peak_reserved_bytes) X(active_blocks)    \
-    X(segments) X(raw_allocs) X(raw_frees) X(alloc_requests) X(retries) X(oom_count) X(cached_free_bytes)
+#define STAT_FIELDS(X)      \
+    X(allocated_bytes)      \
+    X(peak_allocated_bytes) \
+    X(reserved_bytes)       \
+    X(peak_reserved_bytes)  \
+    X(active_blocks)        \
+    X(segments)             \
+    X(raw_allocs)           \
+    X(raw_frees)            \
+    X(alloc_requests)       \
+    X(retries)              \
+    X(oom_count)            \
+    X(cached_free_bytes)
 
 /* Print what differs; returns the number of differences.  `oom_ok`: the call
  * failed for lack of memory, which oom_count counts (once). */
@@ -368,12 +378,12 @@ static int compare(const bi_snap *a, const bi_snap *b, bool oom_ok)
         const infinirtAllocatorStats_t *x = &a->pools[i].stats, *y = &b->pools[i].stats;
         if (strcmp(a->pools[i].label, b->pools[i].label) != 0)
             DIFF("pool %s -> %s\n", a->pools[i].label, b->pools[i].label);
-#define FIELD(name)                                                                                  \
-    if (x->name != y->name) {                                                                        \
-        if (oom_ok && strcmp(#name, "oom_count") == 0 && y->name == x->name + 1 && ooms++ == 0)      \
-            ;                                                                                        \
-        else                                                                                         \
-            DIFF("%s allocator %s %zu -> %zu\n", a->pools[i].label, #name, x->name, y->name);        \
+#define FIELD(name)                                                                             \
+    if (x->name != y->name) {                                                                   \
+        if (oom_ok && strcmp(#name, "oom_count") == 0 && y->name == x->name + 1 && ooms++ == 0) \
+            ;                                                                                   \
+        else                                                                                    \
+            DIFF("%s allocator %s %zu -> %zu\n", a->pools[i].label, #name, x->name, y->name);   \
     }
         STAT_FIELDS(FIELD)
 #undef FIELD
@@ -394,9 +404,12 @@ static int compare(const bi_snap *a, const bi_snap *b, bool oom_ok)
         const void *x, *y;
         size_t n;
     } bufs[] = {
-        {"d_a", a->d_a, b->d_a, sizeof a->d_a},         {"d_big", a->d_big, b->d_big, sizeof a->d_big},
-        {"d_other", a->d_other, b->d_other, sizeof a->d_other}, {"h_pin", a->h_pin, b->h_pin, sizeof a->h_pin},
-        {"h_src", a->h_src, b->h_src, sizeof a->h_src}, {"h_dst", a->h_dst, b->h_dst, sizeof a->h_dst},
+        {"d_a", a->d_a, b->d_a, sizeof a->d_a},
+        {"d_big", a->d_big, b->d_big, sizeof a->d_big},
+        {"d_other", a->d_other, b->d_other, sizeof a->d_other},
+        {"h_pin", a->h_pin, b->h_pin, sizeof a->h_pin},
+        {"h_src", a->h_src, b->h_src, sizeof a->h_src},
+        {"h_dst", a->h_dst, b->h_dst, sizeof a->h_dst},
         {"output arguments", &a->out, &b->out, sizeof a->out},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -498,8 +511,8 @@ static int run_row(const bi_row *r, const char *log_path)
         char status_tag[64];
         snprintf(status_tag, sizeof status_tag, "(%s)", status_name(got));
         if (strstr(tail, r->function) == NULL || strstr(tail, status_tag) == NULL) {
-            fprintf(stderr, "    no log line naming %s and %s; the call logged: \"%s\"\n", r->function,
-                    status_tag, tail);
+            fprintf(stderr, "    no log line naming %s and %s; the call logged: \"%s\"\n", r->function, status_tag,
+                    tail);
             fails++;
         }
     }

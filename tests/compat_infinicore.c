@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_RT(call)                                                       \
-    do {                                                                     \
-        infiniStatus_t s_ = (call);                                          \
-        if (s_ != INFINI_STATUS_SUCCESS) {                                   \
+#define CHECK_RT(call)                                                                     \
+    do {                                                                                   \
+        infiniStatus_t s_ = (call);                                                        \
+        if (s_ != INFINI_STATUS_SUCCESS) {                                                 \
             fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)s_); \
-            return 1;                                                        \
-        }                                                                    \
+            return 1;                                                                      \
+        }                                                                                  \
     } while (0)
 
 int main(void)

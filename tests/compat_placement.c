@@ -53,12 +53,12 @@ typedef enum {
 #include <stdio.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                       \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);     \
-            return 1;                                                      \
-        }                                                                  \
+#define EXPECT(cond)                                                   \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            return 1;                                                  \
+        }                                                              \
     } while (0)
 
 int main(void)

@@ -178,7 +178,8 @@ int test_config_empty_file(void)
 
 int test_config_binary_file(void)
 {
-    static const char bin[] = "\x7f" "ELF\x02\x01\x01\0\0\0[plugin.cpu]\n";
+    static const char bin[] = "\x7f"
+                              "ELF\x02\x01\x01\0\0\0[plugin.cpu]\n";
     return refused(use_bytes(bin, sizeof bin - 1), "is a binary file (a NUL byte at offset 7)");
 }
 
@@ -268,12 +269,12 @@ int test_config_long_lines(void)
     memset(section, 's', 300);
     section[300] = '\0';
     snprintf(cfg, sizeof cfg,
-             "; %s\n"                    /* 1: a long comment */
-             "[plugin.%s]\n"             /* 2: a long plugin name */
-             "devices = 9\n"             /* 3: in the ignored section */
-             "[plugin.cpu]\n"            /* 4 */
-             "library = %s\n"            /* 5: longer than 199 characters */
-             "devices = 2\n",            /* 6 */
+             "; %s\n"         /* 1: a long comment */
+             "[plugin.%s]\n"  /* 2: a long plugin name */
+             "devices = 9\n"  /* 3: in the ignored section */
+             "[plugin.cpu]\n" /* 4 */
+             "library = %s\n" /* 5: longer than 199 characters */
+             "devices = 2\n", /* 6 */
              comment, section, link);
     use_text(cfg);
     infinirtPluginInfo_t pi;
@@ -313,9 +314,9 @@ int test_config_inline_comments(void)
              "[allocator]\n"
              "max_split_size = 1MiB ; one mebibyte\n" /* 4 */
              "[plugin.cpu]\n"
-             "library = %s # the build's\n"            /* 6 */
-             "devices = 2 # two\n"                     /* 7 */
-             "memory_limit = 1GiB ; a cap\n",          /* 8 */
+             "library = %s # the build's\n"   /* 6 */
+             "devices = 2 # two\n"            /* 7 */
+             "memory_limit = 1GiB ; a cap\n", /* 8 */
              CPU_PLUGIN);
     use_text(cfg);
     ASSERT_EQ(cpu_count(), 2);
@@ -334,14 +335,14 @@ int test_config_inline_comments(void)
 int test_config_bad_values(void)
 {
     use_text("[loader]\n"
-             "log_level = loud\n"          /* 2 */
-             "colour = blue\n"             /* 3 */
+             "log_level = loud\n" /* 2 */
+             "colour = blue\n"    /* 3 */
              "[allocator]\n"
-             "max_cached = 12Q\n"          /* 5 */
+             "max_cached = 12Q\n" /* 5 */
              "[plugin.cpu]\n"
-             "devices = abc\n"             /* 7 */
-             "memory_limit = 12Q\n"        /* 8 */
-             "devics = 2\n");              /* 9 */
+             "devices = abc\n"      /* 7 */
+             "memory_limit = 12Q\n" /* 8 */
+             "devics = 2\n");       /* 9 */
     ASSERT_EQ(cpu_count(), 1);
     CHECK(log_has_at(2, "[loader] log_level = 'loud': not error, warn, info or debug; using the default"));
     CHECK(log_has_at(3, "[loader] unknown key 'colour' ignored"));
@@ -358,12 +359,22 @@ int test_config_size_suffixes(void)
         const char *text;
         size_t value;
     } ok[] = {
-        {"0", 0}, {"512", 512}, {"4K", 4096}, {"4k", 4096}, {"4KB", 4096}, {"4KiB", 4096},
-        {"2M", 2u << 20}, {"2MiB", 2u << 20}, {"1G", (size_t)1 << 30}, {"1GiB", (size_t)1 << 30},
-        {"1T", (size_t)1 << 40}, {"1TiB", (size_t)1 << 40}, {"3mb", 3u << 20},
+        {"0", 0},
+        {"512", 512},
+        {"4K", 4096},
+        {"4k", 4096},
+        {"4KB", 4096},
+        {"4KiB", 4096},
+        {"2M", 2u << 20},
+        {"2MiB", 2u << 20},
+        {"1G", (size_t)1 << 30},
+        {"1GiB", (size_t)1 << 30},
+        {"1T", (size_t)1 << 40},
+        {"1TiB", (size_t)1 << 40},
+        {"3mb", 3u << 20},
     };
-    static const char *const bad[] = {"", "K", "-1", "12Q", "1Ki", "1 K", "1KiBB", "1.5M", "0x10",
-                                      "99999999999999999999", "17179869184T"};
+    static const char *const bad[] = {
+        "", "K", "-1", "12Q", "1Ki", "1 K", "1KiBB", "1.5M", "0x10", "99999999999999999999", "17179869184T"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         size_t v = 7;
         ASSERT_EQ(infinirtPluginParseSize(ok[i].text, &v), 0);

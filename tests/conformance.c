@@ -157,7 +157,7 @@ int test_conformance_memcpy_errors(void)
     void *d;
     char h[64] = {0};
     ASSERT_OK(infinirtMalloc(&d, 32));
-    ASSERT_STATUS(infinirtMemcpy(d, h, 33, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);   /* past the end */
+    ASSERT_STATUS(infinirtMemcpy(d, h, 33, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM); /* past the end */
     ASSERT_STATUS(infinirtMemcpy((char *)d + 16, h, 17, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtMemcpy(h, d, 33, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
     /* Memory the loader did not allocate is foreign device memory (see
@@ -536,7 +536,7 @@ int test_conformance_malloc_host(void)
     ASSERT_OK(infinirtMemcpyAsync(h2, d, n, INFINIRT_MEMCPY_D2H, s));
     ASSERT_OK(infinirtStreamSynchronize(s));
     ASSERT_MEM_EQ(h1, h2, n);
-    ASSERT_STATUS(infinirtFree(h1), INFINI_STATUS_BAD_PARAM);   /* host memory to Free */
+    ASSERT_STATUS(infinirtFree(h1), INFINI_STATUS_BAD_PARAM);    /* host memory to Free */
     ASSERT_STATUS(infinirtFreeHost(d), INFINI_STATUS_BAD_PARAM); /* device memory to FreeHost */
     ASSERT_OK(infinirtFreeHost(h1));
     ASSERT_OK(infinirtFreeHost(h2));
@@ -648,12 +648,22 @@ int test_conformance_native_handles(void)
 int test_conformance_error_strings(void)
 {
     static const infiniStatus_t all[] = {
-        INFINI_STATUS_SUCCESS, INFINI_STATUS_INTERNAL_ERROR, INFINI_STATUS_NOT_IMPLEMENTED,
-        INFINI_STATUS_BAD_PARAM, INFINI_STATUS_NULL_POINTER, INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED,
-        INFINI_STATUS_DEVICE_NOT_FOUND, INFINI_STATUS_DEVICE_NOT_INITIALIZED,
-        INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED, INFINI_STATUS_BAD_TENSOR_DTYPE,
-        INFINI_STATUS_BAD_TENSOR_SHAPE, INFINI_STATUS_BAD_TENSOR_STRIDES, INFINI_STATUS_INSUFFICIENT_WORKSPACE,
-        INFINI_STATUS_OUT_OF_MEMORY, INFINI_STATUS_NOT_READY, INFINI_STATUS_INVALID_STATE,
+        INFINI_STATUS_SUCCESS,
+        INFINI_STATUS_INTERNAL_ERROR,
+        INFINI_STATUS_NOT_IMPLEMENTED,
+        INFINI_STATUS_BAD_PARAM,
+        INFINI_STATUS_NULL_POINTER,
+        INFINI_STATUS_DEVICE_TYPE_NOT_SUPPORTED,
+        INFINI_STATUS_DEVICE_NOT_FOUND,
+        INFINI_STATUS_DEVICE_NOT_INITIALIZED,
+        INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED,
+        INFINI_STATUS_BAD_TENSOR_DTYPE,
+        INFINI_STATUS_BAD_TENSOR_SHAPE,
+        INFINI_STATUS_BAD_TENSOR_STRIDES,
+        INFINI_STATUS_INSUFFICIENT_WORKSPACE,
+        INFINI_STATUS_OUT_OF_MEMORY,
+        INFINI_STATUS_NOT_READY,
+        INFINI_STATUS_INVALID_STATE,
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {

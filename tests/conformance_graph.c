@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N 4096              /* bytes moved by the captured copies */
+#define N 4096             /* bytes moved by the captured copies */
 #define SZ ((size_t)65536) /* bytes of the blocks allocated in captures */
-#define NPROBE 8            /* same-size allocations per probe and kind */
+#define NPROBE 8           /* same-size allocations per probe and kind */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -148,8 +148,7 @@ static int probe_no_reuse(const held *h, int nh, infinirtStream_t same, infinirt
     for (int i = 0; i < ng; i++)
         for (int k = 0; k < nh; k++)
             if (overlaps(got[i], SZ, h[k].p, h[k].n))
-                TEST_FAILED_("allocation %d (%p) was handed the graph's %s block %p", i, got[i], h[k].what,
-                             h[k].p);
+                TEST_FAILED_("allocation %d (%p) was handed the graph's %s block %p", i, got[i], h[k].what, h[k].p);
     for (int i = 0; i < ng; i++)
         ASSERT_OK(infinirtMemsetAsync(got[i], 0xee, SZ, other));
     for (int i = 0; i < ng; i++)
@@ -728,8 +727,7 @@ int test_conformance_graph_illegal_calls(void)
     g = NULL;
     ASSERT_STATUS(infinirtStreamEndCapture(s, &g), INFINI_STATUS_INVALID_STATE);
     ASSERT_PTR_EQ(g, NULL);
-    ASSERT_STATUS(infinirtStreamBeginCapture(NULL, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL),
-                  INFINI_STATUS_INVALID_STATE);
+    ASSERT_STATUS(infinirtStreamBeginCapture(NULL, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL), INFINI_STATUS_INVALID_STATE);
     ASSERT_STATUS(infinirtStreamBeginCapture(NULL, INFINIRT_STREAM_CAPTURE_MODE_RELAXED),
                   INFINI_STATUS_INVALID_STATE);
     /* Nothing is capturing now: the device and the default stream work. */
@@ -774,11 +772,11 @@ static void churn_fail(churn_state *c, infiniStatus_t st, const char *call)
     }
 }
 
-#define CHURN(call)                                  \
-    do {                                             \
-        infiniStatus_t st_ = (call);                 \
-        if (st_ != INFINI_STATUS_SUCCESS)            \
-            churn_fail(c, st_, #call);               \
+#define CHURN(call)                       \
+    do {                                  \
+        infiniStatus_t st_ = (call);      \
+        if (st_ != INFINI_STATUS_SUCCESS) \
+            churn_fail(c, st_, #call);    \
     } while (0)
 
 static void churn_check(churn_state *c, const void *p)

@@ -185,7 +185,7 @@ int test_conformance_device_as_host(void)
         ASSERT_OK(infinirtMemcpy(d1, f, N, INFINIRT_MEMCPY_H2H));
         ASSERT_OK(infinirtMemcpy(g, d1, N, INFINIRT_MEMCPY_H2H));
         ASSERT_MEM_EQ(g, f, N);
-        ASSERT_OK(infinirtMemcpy(d2, d1, N / 2, INFINIRT_MEMCPY_H2D));                               /* src */
+        ASSERT_OK(infinirtMemcpy(d2, d1, N / 2, INFINIRT_MEMCPY_H2D));                                 /* src */
         ASSERT_OK(infinirtMemcpy((char *)d2 + N / 2, (char *)d1 + N / 2, N / 2, INFINIRT_MEMCPY_D2H)); /* dst */
         CHECK(device_is(d2, f, N));
         ASSERT_OK(infinirtMemset(d1, 0, N));

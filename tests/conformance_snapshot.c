@@ -9,10 +9,10 @@
 #include <string.h>
 
 #define MiB ((size_t)1 << 20)
-#define KNOWN_FIELDS                                                                                     \
-    ((uint64_t)(INFINIRT_RESOURCE_FIELD_MEMORY_CAPACITY | INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION | \
-                INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION |                                  \
-                INFINIRT_RESOURCE_FIELD_KERNEL_TIME_RATIO | INFINIRT_RESOURCE_FIELD_COMMUNICATION))
+#define KNOWN_FIELDS                                                                                               \
+    ((uint64_t)(INFINIRT_RESOURCE_FIELD_MEMORY_CAPACITY | INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION |            \
+                INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION | INFINIRT_RESOURCE_FIELD_KERNEL_TIME_RATIO | \
+                INFINIRT_RESOURCE_FIELD_COMMUNICATION))
 
 /* A utilisation figure: in [0, 1] when its bit is set, 0 when not. */
 static int check_fraction(const infinirtDeviceResourceSnapshot_t *s, infinirtResourceField_t bit, float v)
@@ -57,8 +57,7 @@ static int check_device(infiniDevice_t type, int id)
 
     /* Utilisation: where observed, fractions; on CPU and OpenCL never. */
     CHECK(check_fraction(&s, INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION, s.compute_utilization));
-    CHECK(check_fraction(&s, INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION,
-                         s.memory_bandwidth_utilization));
+    CHECK(check_fraction(&s, INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION, s.memory_bandwidth_utilization));
     CHECK(check_fraction(&s, INFINIRT_RESOURCE_FIELD_KERNEL_TIME_RATIO, s.kernel_time_ratio));
     ASSERT_EQ(s.valid_fields & INFINIRT_RESOURCE_FIELD_COMMUNICATION, 0);
     ASSERT(s.communication_time_ratio == 0.0f);

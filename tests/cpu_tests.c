@@ -514,7 +514,7 @@ int test_cpu_pool_bounded_threads(void)
     static infinirtStream_t s[N];
     for (int i = 0; i < N; i++)
         ASSERT_OK(infinirtStreamCreate(&s[i]));
-    ASSERT_EQ(worker_count(), base); /* no thread per stream */
+    ASSERT_EQ(worker_count(), base);    /* no thread per stream */
     ASSERT_LE(thread_count() - all, 2); /* (a sanitizer's runtime may start one) */
     void *d;
     ASSERT_OK(infinirtMalloc(&d, 64 * N));

@@ -99,12 +99,14 @@ static infiniStatus_t hit(int op)
     if (count_down(&g_any_left))
         return (infiniStatus_t)atomic_load(&g_any_status);
     switch (atomic_load(&g_mode[op])) {
-    case FAULT_ALWAYS: return (infiniStatus_t)atomic_load(&g_status[op]);
+    case FAULT_ALWAYS:
+        return (infiniStatus_t)atomic_load(&g_status[op]);
     case FAULT_NTH:
         if (count_down(&g_left[op]))
             return (infiniStatus_t)atomic_load(&g_status[op]);
         break;
-    default: break;
+    default:
+        break;
     }
     return INFINI_STATUS_SUCCESS;
 }
@@ -199,8 +201,9 @@ static infiniStatus_t fault_init(const infinirtPluginInitArgs *args, int *device
     infinirtPluginEntryFn entry;
     void *sym = dlsym(dl, INFINIRT_PLUGIN_ENTRY_NAME);
     memcpy(&entry, &sym, sizeof entry);
-    if (sym == NULL || entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &g_inner) !=
-                           INFINI_STATUS_SUCCESS || g_inner == NULL) {
+    if (sym == NULL ||
+        entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &g_inner) != INFINI_STATUS_SUCCESS ||
+        g_inner == NULL) {
         snprintf(args->message, args->message_size, "%s has no usable entry", inner);
         return INFINI_STATUS_BAD_PARAM;
     }
@@ -227,23 +230,23 @@ static void fault_shutdown(void)
 }
 
 /* Fail when told to, else forward to the inner plugin. */
-#define FORWARD(op, ...)                                                                                   \
-    do {                                                                                                   \
-        infiniStatus_t st_ = hit(OP_##op);                                                                 \
-        if (st_ != INFINI_STATUS_SUCCESS)                                                                  \
-            return st_;                                                                                    \
-        return after(OP_##op, g_inner->op(__VA_ARGS__));                                                   \
+#define FORWARD(op, ...)                                 \
+    do {                                                 \
+        infiniStatus_t st_ = hit(OP_##op);               \
+        if (st_ != INFINI_STATUS_SUCCESS)                \
+            return st_;                                  \
+        return after(OP_##op, g_inner->op(__VA_ARGS__)); \
     } while (0)
 
 /* The same for frees and destroys: a failed one leaves obj alive. */
-#define FORWARD_RELEASE(op, obj, ...)                                                                      \
-    do {                                                                                                   \
-        infiniStatus_t st_ = hit(OP_##op);                                                                 \
-        if (st_ != INFINI_STATUS_SUCCESS) {                                                                \
-            strand(obj);                                                                                   \
-            return st_;                                                                                    \
-        }                                                                                                  \
-        return g_inner->op(__VA_ARGS__);                                                                   \
+#define FORWARD_RELEASE(op, obj, ...)       \
+    do {                                    \
+        infiniStatus_t st_ = hit(OP_##op);  \
+        if (st_ != INFINI_STATUS_SUCCESS) { \
+            strand(obj);                    \
+            return st_;                     \
+        }                                   \
+        return g_inner->op(__VA_ARGS__);    \
     } while (0)
 
 static infiniStatus_t f_get_device_info(int dev, infinirtPluginDeviceInfo *info)
@@ -365,7 +368,7 @@ static infinirtPluginOps ops = {
 #define X(op) .op = f_##op,
     FAULT_OPS(X)
 #undef X
-    .get_device_flags = f_get_device_flags,
+        .get_device_flags = f_get_device_flags,
 };
 
 /* The entry is the header's macro, so its table cannot be edited there:
@@ -385,8 +388,10 @@ __attribute__((constructor)) static void apply_omit(void)
             abort();
         }
         switch (i) {
-#define X(op)                                                                                              \
-    case OP_##op: ops.op = NULL; break;
+#define X(op)          \
+    case OP_##op:      \
+        ops.op = NULL; \
+        break;
             FAULT_OPS(X)
 #undef X
         }

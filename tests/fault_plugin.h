@@ -7,11 +7,29 @@
 
 /* Every entry that can be made to fail, in table order (init and shutdown
  * cannot). */
-#define FAULT_OPS(X)                                                                                       \
-    X(get_device_info) X(get_mem_info) X(device_synchronize) X(stream_create) X(stream_destroy)           \
-    X(stream_synchronize) X(stream_wait_event) X(launch_host_func) X(event_create) X(event_destroy)       \
-    X(event_record) X(event_query) X(event_synchronize) X(event_elapsed_time) X(malloc_device)            \
-    X(free_device) X(malloc_host) X(free_host) X(memcpy) X(memcpy_async) X(memset) X(memset_async)       \
+#define FAULT_OPS(X)      \
+    X(get_device_info)    \
+    X(get_mem_info)       \
+    X(device_synchronize) \
+    X(stream_create)      \
+    X(stream_destroy)     \
+    X(stream_synchronize) \
+    X(stream_wait_event)  \
+    X(launch_host_func)   \
+    X(event_create)       \
+    X(event_destroy)      \
+    X(event_record)       \
+    X(event_query)        \
+    X(event_synchronize)  \
+    X(event_elapsed_time) \
+    X(malloc_device)      \
+    X(free_device)        \
+    X(malloc_host)        \
+    X(free_host)          \
+    X(memcpy)             \
+    X(memcpy_async)       \
+    X(memset)             \
+    X(memset_async)       \
     X(stream_create_with_flags)
 
 /* Modes of fault_set. */

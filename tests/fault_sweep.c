@@ -35,12 +35,12 @@ static void count_run(void *arg)
 
 /* A call of the workload: SUCCESS or the injected status are the only
  * answers allowed (a few calls have documented others, passed as `also`). */
-#define STEP(call, also)                                                                                   \
-    do {                                                                                                   \
-        infiniStatus_t st_ = (call);                                                                       \
-        if (st_ != INFINI_STATUS_SUCCESS && st_ != FAIL_ST && st_ != (also) && st_ != NOT_READY_OK(also))   \
-            TEST_FAILED_("%s returned %s", #call, infinirtGetErrorName(st_));                            \
-        last = st_;                                                                                        \
+#define STEP(call, also)                                                                                  \
+    do {                                                                                                  \
+        infiniStatus_t st_ = (call);                                                                      \
+        if (st_ != INFINI_STATUS_SUCCESS && st_ != FAIL_ST && st_ != (also) && st_ != NOT_READY_OK(also)) \
+            TEST_FAILED_("%s returned %s", #call, infinirtGetErrorName(st_));                             \
+        last = st_;                                                                                       \
     } while (0)
 #define NONE INFINI_STATUS_SUCCESS
 /* An elapsed time whose record failed is INVALID_STATE; one whose event

@@ -169,8 +169,8 @@ static int reuse_is_safe(infinirtStream_t gated, bool async_free, infinirtStream
     ASSERT_OK(infinirtStreamSynchronize(gated));
     ASSERT_OK(infinirtMemcpy(got, fresh, size, INFINIRT_MEMCPY_D2H));
     if (memcmp(got, b, size) != 0)
-        TEST_FAILED_("block %p (freed %p while a copy into it was queued) was overwritten by that copy%s", fresh,
-                     old, fresh == old ? ": the allocator handed it out again too early" : "");
+        TEST_FAILED_("block %p (freed %p while a copy into it was queued) was overwritten by that copy%s", fresh, old,
+                     fresh == old ? ": the allocator handed it out again too early" : "");
     ASSERT_OK(infinirtFree(fresh));
     free(a);
     free(b);
@@ -268,8 +268,8 @@ int test_fault_table_no_stream_destroy(void)
 int test_fault_no_events(void)
 {
     ft_config("event_create,event_destroy,event_record,event_query,event_synchronize,event_elapsed_time,"
-                 "stream_wait_event",
-                 NULL);
+              "stream_wait_event",
+              NULL);
     fault_api api;
     CHECK(ft_start(&api));
     infinirtEvent_t e = NULL;
@@ -278,8 +278,8 @@ int test_fault_no_events(void)
     infinirtStream_t s, s2;
     ASSERT_OK(ft_stream(&s));
     ASSERT_OK(ft_stream(&s2));
-    CHECK(reuse_is_safe(s, false, NULL, BLK));  /* Free, reused on the default stream */
-    CHECK(reuse_is_safe(s, true, s2, BLK));     /* FreeAsync, reused on another stream */
+    CHECK(reuse_is_safe(s, false, NULL, BLK));   /* Free, reused on the default stream */
+    CHECK(reuse_is_safe(s, true, s2, BLK));      /* FreeAsync, reused on another stream */
     CHECK(reuse_is_safe(s, false, NULL, LIMIT)); /* the whole device */
     ASSERT_OK(infinirtDeviceSynchronize());
     ASSERT_OK(infinirtStreamDestroy(s));
@@ -539,7 +539,6 @@ int test_fault_device_sync_late_work(void)
     CHECK(all_memory_back());
     return TEST_OK;
 }
-
 
 /* A plugin without device_synchronize: DeviceSynchronize waits for each
  * stream in turn, but must not hold the device's lock while it does -

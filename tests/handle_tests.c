@@ -73,9 +73,9 @@ int test_threads_stream_destroy_waits(void)
 enum { GUESS_ROUNDS = 20000, GUESS_SECONDS = 4 };
 
 typedef struct {
-    uintptr_t last;   /* the creator's latest handle */
+    uintptr_t last; /* the creator's latest handle */
     int stop;
-    long destroyed;   /* handles the guesser destroyed */
+    long destroyed; /* handles the guesser destroyed */
 } guess_state;
 
 /* Handles are the backend's objects: a stream created right after one was

@@ -86,17 +86,17 @@ static int run_child(int (*fn)(void), child_result *r)
         r->exit_code = WEXITSTATUS(status);
     if (!r->hung && WIFSIGNALED(status))
         r->signal = WTERMSIG(status);
-    fprintf(stderr, "child %s (exit %d, signal %d); its stderr:\n%s--\n",
-            r->hung ? "HUNG and was killed" : "ended", r->exit_code, r->signal, r->err);
+    fprintf(stderr, "child %s (exit %d, signal %d); its stderr:\n%s--\n", r->hung ? "HUNG and was killed" : "ended",
+            r->exit_code, r->signal, r->err);
     return TEST_OK;
 }
 
 /* The child must have ended by itself with exit code 0. */
-#define ASSERT_CHILD_OK(r)            \
-    do {                              \
-        ASSERT(!(r).hung);            \
-        ASSERT_EQ((r).signal, 0);     \
-        ASSERT_EQ((r).exit_code, 0);  \
+#define ASSERT_CHILD_OK(r)           \
+    do {                             \
+        ASSERT(!(r).hung);           \
+        ASSERT_EQ((r).signal, 0);    \
+        ASSERT_EQ((r).exit_code, 0); \
     } while (0)
 
 /* Device memory, a stream with a copy queued on it, and a stream whose

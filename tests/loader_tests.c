@@ -323,8 +323,7 @@ int test_loader_bad_plugin_key(void)
     ASSERT_EQ(pi.device_count, 1);
     char want[PATH_MAX + 128], resolved[PATH_MAX];
     ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
-    snprintf(want, sizeof want, "%s:3: [plugin.cpu] devices = 'lots': not a number from 0 to 64; using 1",
-             resolved);
+    snprintf(want, sizeof want, "%s:3: [plugin.cpu] devices = 'lots': not a number from 0 to 64; using 1", resolved);
     ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
     ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
     /* The other plugin serves too. */
@@ -418,8 +417,10 @@ int test_loader_malformed_ini(void)
     ASSERT_STR_CONTAINS(log, want);
     snprintf(want, sizeof want, "%s:6: section header without a closing ']'", resolved);
     ASSERT_STR_CONTAINS(log, want);
-    snprintf(want, sizeof want, "%s:11: [allocator] granularity = '300': granularity must be a power of two "
-             "up to 1G; using 512", resolved);
+    snprintf(want, sizeof want,
+             "%s:11: [allocator] granularity = '300': granularity must be a power of two "
+             "up to 1G; using 512",
+             resolved);
     ASSERT_STR_CONTAINS(log, want);
     return TEST_OK;
 }
@@ -1357,8 +1358,8 @@ int test_loader_unsafe_plugin_warns(void)
             TEST_FAILED_("case %d (%s): the plugin did not load with the warning '%s'", i, files[i], want[i]);
     }
     /* A file of ours in a safe folder: no warning. */
-    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n\n[plugin.safe]\nlibrary = " FAKE_DIR
-                              "/libfake_good.so\nanswer = 42\n",
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\n\n[plugin.safe]\nlibrary = " FAKE_DIR "/libfake_good.so\nanswer = 42\n",
              CPU_PLUGIN);
     use_config(cfg);
     infinirtPluginInfo_t pi;

@@ -40,8 +40,9 @@ int main(int argc, char **argv)
     char prefix[] = "/tmp/infinirt-noconfig-XXXXXX";
     ASSERT(mkdtemp(prefix) != NULL);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/lib/infinirt %s/home && cp %s %s/lib/libinfinirt.so && cp %s/*.so %s/lib/infinirt/",
-             prefix, prefix, argv[1], prefix, argv[2], prefix);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/lib/infinirt %s/home && cp %s %s/lib/libinfinirt.so && cp %s/*.so %s/lib/infinirt/", prefix,
+             prefix, argv[1], prefix, argv[2], prefix);
     ASSERT_EQ(run(cmd), 0);
     /* Nothing to find: no INFINIRT_CONFIG, an empty home, no etc/ beside. */
     unsetenv("INFINIRT_CONFIG");

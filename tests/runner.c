@@ -100,7 +100,9 @@ int main(int argc, char **argv)
             tc_open_all_gates(); /* a failed test may have left a stream held */
             rc = tc_gate_verdict(rc);
             fprintf(stderr, "%s: %s\n", k_tests[i].name,
-                    rc == TEST_OK ? "ok" : rc == TEST_SKIP ? "skipped" : "FAILED");
+                    rc == TEST_OK     ? "ok"
+                    : rc == TEST_SKIP ? "skipped"
+                                      : "FAILED");
             return rc;
         }
     }

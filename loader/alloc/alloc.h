@@ -53,28 +53,28 @@ typedef struct infinirt__pool_backend {
     infiniStatus_t (*fence_query)(void *ctx, infinirt__fence *fence, int *done);
     infiniStatus_t (*fence_wait)(void *ctx, infinirt__fence *fence);
     void (*fence_release)(void *ctx, infinirt__fence *fence);
-    size_t max_alloc_size;  /* largest raw allocation; 0 = no limit */
-    size_t total_memory;    /* device memory size, for segment sizing; 0 = unknown */
-    char label[64];         /* "cpu:0", "cuda host" - for log lines */
-    int device_type;        /* infiniDevice_t, reported by lookup */
-    int device_id;          /* -1 for host pools */
+    size_t max_alloc_size; /* largest raw allocation; 0 = no limit */
+    size_t total_memory;   /* device memory size, for segment sizing; 0 = unknown */
+    char label[64];        /* "cpu:0", "cuda host" - for log lines */
+    int device_type;       /* infiniDevice_t, reported by lookup */
+    int device_id;         /* -1 for host pools */
 } infinirt__pool_backend;
 
 typedef struct {
-    int enabled;              /* 0: pass-through, every alloc is a raw alloc */
-    size_t granularity;       /* request rounding, power of two (default 512) */
-    size_t max_cached_bytes;  /* free bytes kept cached beyond which free
+    int enabled;             /* 0: pass-through, every alloc is a raw alloc */
+    size_t granularity;      /* request rounding, power of two (default 512) */
+    size_t max_cached_bytes; /* free bytes kept cached beyond which free
                                  segments are released; 0 = no cap */
-    size_t max_split_size;    /* free blocks larger than this are not split
+    size_t max_split_size;   /* free blocks larger than this are not split
                                  for smaller requests; 0 = no limit */
-    int release_on_free;      /* 1: give fully free segments back at once */
+    int release_on_free;     /* 1: give fully free segments back at once */
 } infinirt__alloc_config;
 
 void infinirt__alloc_config_default(infinirt__alloc_config *cfg);
 
 /* Create a pool.  *backend is copied.  Returns SUCCESS or OUT_OF_MEMORY. */
-infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend,
-                                     const infinirt__alloc_config *cfg, infinirt__pool **out);
+infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, const infinirt__alloc_config *cfg,
+                                     infinirt__pool **out);
 /* Release every segment (waiting for fences) and the pool.  Live blocks are
  * released too.  Only at shutdown or in tests. */
 void infinirt__pool_destroy(infinirt__pool *pool);

@@ -61,8 +61,7 @@ static inline void infinirt__spin_lock(infinirt__spinlock *l)
      * so whoever learns of a change (a free, by the thread that made it or
      * through the application's own synchronisation with it) also sees the
      * new epoch. */
-    atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1,
-                          memory_order_release);
+    atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1, memory_order_release);
 }
 
 /* Take the lock to read only: the epoch stays, so what other threads

@@ -106,9 +106,9 @@ void infinirt__descs_free(infinirt__descs *d);
 #define INFINIRT__HB_SLOTS 4u
 typedef struct {
     uintptr_t key[INFINIRT__HB_SLOTS];
-    uintptr_t val[INFINIRT__HB_SLOTS];  /* descriptor | HW_* */
-    size_t req[INFINIRT__HB_SLOTS];     /* bytes requested */
-    size_t size[INFINIRT__HB_SLOTS];    /* bytes of the block */
+    uintptr_t val[INFINIRT__HB_SLOTS]; /* descriptor | HW_* */
+    size_t req[INFINIRT__HB_SLOTS];    /* bytes requested */
+    size_t size[INFINIRT__HB_SLOTS];   /* bytes of the block */
 } infinirt__hbkt;
 _Static_assert(sizeof(infinirt__hbkt) == 128, "a hash bucket is two cache lines");
 /* The block is the head of a large segment it spans, and that segment keeps
@@ -147,8 +147,8 @@ static inline size_t infinirt__ht_slot(const infinirt__blktab *t, uintptr_t key)
 /* Bit i set: slot i of bucket b holds key (key 0: is empty). */
 static inline unsigned infinirt__hb_match(const infinirt__hbkt *b, uintptr_t key)
 {
-    return (unsigned)(b->key[0] == key) | (unsigned)(b->key[1] == key) << 1 |
-           (unsigned)(b->key[2] == key) << 2 | (unsigned)(b->key[3] == key) << 3;
+    return (unsigned)(b->key[0] == key) | (unsigned)(b->key[1] == key) << 1 | (unsigned)(b->key[2] == key) << 2 |
+           (unsigned)(b->key[3] == key) << 3;
 }
 /* Would `more` entries beyond the current ones exceed the load? */
 static inline bool infinirt__ht_full(const infinirt__blktab *t, size_t more)
@@ -156,8 +156,8 @@ static inline bool infinirt__ht_full(const infinirt__blktab *t, size_t more)
     return (t->count + more) * 2 > (t->mask + 1) * INFINIRT__HB_SLOTS;
 }
 /* Fill free slot i of bucket k with an entry. */
-static inline void infinirt__ht_fill(infinirt__blktab *t, infinirt__hbkt *k, unsigned i, uintptr_t key,
-                                     uintptr_t val, size_t req, size_t size)
+static inline void infinirt__ht_fill(infinirt__blktab *t, infinirt__hbkt *k, unsigned i, uintptr_t key, uintptr_t val,
+                                     size_t req, size_t size)
 {
     k->key[i] = key;
     k->val[i] = val;

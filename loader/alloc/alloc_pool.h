@@ -59,8 +59,8 @@ struct infinirt__pool {
     infinirt__alloc_config cfg;
     size_t g; /* granularity */
     unsigned gshift;
-    size_t max_req;     /* largest request: max_alloc_size floored to g, and total_memory */
-    size_t small_max;   /* 0 = no small segments */
+    size_t max_req;   /* largest request: max_alloc_size floored to g, and total_memory */
+    size_t small_max; /* 0 = no small segments */
     size_t small_seg;
     size_t max_split;   /* SIZE_MAX = no limit */
     unsigned quick_max; /* granules; 0 = no quick lists */

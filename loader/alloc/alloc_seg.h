@@ -35,10 +35,10 @@ struct infinirt__seg {
     bool large;                       /* bins: large (true) or small */
     /* cold */
     infinirt__pool *pool;
-    infinirt__seg *prev, *next;       /* arena's segment list */
-    infinirt__seg *left, *right;      /* directory tree */
+    infinirt__seg *prev, *next;  /* arena's segment list */
+    infinirt__seg *left, *right; /* directory tree */
     int height;
-    infinirt__seg *free_next;         /* directory free list */
+    infinirt__seg *free_next; /* directory free list */
 };
 
 _Static_assert(offsetof(infinirt__seg, head) == 0, "a segment's head block is the segment's address");

@@ -72,10 +72,10 @@ typedef struct cpu_parked {
 
 typedef struct {
     int index;
-    size_t memory_limit;         /* 0 = no limit */
-    atomic_size_t used;          /* raw device bytes held */
-    pthread_mutex_t lock;        /* streams list, default stream creation */
-    cpu_stream *streams;         /* every stream of the device, default included */
+    size_t memory_limit;                  /* 0 = no limit */
+    atomic_size_t used;                   /* raw device bytes held */
+    pthread_mutex_t lock;                 /* streams list, default stream creation */
+    cpu_stream *streams;                  /* every stream of the device, default included */
     _Atomic(cpu_stream *) default_stream; /* async mode: created on first use */
 } cpu_device;
 
@@ -85,12 +85,12 @@ struct cpu_event {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint32_t flags;
-    atomic_int refs;             /* the handle + each queued record/wait */
-    _Atomic uint64_t recorded;   /* generation of the latest record */
-    _Atomic uint64_t completed;  /* highest generation completed */
-    double completed_at_ms;      /* CLOCK_MONOTONIC of `completed` */
-    int waiters;                 /* host threads in cv (mu) */
-    cpu_parked *parked;          /* streams whose worker waits for a generation (mu) */
+    atomic_int refs;            /* the handle + each queued record/wait */
+    _Atomic uint64_t recorded;  /* generation of the latest record */
+    _Atomic uint64_t completed; /* highest generation completed */
+    double completed_at_ms;     /* CLOCK_MONOTONIC of `completed` */
+    int waiters;                /* host threads in cv (mu) */
+    cpu_parked *parked;         /* streams whose worker waits for a generation (mu) */
     int device;
 };
 
@@ -105,10 +105,10 @@ extern bool cpu__inline;
 extern __attribute__((tls_model("initial-exec"))) _Thread_local int cpu__in_host_fn;
 /* Log that `call` was made from a host function; INVALID_STATE. */
 infiniStatus_t cpu__refuse_in_host_fn(const char *call);
-#define CPU__REFUSE_IN_HOST_FN(call)                                                                  \
-    do {                                                                                            \
-        if (__builtin_expect(cpu__in_host_fn != 0, 0))                                              \
-            return cpu__refuse_in_host_fn(call);                                                    \
+#define CPU__REFUSE_IN_HOST_FN(call)                   \
+    do {                                               \
+        if (__builtin_expect(cpu__in_host_fn != 0, 0)) \
+            return cpu__refuse_in_host_fn(call);       \
     } while (0)
 /* Run fn(user) as a host function on this thread (sets cpu__in_host_fn). */
 void cpu__call_host_fn(infinirtPluginHostFn fn, void *user);
@@ -143,7 +143,7 @@ int cpu__device_count(void);
 /* Streams (cpu_stream.c).  `stream` NULL is the device's default stream.
  * Each returns SUCCESS or OUT_OF_MEMORY (nothing queued). */
 infiniStatus_t cpu__stream_new(int dev, uint32_t flags, void **out);
-void cpu__stream_free(void *stream);           /* waits for its work first */
+void cpu__stream_free(void *stream); /* waits for its work first */
 infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n);
 infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n);
 infiniStatus_t cpu__host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user);

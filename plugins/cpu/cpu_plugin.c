@@ -126,7 +126,8 @@ static infiniStatus_t cpu_init(const infinirtPluginInitArgs *args, int *device_c
             if (infinirtPluginParseSize(v, &limit) != 0)
                 infinirtPluginConfigWarn(args, "cpu", i, "not a size (e.g. 64M, 2GiB, 1T); using %zu", limit);
         } else {
-            infinirtPluginConfigWarn(args, "cpu", i, "unknown key ignored (known: devices, max_workers, memory_limit, streams, workers)");
+            infinirtPluginConfigWarn(
+                args, "cpu", i, "unknown key ignored (known: devices, max_workers, memory_limit, streams, workers)");
         }
     }
     if (workers == 0) {

@@ -32,15 +32,15 @@ int cpu__workers = 1, cpu__max_workers = 16;
 
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* work was queued, or stop */
-    pthread_cond_t cv_exit;     /* the last thread left (stop) */
-    cpu_stream *head, *tail;    /* run queue (mu) */
-    atomic_int queued;          /* its length: spinners read it without mu */
-    atomic_int threads;         /* started and not yet left (written under mu) */
-    atomic_int in_fn;           /* threads inside a host function */
-    int sleeping;               /* in cv (mu) */
-    int starting;               /* started, not yet in their loop (mu) */
-    int spinning;               /* looking at `queued` without mu (mu) */
+    pthread_cond_t cv;       /* work was queued, or stop */
+    pthread_cond_t cv_exit;  /* the last thread left (stop) */
+    cpu_stream *head, *tail; /* run queue (mu) */
+    atomic_int queued;       /* its length: spinners read it without mu */
+    atomic_int threads;      /* started and not yet left (written under mu) */
+    atomic_int in_fn;        /* threads inside a host function */
+    int sleeping;            /* in cv (mu) */
+    int starting;            /* started, not yet in their loop (mu) */
+    int spinning;            /* looking at `queued` without mu (mu) */
     bool stop;
     bool warned_limit, warned_start;
 } g_pool = {
@@ -70,8 +70,8 @@ static bool start_thread(void)
     if (rc != 0) {
         if (!g_pool.warned_start) {
             g_pool.warned_start = true;
-            cpu__log(INFINIRT_PLUGIN_LOG_WARN, "cpu", "could not start a stream worker thread (error %d); %d run",
-                     rc, atomic_load(&g_pool.threads));
+            cpu__log(INFINIRT_PLUGIN_LOG_WARN, "cpu", "could not start a stream worker thread (error %d); %d run", rc,
+                     atomic_load(&g_pool.threads));
         }
         return false;
     }

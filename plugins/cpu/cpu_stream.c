@@ -26,12 +26,29 @@ enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER
 typedef struct cmd {
     enum cmd_kind kind;
     union {
-        struct { void *dst; const void *src; size_t n; } copy;
-        struct { void *dst; int value; size_t n; } fill;
-        struct { infinirtPluginHostFn fn; void *user; } host;
-        struct { cpu_event *e; uint64_t gen; } ev;
+        struct {
+            void *dst;
+            const void *src;
+            size_t n;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t n;
+        } fill;
+        struct {
+            infinirtPluginHostFn fn;
+            void *user;
+        } host;
+        struct {
+            cpu_event *e;
+            uint64_t gen;
+        } ev;
         /* Wait until stream s has completed `count` commands. */
-        struct { cpu_stream *s; uint64_t count; } after;
+        struct {
+            cpu_stream *s;
+            uint64_t count;
+        } after;
     } u;
 } cmd;
 
@@ -49,27 +66,27 @@ enum run_state { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
 struct cpu_stream {
     infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
     cpu_device *dev;
-    bool blocking;               /* ordered with the default stream */
+    bool blocking; /* ordered with the default stream */
     bool is_default;
-    bool listed;                 /* in dev->streams (async mode) */
+    bool listed; /* in dev->streams (async mode) */
     /* The owner, each CMD_AFTER aimed at the stream and each host thread
      * waiting on it: the memory outlives stream_free while they last. */
     atomic_int refs;
     pthread_mutex_t mu;
-    pthread_cond_t cv_done;      /* a command completed while waiters > 0 */
+    pthread_cond_t cv_done; /* a command completed while waiters > 0 */
     int waiters;
-    cmd *ring;                   /* cap entries; count from `first` on */
+    cmd *ring; /* cap entries; count from `first` on */
     uint32_t cap, first, count;
     /* Commands queued / completed: written under mu, read without it. */
     _Atomic uint64_t queued, done;
-    uint64_t after_default;      /* blocking: the default stream's count we already wait for */
-    uint64_t covered;            /* blocking: our count the default stream already waits for */
-    int sched;                   /* enum run_state (mu) */
-    bool rewake;                 /* woken while RUNNING, before it could park */
-    cpu_parked park;             /* on what the first command waits for */
-    cpu_parked *parked;          /* streams waiting for our count (mu) */
-    cpu_stream *run_next;        /* on the pool's run queue (the pool's lock) */
-    cpu_stream *next;            /* in dev->streams (dev->lock) */
+    uint64_t after_default; /* blocking: the default stream's count we already wait for */
+    uint64_t covered;       /* blocking: our count the default stream already waits for */
+    int sched;              /* enum run_state (mu) */
+    bool rewake;            /* woken while RUNNING, before it could park */
+    cpu_parked park;        /* on what the first command waits for */
+    cpu_parked *parked;     /* streams waiting for our count (mu) */
+    cpu_stream *run_next;   /* on the pool's run queue (the pool's lock) */
+    cpu_stream *next;       /* in dev->streams (dev->lock) */
 };
 
 bool cpu__inline = true;
@@ -150,7 +167,7 @@ static void wait_count(cpu_stream *s, uint64_t count, bool idle)
 
 /* --------------------------------------------------------------- parking */
 
-#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p) - offsetof(cpu_stream, park)))
+#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p)-offsetof(cpu_stream, park)))
 
 cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached)
 {
@@ -463,9 +480,9 @@ static void free_afters(after *w, bool release)
 }
 
 enum pending_set {
-    FOR_DEFAULT,  /* blocking streams the default stream does not yet wait for */
-    FOR_SYNC,     /* a synchronous copy: blocking streams and the default one */
-    FOR_DEVICE,   /* a device synchronize: every stream */
+    FOR_DEFAULT, /* blocking streams the default stream does not yet wait for */
+    FOR_SYNC,    /* a synchronous copy: blocking streams and the default one */
+    FOR_DEVICE,  /* a device synchronize: every stream */
 };
 
 /* The streams of d in `set` that have work not yet completed, with the
@@ -541,7 +558,7 @@ static void ring_push(cpu_stream *s, const cmd *c)
 static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
 {
     cpu_device *d = s->dev;
-    after *waits = NULL; /* the default stream's */
+    after *waits = NULL;         /* the default stream's */
     after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
     if (s->is_default) {
         if (pending_streams(d, FOR_DEFAULT, &waits) != 0)

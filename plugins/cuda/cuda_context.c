@@ -31,8 +31,7 @@
 
 infinirt_cuda__state_t infinirt_cuda__state = {.wrapped_lock = PTHREAD_MUTEX_INITIALIZER, .first_active = -1};
 
-static infiniStatus_t select_devices(const infinirt_cuda__config_t *cfg, int present, char *msg,
-                                     size_t msg_size)
+static infiniStatus_t select_devices(const infinirt_cuda__config_t *cfg, int present, char *msg, size_t msg_size)
 {
     infinirt_cuda__state_t *s = &infinirt_cuda__state;
     int want = cfg->devices != NULL ? cfg->device_count : present;
@@ -261,8 +260,7 @@ void infinirt_cuda__devices_release(void)
 
         if (atomic_load(&d->active)) {
             cur_is_ours |= cur == d->ctx;
-            quiet_check(drv->DevicePrimaryCtxRelease(d->cudev), infinirt_cuda__drv_names.DevicePrimaryCtxRelease,
-                        i);
+            quiet_check(drv->DevicePrimaryCtxRelease(d->cudev), infinirt_cuda__drv_names.DevicePrimaryCtxRelease, i);
             atomic_store(&d->active, 0);
         }
         pthread_mutex_destroy(&d->lock);

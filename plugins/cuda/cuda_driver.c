@@ -222,9 +222,8 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
         goto fail;
     }
 
-#define INFINIRT_CUDA__RESOLVE_(field, sym, alt, type)                                             \
-    if (missing == NULL &&                                                                        \
-        resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) \
+#define INFINIRT_CUDA__RESOLVE_(field, sym, alt, type)                                                              \
+    if (missing == NULL && resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) \
         missing = sym;
     INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__RESOLVE_)
 #undef INFINIRT_CUDA__RESOLVE_
@@ -239,11 +238,11 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
     /* Optional: a missing one leaves its field NULL, and the entries that
      * need it say so when called. */
     missing = NULL;
-#define INFINIRT_CUDA__RESOLVE_OPTIONAL_(field, sym, alt, type)                                      \
+#define INFINIRT_CUDA__RESOLVE_OPTIONAL_(field, sym, alt, type)                                    \
     if (resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) { \
-        infinirt_cuda__drv_names.field = sym; /* for the entries' log lines */                    \
-        if (missing == NULL)                                                                      \
-            missing = sym;                                                                        \
+        infinirt_cuda__drv_names.field = sym; /* for the entries' log lines */                     \
+        if (missing == NULL)                                                                       \
+            missing = sym;                                                                         \
     }
     INFINIRT_CUDA__OPTIONAL_FUNCS(INFINIRT_CUDA__RESOLVE_OPTIONAL_)
 #undef INFINIRT_CUDA__RESOLVE_OPTIONAL_

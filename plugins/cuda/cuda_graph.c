@@ -20,17 +20,15 @@
 #include "cuda_internal.h"
 
 /* NOT_IMPLEMENTED, logged, when the driver lacks `fn`. */
-#define NEED_(dev, fn)                                                                                       \
-    do {                                                                                                     \
-        if (infinirt_cuda__drv.fn == NULL) {                                                                 \
-            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,                                                    \
-                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev),           \
-                               __func__ + sizeof "infinirt_cuda__" - 1,                                      \
-                               infinirt_cuda__state.driver_version / 1000,                                   \
-                               infinirt_cuda__state.driver_version % 1000 / 10,                              \
-                               infinirt_cuda__drv_names.fn);                                                 \
-            return INFINI_STATUS_NOT_IMPLEMENTED;                                                            \
-        }                                                                                                    \
+#define NEED_(dev, fn)                                                                                              \
+    do {                                                                                                            \
+        if (infinirt_cuda__drv.fn == NULL) {                                                                        \
+            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,                                                           \
+                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev),                  \
+                               __func__ + sizeof "infinirt_cuda__" - 1, infinirt_cuda__state.driver_version / 1000, \
+                               infinirt_cuda__state.driver_version % 1000 / 10, infinirt_cuda__drv_names.fn);       \
+            return INFINI_STATUS_NOT_IMPLEMENTED;                                                                   \
+        }                                                                                                           \
     } while (0)
 
 int infinirt_cuda__relax(void)
@@ -75,9 +73,15 @@ infiniStatus_t infinirt_cuda__stream_begin_capture(int dev, void *stream, int mo
     infiniStatus_t st;
 
     switch (mode) {
-    case INFINIRT_PLUGIN_CAPTURE_GLOBAL: cu_mode = CU_STREAM_CAPTURE_MODE_GLOBAL; break;
-    case INFINIRT_PLUGIN_CAPTURE_THREAD_LOCAL: cu_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL; break;
-    case INFINIRT_PLUGIN_CAPTURE_RELAXED: cu_mode = CU_STREAM_CAPTURE_MODE_RELAXED; break;
+    case INFINIRT_PLUGIN_CAPTURE_GLOBAL:
+        cu_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+        break;
+    case INFINIRT_PLUGIN_CAPTURE_THREAD_LOCAL:
+        cu_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        break;
+    case INFINIRT_PLUGIN_CAPTURE_RELAXED:
+        cu_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        break;
     default:
         infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown capture mode %d", dev, mode);
         return INFINI_STATUS_BAD_PARAM;

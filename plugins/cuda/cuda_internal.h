@@ -30,56 +30,52 @@
  * from cudaTypedefs.h carry the version of each signature.
  *   X(field, "symbol", "fallback symbol or NULL", PFN type)
  */
-#define INFINIRT_CUDA__DRIVER_FUNCS(X)                                                   \
-    X(GetErrorName, "cuGetErrorName", NULL, PFN_cuGetErrorName_v6000)                   \
-    X(GetErrorString, "cuGetErrorString", NULL, PFN_cuGetErrorString_v6000)             \
-    X(Init, "cuInit", NULL, PFN_cuInit_v2000)                                           \
-    X(DriverGetVersion, "cuDriverGetVersion", NULL, PFN_cuDriverGetVersion_v2020)       \
-    X(DeviceGetCount, "cuDeviceGetCount", NULL, PFN_cuDeviceGetCount_v2000)             \
-    X(DeviceGet, "cuDeviceGet", NULL, PFN_cuDeviceGet_v2000)                            \
-    X(DeviceGetName, "cuDeviceGetName", NULL, PFN_cuDeviceGetName_v2000)                \
-    X(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, PFN_cuDeviceGetAttribute_v2000) \
-    X(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, PFN_cuDeviceTotalMem_v3020)          \
-    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL,                         \
-      PFN_cuDevicePrimaryCtxRetain_v7000)                                               \
-    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL,                    \
-      PFN_cuDevicePrimaryCtxRelease_v11000)                                             \
-    X(CtxSetCurrent, "cuCtxSetCurrent", NULL, PFN_cuCtxSetCurrent_v4000)                \
-    X(CtxGetCurrent, "cuCtxGetCurrent", NULL, PFN_cuCtxGetCurrent_v4000)                \
-    X(CtxSynchronize, "cuCtxSynchronize", NULL, PFN_cuCtxSynchronize_v2000)             \
-    X(DeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL, PFN_cuDeviceCanAccessPeer_v4000) \
-    X(CtxEnablePeerAccess, "cuCtxEnablePeerAccess", NULL, PFN_cuCtxEnablePeerAccess_v4000) \
-    X(StreamCreate, "cuStreamCreate", NULL, PFN_cuStreamCreate_v2000)                   \
-    X(StreamDestroy, "cuStreamDestroy_v2", NULL, PFN_cuStreamDestroy_v4000)             \
-    X(StreamSynchronize, "cuStreamSynchronize", NULL, PFN_cuStreamSynchronize_v2000)    \
-    X(StreamQuery, "cuStreamQuery", NULL, PFN_cuStreamQuery_v2000)                      \
-    X(StreamGetCtx, "cuStreamGetCtx", NULL, PFN_cuStreamGetCtx_v9020)                   \
-    X(StreamWaitEvent, "cuStreamWaitEvent", NULL, PFN_cuStreamWaitEvent_v3020)          \
-    X(LaunchHostFunc, "cuLaunchHostFunc", NULL, PFN_cuLaunchHostFunc_v10000)            \
-    X(EventCreate, "cuEventCreate", NULL, PFN_cuEventCreate_v2000)                      \
-    X(EventDestroy, "cuEventDestroy_v2", NULL, PFN_cuEventDestroy_v4000)                \
-    X(EventRecord, "cuEventRecord", NULL, PFN_cuEventRecord_v2000)                      \
-    X(EventQuery, "cuEventQuery", NULL, PFN_cuEventQuery_v2000)                         \
-    X(EventSynchronize, "cuEventSynchronize", NULL, PFN_cuEventSynchronize_v2000)       \
-    /* _v2 (12.8) where the driver has it; the signature is the same */                 \
-    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime",                  \
-      PFN_cuEventElapsedTime_v2000)                                                     \
-    X(MemAlloc, "cuMemAlloc_v2", NULL, PFN_cuMemAlloc_v3020)                            \
-    X(MemFree, "cuMemFree_v2", NULL, PFN_cuMemFree_v3020)                               \
-    X(MemHostAlloc, "cuMemHostAlloc", NULL, PFN_cuMemHostAlloc_v2020)                   \
-    X(MemFreeHost, "cuMemFreeHost", NULL, PFN_cuMemFreeHost_v2000)                      \
-    X(MemGetInfo, "cuMemGetInfo_v2", NULL, PFN_cuMemGetInfo_v3020)                      \
-    X(Memcpy, "cuMemcpy", NULL, PFN_cuMemcpy_v4000)                                     \
-    X(MemcpyAsync, "cuMemcpyAsync", NULL, PFN_cuMemcpyAsync_v4000)                      \
-    X(PointerGetAttributes, "cuPointerGetAttributes", NULL,                             \
-      PFN_cuPointerGetAttributes_v7000)                                                 \
+#define INFINIRT_CUDA__DRIVER_FUNCS(X)                                                                     \
+    X(GetErrorName, "cuGetErrorName", NULL, PFN_cuGetErrorName_v6000)                                      \
+    X(GetErrorString, "cuGetErrorString", NULL, PFN_cuGetErrorString_v6000)                                \
+    X(Init, "cuInit", NULL, PFN_cuInit_v2000)                                                              \
+    X(DriverGetVersion, "cuDriverGetVersion", NULL, PFN_cuDriverGetVersion_v2020)                          \
+    X(DeviceGetCount, "cuDeviceGetCount", NULL, PFN_cuDeviceGetCount_v2000)                                \
+    X(DeviceGet, "cuDeviceGet", NULL, PFN_cuDeviceGet_v2000)                                               \
+    X(DeviceGetName, "cuDeviceGetName", NULL, PFN_cuDeviceGetName_v2000)                                   \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, PFN_cuDeviceGetAttribute_v2000)                    \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, PFN_cuDeviceTotalMem_v3020)                             \
+    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL, PFN_cuDevicePrimaryCtxRetain_v7000)        \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL, PFN_cuDevicePrimaryCtxRelease_v11000) \
+    X(CtxSetCurrent, "cuCtxSetCurrent", NULL, PFN_cuCtxSetCurrent_v4000)                                   \
+    X(CtxGetCurrent, "cuCtxGetCurrent", NULL, PFN_cuCtxGetCurrent_v4000)                                   \
+    X(CtxSynchronize, "cuCtxSynchronize", NULL, PFN_cuCtxSynchronize_v2000)                                \
+    X(DeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL, PFN_cuDeviceCanAccessPeer_v4000)                 \
+    X(CtxEnablePeerAccess, "cuCtxEnablePeerAccess", NULL, PFN_cuCtxEnablePeerAccess_v4000)                 \
+    X(StreamCreate, "cuStreamCreate", NULL, PFN_cuStreamCreate_v2000)                                      \
+    X(StreamDestroy, "cuStreamDestroy_v2", NULL, PFN_cuStreamDestroy_v4000)                                \
+    X(StreamSynchronize, "cuStreamSynchronize", NULL, PFN_cuStreamSynchronize_v2000)                       \
+    X(StreamQuery, "cuStreamQuery", NULL, PFN_cuStreamQuery_v2000)                                         \
+    X(StreamGetCtx, "cuStreamGetCtx", NULL, PFN_cuStreamGetCtx_v9020)                                      \
+    X(StreamWaitEvent, "cuStreamWaitEvent", NULL, PFN_cuStreamWaitEvent_v3020)                             \
+    X(LaunchHostFunc, "cuLaunchHostFunc", NULL, PFN_cuLaunchHostFunc_v10000)                               \
+    X(EventCreate, "cuEventCreate", NULL, PFN_cuEventCreate_v2000)                                         \
+    X(EventDestroy, "cuEventDestroy_v2", NULL, PFN_cuEventDestroy_v4000)                                   \
+    X(EventRecord, "cuEventRecord", NULL, PFN_cuEventRecord_v2000)                                         \
+    X(EventQuery, "cuEventQuery", NULL, PFN_cuEventQuery_v2000)                                            \
+    X(EventSynchronize, "cuEventSynchronize", NULL, PFN_cuEventSynchronize_v2000)                          \
+    /* _v2 (12.8) where the driver has it; the signature is the same */                                    \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", PFN_cuEventElapsedTime_v2000)       \
+    X(MemAlloc, "cuMemAlloc_v2", NULL, PFN_cuMemAlloc_v3020)                                               \
+    X(MemFree, "cuMemFree_v2", NULL, PFN_cuMemFree_v3020)                                                  \
+    X(MemHostAlloc, "cuMemHostAlloc", NULL, PFN_cuMemHostAlloc_v2020)                                      \
+    X(MemFreeHost, "cuMemFreeHost", NULL, PFN_cuMemFreeHost_v2000)                                         \
+    X(MemGetInfo, "cuMemGetInfo_v2", NULL, PFN_cuMemGetInfo_v3020)                                         \
+    X(Memcpy, "cuMemcpy", NULL, PFN_cuMemcpy_v4000)                                                        \
+    X(MemcpyAsync, "cuMemcpyAsync", NULL, PFN_cuMemcpyAsync_v4000)                                         \
+    X(PointerGetAttributes, "cuPointerGetAttributes", NULL, PFN_cuPointerGetAttributes_v7000)              \
     X(MemsetD8Async, "cuMemsetD8Async", NULL, PFN_cuMemsetD8Async_v3020)
 
 /* cuGraphInstantiate_v2 (CUDA 11.0); cudaTypedefs.h keeps its PFN only
  * for the driver's own build. */
 typedef CUresult(CUDAAPI *infinirt_cuda__PFN_cuGraphInstantiate_v11000)(CUgraphExec *exec, CUgraph graph,
-                                                                       CUgraphNode *error_node, char *log,
-                                                                       size_t log_size);
+                                                                        CUgraphNode *error_node, char *log,
+                                                                        size_t log_size);
 
 /*
  * Optional functions: a driver without them still loads, and the entries
@@ -90,18 +86,18 @@ typedef CUresult(CUDAAPI *infinirt_cuda__PFN_cuGraphInstantiate_v11000)(CUgraphE
  * cuGraphInstantiateWithFlags came with CUDA 11.4, cuGraphInstantiate_v2
  * serves older drivers.
  */
-#define INFINIRT_CUDA__OPTIONAL_FUNCS(X)                                                              \
-    X(StreamBeginCapture, "cuStreamBeginCapture_v2", NULL, PFN_cuStreamBeginCapture_v10010)            \
-    X(StreamEndCapture, "cuStreamEndCapture", NULL, PFN_cuStreamEndCapture_v10000)                     \
-    X(StreamIsCapturing, "cuStreamIsCapturing", NULL, PFN_cuStreamIsCapturing_v10000)                  \
-    X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", NULL, PFN_cuStreamGetCaptureInfo_v10010)         \
-    X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", NULL,                      \
-      PFN_cuThreadExchangeStreamCaptureMode_v10010)                                                    \
-    X(GraphInstantiate, "cuGraphInstantiate_v2", NULL, infinirt_cuda__PFN_cuGraphInstantiate_v11000)   \
-    X(GraphLaunch, "cuGraphLaunch", NULL, PFN_cuGraphLaunch_v10000)                                    \
-    X(GraphExecDestroy, "cuGraphExecDestroy", NULL, PFN_cuGraphExecDestroy_v10000)                     \
-    X(GraphDestroy, "cuGraphDestroy", NULL, PFN_cuGraphDestroy_v10000)                                 \
-    /* last: its absence alone is no loss when cuGraphInstantiate_v2 is there */                       \
+#define INFINIRT_CUDA__OPTIONAL_FUNCS(X)                                                             \
+    X(StreamBeginCapture, "cuStreamBeginCapture_v2", NULL, PFN_cuStreamBeginCapture_v10010)          \
+    X(StreamEndCapture, "cuStreamEndCapture", NULL, PFN_cuStreamEndCapture_v10000)                   \
+    X(StreamIsCapturing, "cuStreamIsCapturing", NULL, PFN_cuStreamIsCapturing_v10000)                \
+    X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", NULL, PFN_cuStreamGetCaptureInfo_v10010)       \
+    X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", NULL,                    \
+      PFN_cuThreadExchangeStreamCaptureMode_v10010)                                                  \
+    X(GraphInstantiate, "cuGraphInstantiate_v2", NULL, infinirt_cuda__PFN_cuGraphInstantiate_v11000) \
+    X(GraphLaunch, "cuGraphLaunch", NULL, PFN_cuGraphLaunch_v10000)                                  \
+    X(GraphExecDestroy, "cuGraphExecDestroy", NULL, PFN_cuGraphExecDestroy_v10000)                   \
+    X(GraphDestroy, "cuGraphDestroy", NULL, PFN_cuGraphDestroy_v10000)                               \
+    /* last: its absence alone is no loss when cuGraphInstantiate_v2 is there */                     \
     X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", NULL, PFN_cuGraphInstantiateWithFlags_v11040)
 
 typedef struct {
@@ -125,11 +121,11 @@ extern infinirt_cuda__driver_names_t infinirt_cuda__drv_names;
 /* One exposed device.  ctx is set once, under `lock`, before `active`
  * becomes 1; readers check `active` with acquire order. */
 typedef struct {
-    int ordinal;    /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
+    int ordinal; /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
     CUdevice cudev;
     atomic_int active;
     pthread_mutex_t lock;
-    CUcontext ctx;  /* primary context, retained once */
+    CUcontext ctx; /* primary context, retained once */
 } infinirt_cuda__device_t;
 
 /* A native stream the application made and wrapped (stream_create_from_native):
@@ -140,12 +136,12 @@ typedef struct infinirt_cuda__wrapped {
 } infinirt_cuda__wrapped_t;
 
 typedef struct {
-    void *lib;                 /* libcuda handle; never dlclosed */
-    int driver_version;        /* cuDriverGetVersion, e.g. 13000 */
+    void *lib;          /* libcuda handle; never dlclosed */
+    int driver_version; /* cuDriverGetVersion, e.g. 13000 */
     int count;
     infinirt_cuda__device_t *devices;
-    atomic_int first_active;   /* the first device whose context we retained; -1: none yet */
-    atomic_int *peer;          /* [a * count + b]: PEER_* of a's context reaching b's memory */
+    atomic_int first_active; /* the first device whose context we retained; -1: none yet */
+    atomic_int *peer;        /* [a * count + b]: PEER_* of a's context reaching b's memory */
     pthread_mutex_t wrapped_lock;
     infinirt_cuda__wrapped_t *wrapped; /* the live wrapped native streams */
 } infinirt_cuda__state_t;
@@ -164,7 +160,7 @@ typedef struct {
  * application holds `ev`. */
 typedef struct {
     CUevent ev;
-    uint32_t flags;     /* INFINIRT_PLUGIN_EVENT_* */
+    uint32_t flags; /* INFINIRT_PLUGIN_EVENT_* */
 } infinirt_cuda__event_t;
 
 /* ---- logging and errors (cuda_driver.c) ---- */
@@ -197,8 +193,8 @@ void infinirt_cuda__driver_forget(void);
 /* ---- config (cuda_config.c) ---- */
 /* Parse the section's keys; warn about unknown ones.  On a malformed value
  * write the reason into msg and return BAD_PARAM. */
-infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args,
-                                           infinirt_cuda__config_t *cfg, char *msg, size_t msg_size);
+infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, infinirt_cuda__config_t *cfg,
+                                           char *msg, size_t msg_size);
 void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg);
 
 /* ---- devices and contexts (cuda_context.c) ---- */
@@ -207,8 +203,7 @@ void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg);
  * without logging; *fn names the driver call used (CUDA_ERROR_NOT_FOUND:
  * the driver exports no UUID call). */
 CUresult infinirt_cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn);
-infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cfg, char *msg,
-                                               size_t msg_size);
+infiniStatus_t infinirt_cuda__devices_discover(const infinirt_cuda__config_t *cfg, char *msg, size_t msg_size);
 /*
  * Around every entry that needs a context:
  *
@@ -253,8 +248,7 @@ infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream);
 infiniStatus_t infinirt_cuda__stream_destroy(int dev, void *stream);
 infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream);
 infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *event);
-infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn,
-                                               void *user_data);
+infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
 infiniStatus_t infinirt_cuda__stream_create_with_flags(int dev, uint32_t flags, void **stream);
 infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, void **stream);
 infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle);
@@ -273,8 +267,7 @@ infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr);
 infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size);
 infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr);
 infiniStatus_t infinirt_cuda__memcpy(int dev, void *dst, const void *src, size_t size, int kind);
-infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
-                                           void *stream);
+infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
 infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size);
 infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
 infiniStatus_t infinirt_cuda__pointer_get_device(const void *ptr, int *dev);

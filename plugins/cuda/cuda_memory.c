@@ -210,8 +210,7 @@ static int kind_ok(int kind)
     return kind >= INFINIRT_PLUGIN_MEMCPY_H2H && kind <= INFINIRT_PLUGIN_MEMCPY_D2D;
 }
 
-infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
-                                           void *stream)
+infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
     CUstream s = infinirt_cuda__stream_of(stream);
     infinirt_cuda__scope_t sc;

@@ -31,7 +31,7 @@
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
 
-typedef int nvml_return;              /* nvmlReturn_t */
+typedef int nvml_return;                  /* nvmlReturn_t */
 typedef struct nvml_device_ *nvml_device; /* nvmlDevice_t */
 typedef struct {
     unsigned int gpu;    /* percent of time a kernel was running */
@@ -41,7 +41,7 @@ typedef struct {
     unsigned long long total; /* bytes */
     unsigned long long free;
     unsigned long long used;
-} nvml_memory;           /* nvmlMemory_t (version 1) */
+} nvml_memory; /* nvmlMemory_t (version 1) */
 #define NVML_OK 0
 
 typedef nvml_return (*nvml_init_fn)(void);
@@ -53,7 +53,7 @@ typedef const char *(*nvml_error_string_fn)(nvml_return r);
 /* One device's match, keyed by the CUdevice it was made for (a plugin
  * re-initialised by a harness may put another device at the same index). */
 typedef struct {
-    int resolved;   /* 0: not yet tried */
+    int resolved; /* 0: not yet tried */
     CUdevice cudev;
     nvml_device handle; /* NULL: NVML does not list the device */
     int by_uuid;        /* matched by UUID (not only by PCI bus id) */
@@ -62,14 +62,14 @@ typedef struct {
 
 static struct {
     pthread_once_t once;
-    char path[1024];    /* set at init, read by the load */
-    int usable;         /* the load succeeded: everything below is set */
+    char path[1024]; /* set at init, read by the load */
+    int usable;      /* the load succeeded: everything below is set */
     nvml_by_string_fn by_uuid, by_pci;
     nvml_rates_fn rates;
     nvml_memory_fn memory; /* NULL: not exported */
     nvml_error_string_fn error_string;
-    PFN_cuDeviceGetPCIBusId_v4010 get_bus_id;  /* NULL: not exported */
-    pthread_mutex_t lock; /* matches */
+    PFN_cuDeviceGetPCIBusId_v4010 get_bus_id; /* NULL: not exported */
+    pthread_mutex_t lock;                     /* matches */
     nvml_match *matches;
     int nmatches;
 } g_nvml = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -110,14 +110,18 @@ static void load(void)
 
     if (lib == NULL) {
         const char *err = dlerror();
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO, "NVML not available (%s), so resource snapshots carry no "
-                           "utilisation: %s", path, err ? err : "unknown dlopen error");
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                           "NVML not available (%s), so resource snapshots carry no "
+                           "utilisation: %s",
+                           path, err ? err : "unknown dlopen error");
         return;
     }
     if (sym(lib, "nvmlInit_v2", &init) != 0 || sym(lib, "nvmlDeviceGetHandleByUUID", &g_nvml.by_uuid) != 0 ||
         sym(lib, "nvmlDeviceGetUtilizationRates", &g_nvml.rates) != 0) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%s is not a usable NVML (it lacks nvmlInit_v2, "
-                           "nvmlDeviceGetHandleByUUID or nvmlDeviceGetUtilizationRates): no utilisation", path);
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                           "%s is not a usable NVML (it lacks nvmlInit_v2, "
+                           "nvmlDeviceGetHandleByUUID or nvmlDeviceGetUtilizationRates): no utilisation",
+                           path);
         dlclose(lib); /* nothing of it has run */
         return;
     }
@@ -212,8 +216,10 @@ static void note_rates_failed(int dev, nvml_return r)
     g_nvml.matches[dev].rates_failed_logged = 1;
     pthread_mutex_unlock(&g_nvml.lock);
     if (first)
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO, "device %d: nvmlDeviceGetUtilizationRates failed (%s): no "
-                           "utilisation for it", dev, nvml_error(r));
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                           "device %d: nvmlDeviceGetUtilizationRates failed (%s): no "
+                           "utilisation for it",
+                           dev, nvml_error(r));
 }
 
 infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization *util)
@@ -238,8 +244,8 @@ infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization
      * kernel ran: the time in kernels, as far as NVML can tell, but sampled
      * (1/6 s to 1 s periods) and blind to overlap, so an estimate. */
     util->kernel_time = util->compute;
-    util->valid = INFINIRT_PLUGIN_UTIL_COMPUTE | INFINIRT_PLUGIN_UTIL_MEMORY_BANDWIDTH |
-                  INFINIRT_PLUGIN_UTIL_KERNEL_TIME;
+    util->valid =
+        INFINIRT_PLUGIN_UTIL_COMPUTE | INFINIRT_PLUGIN_UTIL_MEMORY_BANDWIDTH | INFINIRT_PLUGIN_UTIL_KERNEL_TIME;
     util->estimated = INFINIRT_PLUGIN_UTIL_KERNEL_TIME;
     return INFINI_STATUS_SUCCESS;
 }
@@ -265,8 +271,10 @@ int infinirt_cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_byte
         return -1;
     nvml_return r = g_nvml.memory(h, &mem);
     if (r != NVML_OK || mem.free > mem.total) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_DEBUG, "device %d: nvmlDeviceGetMemoryInfo failed (%s): memory "
-                           "figures from the driver", dev, r != NVML_OK ? nvml_error(r) : "free above total");
+        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_DEBUG,
+                           "device %d: nvmlDeviceGetMemoryInfo failed (%s): memory "
+                           "figures from the driver",
+                           dev, r != NVML_OK ? nvml_error(r) : "free above total");
         return -1;
     }
     *free_bytes = (size_t)mem.free;

@@ -80,7 +80,7 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
     st = INFINIRT_CUDA__CALL(dev, DeviceGetName, info->name, (int)sizeof info->name, d->cudev);
     if (st == INFINI_STATUS_SUCCESS)
         st = INFINIRT_CUDA__CALL(dev, DeviceTotalMem, &total, d->cudev);
-#define ATTR_(out, attr) \
+#define ATTR_(out, attr)             \
     if (st == INFINI_STATUS_SUCCESS) \
         st = INFINIRT_CUDA__CALL(dev, DeviceGetAttribute, &(out), attr, d->cudev);
     ATTR_(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
@@ -124,8 +124,8 @@ CUresult infinirt_cuda__device_uuid(int dev, char *uuid, size_t size, const char
     if (r != CUDA_SUCCESS)
         return r;
     const unsigned char *b = (const unsigned char *)u.bytes;
-    snprintf(uuid, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    snprintf(uuid, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
     return CUDA_SUCCESS;
 }
 

@@ -142,8 +142,7 @@ static infiniStatus_t parse_memory(const char *v, clp__config *cfg, char *msg, s
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg,
-                                 size_t msg_size)
+infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg, size_t msg_size)
 {
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 

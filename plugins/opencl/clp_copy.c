@@ -30,8 +30,8 @@ static infiniStatus_t find(const clp__stream *s, const void *p, const char *role
         return INFINI_STATUS_SUCCESS;
     if (s->dev->svm) {
         /* Foreign SVM memory of the queue's context. */
-        *a = (clp__alloc){.base = (uintptr_t)p, .size = 0, .dev = s->dev, .raw = (void *)(uintptr_t)p,
-                          .kind = CLP_ALLOC_SVM};
+        *a = (clp__alloc){
+            .base = (uintptr_t)p, .size = 0, .dev = s->dev, .raw = (void *)(uintptr_t)p, .kind = CLP_ALLOC_SVM};
         return INFINI_STATUS_SUCCESS;
     }
     clp__log(INFINIRT_PLUGIN_LOG_ERROR,
@@ -48,8 +48,8 @@ static infiniStatus_t check_host(const void *p, const char *role)
     clp__alloc a;
 
     if (clp__map_lookup(&clp__device_map, p, &a) == 0) {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s pointer %p is device memory of this plugin (kind should be D2D)", role,
-                 p);
+        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s pointer %p is device memory of this plugin (kind should be D2D)",
+                 role, p);
         return INFINI_STATUS_BAD_PARAM;
     }
     return INFINI_STATUS_SUCCESS;
@@ -104,11 +104,11 @@ static infiniStatus_t copy_staged(clp__stream *s, void *dst, const void *src, si
         return INFINI_STATUS_OUT_OF_MEMORY;
     for (size_t off = 0; off < n && st == INFINI_STATUS_SUCCESS; off += STAGE_CHUNK) {
         size_t len = n - off < STAGE_CHUNK ? n - off : STAGE_CHUNK;
-        st = copy_on(&as->dev->default_stream, tmp, (const unsigned char *)src + off, len,
-                     INFINIRT_PLUGIN_MEMCPY_D2H, 1);
+        st = copy_on(&as->dev->default_stream, tmp, (const unsigned char *)src + off, len, INFINIRT_PLUGIN_MEMCPY_D2H,
+                     1);
         if (st == INFINI_STATUS_SUCCESS)
-            st = copy_on(&ad->dev->default_stream, (unsigned char *)dst + off, tmp, len,
-                         INFINIRT_PLUGIN_MEMCPY_H2D, 1);
+            st = copy_on(&ad->dev->default_stream, (unsigned char *)dst + off, tmp, len, INFINIRT_PLUGIN_MEMCPY_H2D,
+                         1);
     }
     free(tmp);
     return st;

@@ -12,8 +12,7 @@
 #include <stdlib.h>
 
 /* Drivers report asynchronous errors here (e.g. a lost device). */
-static void CL_CALLBACK context_notify(const char *errinfo, const void *private_info, size_t cb,
-                                       void *user_data)
+static void CL_CALLBACK context_notify(const char *errinfo, const void *private_info, size_t cb, void *user_data)
 {
     const clp__device *d = user_data;
 

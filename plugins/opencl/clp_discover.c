@@ -105,8 +105,7 @@ static int device_has_svm(cl_device_id d, const platform_info *p)
 
 /* Fill one clp__device from a candidate.  Returns BAD_PARAM (msg) when the
  * memory mode cannot be honoured. */
-static infiniStatus_t describe(clp__device *d, const candidate *c, clp__mem_mode mode, char *msg,
-                               size_t msg_size)
+static infiniStatus_t describe(clp__device *d, const candidate *c, clp__mem_mode mode, char *msg, size_t msg_size)
 {
     char version[128];
     cl_ulong global = 0, max_alloc = 0;
@@ -131,8 +130,8 @@ static infiniStatus_t describe(clp__device *d, const candidate *c, clp__mem_mode
     }
     d->svm = mode == CLP_MEM_BUFFER ? 0 : svm;
     /* The version string can be long; cut it so svm/mode always fit. */
-    snprintf(d->description, sizeof d->description, "platform: %.80s; %.100s; svm: %s; mode: %s",
-             c->platform->name, version, svm ? "yes" : "no", d->svm ? "svm" : "buffer");
+    snprintf(d->description, sizeof d->description, "platform: %.80s; %.100s; svm: %s; mode: %s", c->platform->name,
+             version, svm ? "yes" : "no", d->svm ? "svm" : "buffer");
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -193,8 +192,7 @@ static infiniStatus_t list_platforms(platform_info **out, cl_uint *count, char *
 }
 
 /* Append the platform's devices matching the type mask to *cands. */
-static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, candidate **cands,
-                                  size_t *count)
+static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, candidate **cands, size_t *count)
 {
     cl_uint n = 0;
     cl_device_id *ids;
@@ -206,8 +204,8 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
         return INFINI_STATUS_SUCCESS;
     if (err != CL_SUCCESS) {
         /* One broken platform must not hide the others. */
-        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)",
-                 p->name, clp__cl_error_name(err), (int)err);
+        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
+                 clp__cl_error_name(err), (int)err);
         return INFINI_STATUS_SUCCESS;
     }
     ids = calloc(n, sizeof *ids);
@@ -222,8 +220,8 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
     err = clGetDeviceIDs(p->id, mask, n, ids, &n);
     if (err != CL_SUCCESS) {
         free(ids);
-        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)",
-                 p->name, clp__cl_error_name(err), (int)err);
+        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
+                 clp__cl_error_name(err), (int)err);
         return INFINI_STATUS_SUCCESS;
     }
     for (cl_uint i = 0; i < n; i++) {
@@ -236,8 +234,7 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
 }
 
 /* Why nothing matched: name every device the filters saw. */
-static void explain_none(const clp__config *cfg, const platform_info *ps, cl_uint np, char *msg,
-                         size_t msg_size)
+static void explain_none(const clp__config *cfg, const platform_info *ps, cl_uint np, char *msg, size_t msg_size)
 {
     size_t len, all = 0;
 

@@ -137,8 +137,7 @@ infiniStatus_t clp__cl_fail(const char *call, cl_int err)
 infiniStatus_t clp__cl_fail_alloc(const char *call, cl_int err)
 {
     clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s failed: %s (%d)", call, clp__cl_error_name(err), (int)err);
-    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-        err == CL_OUT_OF_HOST_MEMORY)
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
         return INFINI_STATUS_OUT_OF_MEMORY;
     return clp__cl_status(err);
 }

@@ -24,8 +24,8 @@ typedef struct host_job {
     infinirtPluginHostFn fn;
     infinirtPluginHostFn discard; /* instead of fn when it is skipped; may be NULL */
     void *user_data;
-    cl_event user;   /* U; the job owns one reference */
-    cl_int status;   /* M's final status */
+    cl_event user; /* U; the job owns one reference */
+    cl_int status; /* M's final status */
     clp__hostq *q;
     struct host_job *next;
 } host_job;
@@ -33,10 +33,10 @@ typedef struct host_job {
 struct clp__hostq {
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t cond;       /* jobs arrived, or stop */
-    pthread_cond_t idle;       /* pending reached 0 */
+    pthread_cond_t cond; /* jobs arrived, or stop */
+    pthread_cond_t idle; /* pending reached 0 */
     host_job *head, *tail;
-    size_t pending;            /* enqueued and not yet run */
+    size_t pending; /* enqueued and not yet run */
     int stop;
 };
 

@@ -68,18 +68,17 @@ infiniStatus_t clp__cl_fail_alloc(const char *call, cl_int err);
 typedef enum { CLP_MEM_AUTO = 0, CLP_MEM_SVM, CLP_MEM_BUFFER } clp__mem_mode;
 
 typedef struct {
-    char *platform;            /* substring filter, NULL = any */
-    cl_device_type type_mask;  /* CL_DEVICE_TYPE_ALL by default */
-    char type_text[64];        /* as written, for messages */
-    int *devices;              /* indices into the filtered list, NULL = all */
+    char *platform;           /* substring filter, NULL = any */
+    cl_device_type type_mask; /* CL_DEVICE_TYPE_ALL by default */
+    char type_text[64];       /* as written, for messages */
+    int *devices;             /* indices into the filtered list, NULL = all */
     size_t device_count;
     clp__mem_mode memory;
 } clp__config;
 
 /* Parse the [plugin.opencl] keys.  Returns SUCCESS, or BAD_PARAM with the
  * reason in msg.  Unknown keys are logged as warnings. */
-infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg,
-                                 size_t msg_size);
+infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg, size_t msg_size);
 void clp__config_free(clp__config *cfg);
 const char *clp__mem_mode_name(clp__mem_mode m);
 
@@ -101,19 +100,19 @@ struct clp__device {
     int index;
     cl_platform_id platform;
     cl_device_id id;
-    int platform_major;       /* the platform's OpenCL major version */
-    int svm;                  /* 1: raw memory is SVM; 0: cl_mem buffers */
+    int platform_major; /* the platform's OpenCL major version */
+    int svm;            /* 1: raw memory is SVM; 0: cl_mem buffers */
     char name[256];
     char description[256];
-    size_t global_mem;        /* CL_DEVICE_GLOBAL_MEM_SIZE */
-    size_t max_alloc;         /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
-    atomic_size_t held;       /* raw device bytes the plugin holds */
+    size_t global_mem;  /* CL_DEVICE_GLOBAL_MEM_SIZE */
+    size_t max_alloc;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    atomic_size_t held; /* raw device bytes the plugin holds */
 
-    pthread_mutex_t lock;     /* guards lazy creation and the queue list */
-    atomic_int ready;         /* context and default queue exist */
+    pthread_mutex_t lock; /* guards lazy creation and the queue list */
+    atomic_int ready;     /* context and default queue exist */
     cl_context context;
     clp__stream default_stream;
-    clp__stream queues;       /* list head (sentinel) */
+    clp__stream queues;          /* list head (sentinel) */
     atomic_int blocking_streams; /* live blocking streams (not the default one) */
 };
 
@@ -172,10 +171,10 @@ typedef struct {
     uintptr_t base;
     size_t size;
     clp__device *dev;
-    cl_mem mem;    /* buffer mode and pinned host memory; NULL for SVM */
-    void *raw;     /* what clSVMAlloc/clEnqueueMapBuffer returned; base is
+    cl_mem mem; /* buffer mode and pinned host memory; NULL for SVM */
+    void *raw;  /* what clSVMAlloc/clEnqueueMapBuffer returned; base is
                       rounded up from it */
-    int kind;      /* CLP_ALLOC_* */
+    int kind;   /* CLP_ALLOC_* */
 } clp__alloc;
 
 /* SVM device memory and pinned host memory are 256-byte aligned, as CUDA
@@ -257,8 +256,7 @@ infiniStatus_t clp__malloc_host(int dev, void **ptr, size_t size);
 infiniStatus_t clp__free_host(int dev, void *ptr);
 
 infiniStatus_t clp__memcpy(int dev, void *dst, const void *src, size_t size, int kind);
-infiniStatus_t clp__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind,
-                                 void *stream);
+infiniStatus_t clp__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
 infiniStatus_t clp__memset(int dev, void *ptr, int value, size_t size);
 infiniStatus_t clp__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
 

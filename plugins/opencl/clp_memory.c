@@ -44,8 +44,8 @@ static infiniStatus_t check_max_alloc(const clp__device *d, const char *what, si
 {
     if (d->max_alloc != 0 && size > d->max_alloc) {
         clp__log(INFINIRT_PLUGIN_LOG_ERROR,
-                 "%s of %zu bytes on device %d (%s) exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE, %zu bytes", what,
-                 size, d->index, d->name, d->max_alloc);
+                 "%s of %zu bytes on device %d (%s) exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE, %zu bytes", what, size,
+                 d->index, d->name, d->max_alloc);
         return INFINI_STATUS_BAD_PARAM;
     }
     return INFINI_STATUS_SUCCESS;
@@ -153,8 +153,8 @@ infiniStatus_t clp__malloc_host(int dev, void **ptr, size_t size)
         if (posix_memalign(&p, page > 0 ? (size_t)page : 4096, size) != 0)
             return INFINI_STATUS_OUT_OF_MEMORY;
         clp__log(INFINIRT_PLUGIN_LOG_INFO,
-                 "malloc_host of %zu bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE (%zu): using unpinned memory",
-                 size, d->max_alloc);
+                 "malloc_host of %zu bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE (%zu): using unpinned memory", size,
+                 d->max_alloc);
         a.kind = CLP_ALLOC_HOST_PLAIN;
     } else {
         size_t padded = clp__padded(size, d->max_alloc);
@@ -162,8 +162,8 @@ infiniStatus_t clp__malloc_host(int dev, void **ptr, size_t size)
         a.mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, padded, NULL, &err);
         if (a.mem == NULL)
             return clp__cl_fail_alloc("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", err);
-        p = clEnqueueMapBuffer(d->default_stream.queue, a.mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, padded, 0, NULL,
-                               NULL, &err);
+        p = clEnqueueMapBuffer(d->default_stream.queue, a.mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, padded, 0,
+                               NULL, NULL, &err);
         if (p == NULL) {
             clReleaseMemObject(a.mem);
             return clp__cl_fail_alloc("clEnqueueMapBuffer", err);

@@ -27,8 +27,7 @@ static size_t colliding_keys(uintptr_t *keys, size_t want, unsigned bits, unsign
 }
 
 /* Everything in the table is what the test put there, and nothing else. */
-static int check_all(const infinirt__blktab *t, const uintptr_t *keys, const bool *in, infinirt__blk *blks,
-                     size_t n)
+static int check_all(const infinirt__blktab *t, const uintptr_t *keys, const bool *in, infinirt__blk *blks, size_t n)
 {
     size_t live = 0;
     for (size_t i = 0; i < n; i++) {

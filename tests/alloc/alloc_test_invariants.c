@@ -83,9 +83,11 @@ static int check_arena(infinirt__arena *a)
         if (s->fence)
             nfenced++;
         if (atomic_load(&s->arena) != a)
-            TEST_FAILED_("segment %p in arena %p's list names %p", (void *)s, (void *)a, (void *)atomic_load(&s->arena));
+            TEST_FAILED_("segment %p in arena %p's list names %p", (void *)s, (void *)a,
+                         (void *)atomic_load(&s->arena));
         if (((s->head.segst & INFINIRT__BLK_LARGE) != 0) != s->large)
-            TEST_FAILED_("segment %p LARGE flag %d vs large %d", (void *)s, !!(s->head.segst & INFINIRT__BLK_LARGE), s->large);
+            TEST_FAILED_("segment %p LARGE flag %d vs large %d", (void *)s, !!(s->head.segst & INFINIRT__BLK_LARGE),
+                         s->large);
         int stacked = (s->head.segst & INFINIRT__BLK_STACKED) != 0;
         int on = s->eidx < a->nes && a->estack[s->eidx] == s;
         if (stacked != on)
@@ -96,7 +98,8 @@ static int check_arena(infinirt__arena *a)
             if (b->pphys != prev)
                 TEST_FAILED_("pphys of %p", (void *)b);
             if (b->addr != at)
-                TEST_FAILED_("block %p addr %#lx expected %#lx", (void *)b, (unsigned long)b->addr, (unsigned long)at);
+                TEST_FAILED_("block %p addr %#lx expected %#lx", (void *)b, (unsigned long)b->addr,
+                             (unsigned long)at);
             at += b->size;
             if (infinirt__blk_seg(b) != s)
                 TEST_FAILED_("block %p names segment %p not %p", (void *)b, (void *)infinirt__blk_seg(b), (void *)s);
@@ -178,7 +181,10 @@ static int stress(size_t limit, const infinirt__alloc_config *cfg, int steps, ui
     fake_init(&f, limit, 0, "stress");
     infinirt__pool *pool = make_pool(&f, cfg);
     ASSERT(pool != NULL);
-    typedef struct { char *p; size_t size; } lv;
+    typedef struct {
+        char *p;
+        size_t size;
+    } lv;
     lv *live = malloc(2048 * sizeof *live);
     ASSERT(live != NULL);
     size_t nlive = 0, sum = 0;

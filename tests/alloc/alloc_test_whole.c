@@ -37,7 +37,7 @@ static int whole_cases(size_t g)
     cfg.granularity = g;
     infinirt__pool *pool = make_pool(&f, &cfg);
     ASSERT(pool != NULL);
-#define SZ(m) ((size_t)(m) * MiB + 1)
+#define SZ(m) ((size_t)(m)*MiB + 1)
 
     /* 1. The plain case: whole blocks freed and reused, counters exact. */
     void *p[8];

@@ -28,11 +28,11 @@ typedef struct {
 typedef struct fake {
     pthread_mutex_t mu;
     infinirt__pool_backend be;
-    size_t limit;          /* bytes; 0 = none */
-    size_t live;           /* bytes of live raw allocations */
-    fake_raw *raws;        /* live raw allocations */
+    size_t limit;   /* bytes; 0 = none */
+    size_t live;    /* bytes of live raw allocations */
+    fake_raw *raws; /* live raw allocations */
     size_t nraw, capraw;
-    size_t max_raw;        /* largest raw allocation ever served */
+    size_t max_raw; /* largest raw allocation ever served */
     size_t raw_calls, raw_oom;
     /* fences */
     void *busy[FAKE_MAX_BUSY];
@@ -41,8 +41,8 @@ typedef struct fake {
     size_t nfence, capfence;
     size_t taken, released, waits, bad_release;
     unsigned seq;
-    unsigned char *done_seq;  /* done_seq[seq] = 1 once that fence completed */
-    unsigned last_seq;        /* seq of the last fence handed out */
+    unsigned char *done_seq; /* done_seq[seq] = 1 once that fence completed */
+    unsigned last_seq;       /* seq of the last fence handed out */
 } fake;
 
 void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label);

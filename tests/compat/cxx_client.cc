@@ -27,7 +27,8 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace
+{
 
 void check(infiniStatus_t st, const char *what)
 {
@@ -60,8 +61,9 @@ void kernel(void *p)
         a->out[i] = a->in[i] * 3 + a->id;
 }
 
-class Runtime {
-public:
+class Runtime
+{
+  public:
     explicit Runtime(Device d) : device_(d)
     {
         activate();
@@ -76,9 +78,18 @@ public:
     Runtime(const Runtime &) = delete;
     Runtime &operator=(const Runtime &) = delete;
 
-    void activate() const { RT(infinirtSetDevice(device_.type, device_.id)); }
-    infinirtStream_t stream() const { return stream_; }
-    Device device() const { return device_; }
+    void activate() const
+    {
+        RT(infinirtSetDevice(device_.type, device_.id));
+    }
+    infinirtStream_t stream() const
+    {
+        return stream_;
+    }
+    Device device() const
+    {
+        return device_;
+    }
 
     // Stream-ordered memory, as InfiniCore's pinnable block allocator uses.
     std::shared_ptr<void> allocate(size_t bytes)
@@ -95,7 +106,7 @@ public:
         return std::shared_ptr<void>(p, [](void *q) { check(infinirtFreeHost(q), "infinirtFreeHost"); });
     }
 
-private:
+  private:
     Device device_;
     infinirtStream_t stream_ = nullptr;
 };

@@ -85,11 +85,11 @@ static int fake_bind(void)
     void *dl = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL)
         TEST_FAILED_("dlopen(%s): %s", FAKE_CUDA_PATH, dlerror());
-#define BIND_(field)                                         \
-    do {                                                     \
-        void *s_ = dlsym(dl, "fake_cuda_" #field);           \
-        ASSERT(s_ != NULL);                                  \
-        memcpy(&fake.field, &s_, sizeof s_);                 \
+#define BIND_(field)                               \
+    do {                                           \
+        void *s_ = dlsym(dl, "fake_cuda_" #field); \
+        ASSERT(s_ != NULL);                        \
+        memcpy(&fake.field, &s_, sizeof s_);       \
     } while (0)
     BIND_(refcount);
     BIND_(live_streams);
@@ -119,11 +119,11 @@ static int fake_bind(void)
     BIND_(host_fn_refusals);
     BIND_(ctx_stack_depth);
 #undef BIND_
-#define BIND_CU_(field)                                      \
-    do {                                                     \
-        void *s_ = dlsym(dl, #field);                        \
-        ASSERT(s_ != NULL);                                  \
-        memcpy(&fake.field, &s_, sizeof s_);                 \
+#define BIND_CU_(field)                      \
+    do {                                     \
+        void *s_ = dlsym(dl, #field);        \
+        ASSERT(s_ != NULL);                  \
+        memcpy(&fake.field, &s_, sizeof s_); \
     } while (0)
     BIND_CU_(cuGetErrorName);
     BIND_CU_(cuCtxGetCurrent);
@@ -287,10 +287,10 @@ static int test_driver_symbols(void)
         fprintf(stderr, "no %s in this toolkit\n", CUDA_STUB_LIBCUDA);
         return TEST_SKIP;
     }
-#define CHECK_SYM_(field, sym, alt, type)                     \
-    if (dlsym(stub, sym) == NULL) {                           \
+#define CHECK_SYM_(field, sym, alt, type)                                   \
+    if (dlsym(stub, sym) == NULL) {                                         \
         fprintf(stderr, "%s does not export %s\n", CUDA_STUB_LIBCUDA, sym); \
-        missing++;                                            \
+        missing++;                                                          \
     }
     INFINIRT_CUDA__DRIVER_FUNCS(CHECK_SYM_)
     INFINIRT_CUDA__OPTIONAL_FUNCS(CHECK_SYM_)
@@ -457,7 +457,7 @@ static int test_context_switch(void)
     ASSERT_OK(p.ops->malloc_device(0, &a, 256));
     ASSERT_EQ(fake.alloc_device(a), 0);
     ASSERT_OK(p.ops->malloc_device(2, &b, 256)); /* device 2 becomes current */
-    fake.set_current(1);                             /* the app switches behind our back */
+    fake.set_current(1);                         /* the app switches behind our back */
     ASSERT_OK(p.ops->malloc_device(2, &c, 256));
     ASSERT_EQ(fake.alloc_device(c), 2);
     ASSERT_OK(p.ops->free_device(2, c));
@@ -556,8 +556,8 @@ static int test_events(void)
     ASSERT_OK(p.ops->event_create(0, 0, &b));
     ASSERT_EQ(fake.last_event_flags(), CU_EVENT_DEFAULT);
     ASSERT_OK(p.ops->event_create(0, 0, &never));
-    ASSERT_OK(p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING | INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC,
-                                  &notime));
+    ASSERT_OK(
+        p.ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING | INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC, &notime));
     ASSERT_EQ(fake.last_event_flags(), CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
     ASSERT_STATUS(p.ops->event_create(0, 0x4, &s), INFINI_STATUS_BAD_PARAM);
     ASSERT_EQ(fake.live_events(), 4);
@@ -688,7 +688,7 @@ static int test_memory(void)
     fill_pattern(h, N, 9);
     ASSERT_OK(p.ops->memcpy(0, d, h, N, INFINIRT_PLUGIN_MEMCPY_H2D));
     ASSERT_OK(p.ops->memcpy(1, e, d, N, INFINIRT_PLUGIN_MEMCPY_D2D)); /* across devices */
-    ASSERT_OK(p.ops->memset(1, (char *)e + 10, 0x1EE, 20));             /* interior; value as a byte */
+    ASSERT_OK(p.ops->memset(1, (char *)e + 10, 0x1EE, 20));           /* interior; value as a byte */
     ASSERT_OK(p.ops->memcpy(1, g, e, N, INFINIRT_PLUGIN_MEMCPY_D2H));
     memset(h + 10, 0xEE, 20);
     ASSERT_MEM_EQ(g, h, N);
@@ -992,13 +992,17 @@ static int test_error_states(void)
 {
     static const CUresult sticky[] = {CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED,
                                       CUDA_ERROR_ECC_UNCORRECTABLE};
-    static const CUresult refused[] = {
-        CUDA_ERROR_NOT_PERMITTED,           CUDA_ERROR_ILLEGAL_STATE,
-        CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-        CUDA_ERROR_STREAM_CAPTURE_MERGE,    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
-        CUDA_ERROR_STREAM_CAPTURE_UNJOINED, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
-        CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, CUDA_ERROR_CAPTURED_EVENT,
-        CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD};
+    static const CUresult refused[] = {CUDA_ERROR_NOT_PERMITTED,
+                                       CUDA_ERROR_ILLEGAL_STATE,
+                                       CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                       CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                                       CUDA_ERROR_STREAM_CAPTURE_MERGE,
+                                       CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+                                       CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+                                       CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+                                       CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+                                       CUDA_ERROR_CAPTURED_EVENT,
+                                       CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD};
     const char *unusable = "the device's CUDA context is unusable until the process restarts";
     cuda_plugin p;
     void *s;
@@ -1218,10 +1222,10 @@ static int test_current_context(void)
     ASSERT_EQ(fake.alloc_device(d1), 1);
     ASSERT_EQ(fake.set_current_calls(), calls); /* already current: no switch */
 
-#define KEEPS_1_(call)                            \
-    do {                                          \
-        ASSERT_OK(call);                          \
-        ASSERT_EQ(fake.current_device(), 1);      \
+#define KEEPS_1_(call)                       \
+    do {                                     \
+        ASSERT_OK(call);                     \
+        ASSERT_EQ(fake.current_device(), 1); \
     } while (0)
     KEEPS_1_(p.ops->malloc_device(0, &d0, 256));
     ASSERT_EQ(fake.alloc_device(d0), 0);
@@ -1406,7 +1410,6 @@ static int test_wrap_native(void)
     return TEST_OK;
 }
 
-
 /* ------------------------------------------ the strict fake's own rules */
 /* Each rule the strict fake adds (fake_libcuda.c), checked on the fake
  * itself, so that it cannot slip back to the lenient behaviour unnoticed.
@@ -1420,7 +1423,10 @@ static int strict_open(cuda_plugin *p)
     return TEST_OK;
 }
 
-static CUdeviceptr dptr(void *p) { return (CUdeviceptr)(uintptr_t)p; }
+static CUdeviceptr dptr(void *p)
+{
+    return (CUdeviceptr)(uintptr_t)p;
+}
 
 /* Rule: an async copy touching pageable memory returns after it has
  * completed, so after the gate before it; a pinned one returns at once. */
@@ -1555,7 +1561,7 @@ static int test_strict_ctx_stack(void)
     ASSERT_EQ(fake.current_device(), 2);
     ASSERT_EQ(fake.cuCtxPopCurrent_v2(&got), CUDA_SUCCESS);
     ASSERT_PTR_EQ(got, c[2]);
-    ASSERT_EQ(fake.current_device(), 0); /* c[0] under it, not c[1] */
+    ASSERT_EQ(fake.current_device(), 0);                 /* c[0] under it, not c[1] */
     ASSERT_EQ(fake.cuCtxSetCurrent(NULL), CUDA_SUCCESS); /* pops c[0] */
     ASSERT_EQ(fake.ctx_stack_depth(), 0);
     ASSERT_EQ(fake.current_device(), -1);

@@ -136,10 +136,22 @@ CUresult fake_gate(void)
     return CUDA_SUCCESS;
 }
 
-int fake_cuda_strict(void) { return fake_strict; }
-int fake_cuda_host_fn_refusals(void) { return host_fn_refusals; }
-int fake_cuda_ctx_stack_depth(void) { return ctx_depth; }
-void fake_cuda_unload(void) { fake_deinit = 1; }
+int fake_cuda_strict(void)
+{
+    return fake_strict;
+}
+int fake_cuda_host_fn_refusals(void)
+{
+    return host_fn_refusals;
+}
+int fake_cuda_ctx_stack_depth(void)
+{
+    return ctx_depth;
+}
+void fake_cuda_unload(void)
+{
+    fake_deinit = 1;
+}
 
 void fake_cuda_inject_sticky(int dev, CUresult r)
 {
@@ -148,15 +160,42 @@ void fake_cuda_inject_sticky(int dev, CUresult r)
     pthread_mutex_unlock(&fake_lock);
 }
 
-int fake_cuda_refcount(int dev) { return ctxs[dev].refcount; }
-void fake_cuda_set_current(int dev) { set_top(dev < 0 ? NULL : &ctxs[dev]); }
-int fake_cuda_current_device(void) { return fake_current != NULL ? fake_current->dev : -1; }
-void *fake_cuda_ctx(int dev) { return &ctxs[dev]; }
-int fake_cuda_set_current_calls(void) { return set_current_calls; }
-int fake_cuda_peer_enabled(int from, int to) { return peer_on[from][to]; }
-int fake_cuda_peer_copies(void) { return peer_copies; }
-int fake_cuda_staged_copies(void) { return staged_copies; }
-int fake_cuda_peer_faults(void) { return peer_faults; }
+int fake_cuda_refcount(int dev)
+{
+    return ctxs[dev].refcount;
+}
+void fake_cuda_set_current(int dev)
+{
+    set_top(dev < 0 ? NULL : &ctxs[dev]);
+}
+int fake_cuda_current_device(void)
+{
+    return fake_current != NULL ? fake_current->dev : -1;
+}
+void *fake_cuda_ctx(int dev)
+{
+    return &ctxs[dev];
+}
+int fake_cuda_set_current_calls(void)
+{
+    return set_current_calls;
+}
+int fake_cuda_peer_enabled(int from, int to)
+{
+    return peer_on[from][to];
+}
+int fake_cuda_peer_copies(void)
+{
+    return peer_copies;
+}
+int fake_cuda_staged_copies(void)
+{
+    return staged_copies;
+}
+int fake_cuda_peer_faults(void)
+{
+    return peer_faults;
+}
 
 int fake_cuda_live_allocs(void)
 {
@@ -268,8 +307,7 @@ static const struct {
      "operation would result in a merge of separate capture sequences"},
     {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
      "capture was not ended in the same stream as it began"},
-    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
-     "capturing stream has unjoined work"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
     {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
      "dependency created on uncaptured work in another stream"},
     {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
@@ -385,11 +423,21 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     if (d < 0 || d >= ndev)
         return CUDA_ERROR_INVALID_DEVICE;
     switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0x10 + d; break;
-    default: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *v = 9;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *v = 132;
+        break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+        *v = 0x10 + d;
+        break;
+    default:
+        *v = 0;
+        break;
     }
     return CUDA_SUCCESS;
 }
@@ -536,7 +584,6 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c)
     *c = (CUcontext)(void *)fake_current;
     return CUDA_SUCCESS;
 }
-
 
 /* ---- memory ---- */
 /* cuMemAlloc's alignment; the loader's allocator relies on it. */

@@ -167,19 +167,19 @@ void fake_legacy_destroy(fake_ctx *ctx);
  * destroy its streams (not the legacy one) and events.  Without the lock. */
 void fake_ctx_streams_reset(fake_ctx *ctx);
 
-#define NEED_INIT()                            \
-    do {                                       \
-        CUresult g_ = fake_gate();             \
-        if (g_ != CUDA_SUCCESS)                \
-            return g_;                         \
+#define NEED_INIT()                \
+    do {                           \
+        CUresult g_ = fake_gate(); \
+        if (g_ != CUDA_SUCCESS)    \
+            return g_;             \
     } while (0)
-#define NEED_CTX()                                             \
-    do {                                                       \
-        NEED_INIT();                                           \
+#define NEED_CTX()                                               \
+    do {                                                         \
+        NEED_INIT();                                             \
         if (fake_current == NULL || fake_current->refcount == 0) \
-            return CUDA_ERROR_INVALID_CONTEXT;                 \
-        if (fake_current->sticky != CUDA_SUCCESS)              \
-            return (CUresult)fake_current->sticky;             \
+            return CUDA_ERROR_INVALID_CONTEXT;                   \
+        if (fake_current->sticky != CUDA_SUCCESS)                \
+            return (CUresult)fake_current->sticky;               \
     } while (0)
 
 /* Inspection API for the tests (exported). */

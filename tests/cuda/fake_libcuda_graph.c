@@ -419,7 +419,7 @@ static CUresult capture_info(CUstream h, CUstreamCaptureStatus *status, cuuint64
                 r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     }
     if (r == CUDA_SUCCESS) {
-        *status = s->cap == NULL   ? CU_STREAM_CAPTURE_STATUS_NONE
+        *status = s->cap == NULL    ? CU_STREAM_CAPTURE_STATUS_NONE
                   : s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                     : CU_STREAM_CAPTURE_STATUS_ACTIVE;
         if (id != NULL && s->cap != NULL)

@@ -45,16 +45,37 @@ static int live_streams, live_events, wait_event_calls;
 static pthread_mutex_t host_fn_serial = PTHREAD_MUTEX_INITIALIZER;
 static int host_fn_running, host_fn_max;
 
-int fake_cuda_host_fn_max_concurrent(void) { return host_fn_max; }
+int fake_cuda_host_fn_max_concurrent(void)
+{
+    return host_fn_max;
+}
 static unsigned last_event_flags;
 static void *last_stream;
 
-int fake_cuda_live_streams(void) { return live_streams; }
-int fake_cuda_live_events(void) { return live_events; }
-unsigned fake_cuda_stream_flags(const void *stream) { return ((const struct CUstream_st *)stream)->flags; }
-unsigned fake_cuda_last_event_flags(void) { return last_event_flags; }
-int fake_cuda_wait_event_calls(void) { return wait_event_calls; }
-void *fake_cuda_last_stream(void) { return last_stream; }
+int fake_cuda_live_streams(void)
+{
+    return live_streams;
+}
+int fake_cuda_live_events(void)
+{
+    return live_events;
+}
+unsigned fake_cuda_stream_flags(const void *stream)
+{
+    return ((const struct CUstream_st *)stream)->flags;
+}
+unsigned fake_cuda_last_event_flags(void)
+{
+    return last_event_flags;
+}
+int fake_cuda_wait_event_calls(void)
+{
+    return wait_event_calls;
+}
+void *fake_cuda_last_stream(void)
+{
+    return last_stream;
+}
 
 static double now_ms(void)
 {
@@ -178,8 +199,9 @@ static CUresult depend_locked(struct CUstream_st *from, struct CUstream_st *to)
         free(e);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}) ? CUDA_SUCCESS
-                                                                                        : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded})
+                     ? CUDA_SUCCESS
+                     : CUDA_ERROR_OUT_OF_MEMORY;
     event_unref_locked(e);
     return r;
 }
@@ -309,17 +331,17 @@ CUresult fake_event_ok(CUevent e, int any_ctx)
     return CUDA_SUCCESS;
 }
 
-#define STREAM_OF(h, any_ctx, out)                        \
-    do {                                                  \
-        CUresult r_ = fake_stream_of((h), (any_ctx), (out));   \
-        if (r_ != CUDA_SUCCESS)                           \
-            return r_;                                    \
+#define STREAM_OF(h, any_ctx, out)                           \
+    do {                                                     \
+        CUresult r_ = fake_stream_of((h), (any_ctx), (out)); \
+        if (r_ != CUDA_SUCCESS)                              \
+            return r_;                                       \
     } while (0)
-#define EVENT_OK(e, any_ctx)                              \
-    do {                                                  \
-        CUresult r_ = fake_event_ok((e), (any_ctx));           \
-        if (r_ != CUDA_SUCCESS)                           \
-            return r_;                                    \
+#define EVENT_OK(e, any_ctx)                         \
+    do {                                             \
+        CUresult r_ = fake_event_ok((e), (any_ctx)); \
+        if (r_ != CUDA_SUCCESS)                      \
+            return r_;                               \
     } while (0)
 
 /* ---- streams ---- */
@@ -627,9 +649,9 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
     pthread_mutex_lock(&fake_lock);
     fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
     pthread_mutex_unlock(&fake_lock);
-    CUresult r = enqueue(s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src,
-                                 .n = n},
-                         &seq);
+    CUresult r = enqueue(
+        s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .n = n},
+        &seq);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fake_lock);
@@ -746,7 +768,10 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
 #undef cuEventElapsedTime
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b);
 static _Atomic int elapsed_calls[2]; /* [0]: old name, [1]: _v2 */
-int fake_cuda_elapsed_calls(int v2) { return elapsed_calls[v2 != 0]; }
+int fake_cuda_elapsed_calls(int v2)
+{
+    return elapsed_calls[v2 != 0];
+}
 
 static CUresult elapsed_time(float *ms, CUevent a, CUevent b)
 {

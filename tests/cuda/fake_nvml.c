@@ -51,12 +51,30 @@ static unsigned long long mem_total;
 static atomic_int initialized, init_calls, uuid_calls, pci_calls, index_calls, rates_calls, memory_calls;
 
 /* Exported for the tests. */
-int fake_nvml_init_calls(void) { return init_calls; }
-int fake_nvml_uuid_calls(void) { return uuid_calls; }
-int fake_nvml_pci_calls(void) { return pci_calls; }
-int fake_nvml_index_calls(void) { return index_calls; }
-int fake_nvml_rates_calls(void) { return rates_calls; }
-int fake_nvml_memory_calls(void) { return memory_calls; }
+int fake_nvml_init_calls(void)
+{
+    return init_calls;
+}
+int fake_nvml_uuid_calls(void)
+{
+    return uuid_calls;
+}
+int fake_nvml_pci_calls(void)
+{
+    return pci_calls;
+}
+int fake_nvml_index_calls(void)
+{
+    return index_calls;
+}
+int fake_nvml_rates_calls(void)
+{
+    return rates_calls;
+}
+int fake_nvml_memory_calls(void)
+{
+    return memory_calls;
+}
 
 static int env_int(const char *name, int dflt)
 {
@@ -89,10 +107,14 @@ int nvmlShutdown(void)
 const char *nvmlErrorString(int r)
 {
     switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERROR_NOT_FOUND:
+        return "Not Found";
+    default:
+        return "Unknown Error";
     }
 }
 

@@ -51,36 +51,35 @@
 #define TEST_FAIL 1
 #define TEST_SKIP 77
 
-#define FAIL_(...)                                                \
-    do {                                                          \
-        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);     \
-        fprintf(stderr, __VA_ARGS__);                             \
-        fputc('\n', stderr);                                      \
-        return TEST_FAIL;                                         \
+#define FAIL_(...)                                            \
+    do {                                                      \
+        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                         \
+        fputc('\n', stderr);                                  \
+        return TEST_FAIL;                                     \
     } while (0)
-#define OK_(call)                                                                     \
-    do {                                                                              \
-        infiniStatus_t st_ = (call);                                                  \
-        if (st_ != INFINI_STATUS_SUCCESS)                                             \
-            FAIL_("%s = %s", #call, infinirtGetErrorName(st_));                       \
+#define OK_(call)                                               \
+    do {                                                        \
+        infiniStatus_t st_ = (call);                            \
+        if (st_ != INFINI_STATUS_SUCCESS)                       \
+            FAIL_("%s = %s", #call, infinirtGetErrorName(st_)); \
     } while (0)
-#define STATUS_(call, want)                                                           \
-    do {                                                                              \
-        infiniStatus_t st_ = (call);                                                  \
-        if (st_ != (want))                                                            \
-            FAIL_("%s = %s, want %s", #call, infinirtGetErrorName(st_),               \
-                  infinirtGetErrorName(want));                                        \
+#define STATUS_(call, want)                                                                          \
+    do {                                                                                             \
+        infiniStatus_t st_ = (call);                                                                 \
+        if (st_ != (want))                                                                           \
+            FAIL_("%s = %s, want %s", #call, infinirtGetErrorName(st_), infinirtGetErrorName(want)); \
     } while (0)
-#define CU_(call)                                                                     \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess)                                                        \
-            FAIL_("%s = %s", #call, cudaGetErrorString(e_));                          \
+#define CU_(call)                                            \
+    do {                                                     \
+        cudaError_t e_ = (call);                             \
+        if (e_ != cudaSuccess)                               \
+            FAIL_("%s = %s", #call, cudaGetErrorString(e_)); \
     } while (0)
-#define CHECK_(cond)                     \
-    do {                                 \
-        if (!(cond))                     \
-            FAIL_("%s", #cond);          \
+#define CHECK_(cond)            \
+    do {                        \
+        if (!(cond))            \
+            FAIL_("%s", #cond); \
     } while (0)
 
 /* ------------------------------------------------------------- kernels */
@@ -227,8 +226,7 @@ static int free_case(const char *what, infinirtStream_t ks, infinirtStream_t oth
     fprintf(stderr, "%s: new block %s the freed one\n", what, q == p ? "is" : "is not");
     for (size_t i = 0; i < n; i++)
         if (out[i] != 0x55555555u)
-            FAIL_("%s: q[%zu] = 0x%08x: the block was handed out while the kernel still wrote it", what, i,
-                  out[i]);
+            FAIL_("%s: q[%zu] = 0x%08x: the block was handed out while the kernel still wrote it", what, i, out[i]);
     OK_(infinirtFreeAsync(q, other));
     OK_(infinirtStreamSynchronize(other));
     return TEST_OK;

@@ -45,10 +45,10 @@ static int fake_bind(void)
     void *dl = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL)
         TEST_FAILED_("dlopen(%s): %s", FAKE_CUDA_PATH, dlerror());
-#define BIND_(field, sym)                  \
-    do {                                   \
-        void *s_ = dlsym(dl, sym);         \
-        ASSERT(s_ != NULL);                \
+#define BIND_(field, sym)                    \
+    do {                                     \
+        void *s_ = dlsym(dl, sym);           \
+        ASSERT(s_ != NULL);                  \
         memcpy(&fake.field, &s_, sizeof s_); \
     } while (0)
     BIND_(ctx, "fake_cuda_ctx");
@@ -80,11 +80,11 @@ static int setup(void)
 }
 
 /* The driver's current context on this thread is device `dev`'s. */
-#define ASSERT_CURRENT(dev)                                       \
-    do {                                                          \
-        CUcontext c_ = NULL;                                      \
-        ASSERT_EQ(fake.cuCtxGetCurrent(&c_), CUDA_SUCCESS);       \
-        ASSERT_PTR_EQ((void *)c_, fake.ctx(dev));                 \
+#define ASSERT_CURRENT(dev)                                 \
+    do {                                                    \
+        CUcontext c_ = NULL;                                \
+        ASSERT_EQ(fake.cuCtxGetCurrent(&c_), CUDA_SUCCESS); \
+        ASSERT_PTR_EQ((void *)c_, fake.ctx(dev));           \
     } while (0)
 
 /* infinirtStreamCreate gives the CUstream the driver created, of the
@@ -152,10 +152,10 @@ static int test_set_device(void)
     ASSERT_OK(infinirtMalloc(&p1, N)); /* device 1's own work */
     ASSERT_CURRENT(1);
     memset(h, 0x3c, N);
-#define KEEPS_1_(call)      \
-    do {                    \
-        ASSERT_OK(call);    \
-        ASSERT_CURRENT(1);  \
+#define KEEPS_1_(call)     \
+    do {                   \
+        ASSERT_OK(call);   \
+        ASSERT_CURRENT(1); \
     } while (0)
     KEEPS_1_(infinirtMemcpyAsync(p0, h, N, INFINIRT_MEMCPY_H2D, s0));
     KEEPS_1_(infinirtMemsetAsync(p0, 0x11, 8, s0));

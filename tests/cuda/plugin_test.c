@@ -44,24 +44,43 @@ static int test_handshake(void)
     ASSERT_EQ(ops->device_type, INFINI_DEVICE_NVIDIA);
     /* Every 1.0 entry is implemented. */
     const void *const entries[] = {
-        (const void *)ops->init, (const void *)ops->shutdown, (const void *)ops->get_device_info,
-        (const void *)ops->get_mem_info, (const void *)ops->device_synchronize, (const void *)ops->stream_create,
-        (const void *)ops->stream_destroy, (const void *)ops->stream_synchronize,
-        (const void *)ops->stream_wait_event, (const void *)ops->launch_host_func, (const void *)ops->event_create,
-        (const void *)ops->event_destroy, (const void *)ops->event_record, (const void *)ops->event_query,
-        (const void *)ops->event_synchronize, (const void *)ops->event_elapsed_time,
-        (const void *)ops->malloc_device, (const void *)ops->free_device, (const void *)ops->malloc_host,
-        (const void *)ops->free_host, (const void *)ops->memcpy, (const void *)ops->memcpy_async,
-        (const void *)ops->memset, (const void *)ops->memset_async,
+        (const void *)ops->init,
+        (const void *)ops->shutdown,
+        (const void *)ops->get_device_info,
+        (const void *)ops->get_mem_info,
+        (const void *)ops->device_synchronize,
+        (const void *)ops->stream_create,
+        (const void *)ops->stream_destroy,
+        (const void *)ops->stream_synchronize,
+        (const void *)ops->stream_wait_event,
+        (const void *)ops->launch_host_func,
+        (const void *)ops->event_create,
+        (const void *)ops->event_destroy,
+        (const void *)ops->event_record,
+        (const void *)ops->event_query,
+        (const void *)ops->event_synchronize,
+        (const void *)ops->event_elapsed_time,
+        (const void *)ops->malloc_device,
+        (const void *)ops->free_device,
+        (const void *)ops->malloc_host,
+        (const void *)ops->free_host,
+        (const void *)ops->memcpy,
+        (const void *)ops->memcpy_async,
+        (const void *)ops->memset,
+        (const void *)ops->memset_async,
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         ASSERT(entries[i] != NULL);
     /* ABI 1.1: all but mem_get_native (memory is addressable). */
     ASSERT_GE(ops->struct_size, INFINIRT_PLUGIN_OPS_SIZE_1_1);
     const void *const entries_1_1[] = {
-        (const void *)ops->stream_get_native, (const void *)ops->event_get_native,
-        (const void *)ops->stream_create_with_flags, (const void *)ops->stream_create_from_native,
-        (const void *)ops->stream_query, (const void *)ops->device_get_native, (const void *)ops->set_device,
+        (const void *)ops->stream_get_native,
+        (const void *)ops->event_get_native,
+        (const void *)ops->stream_create_with_flags,
+        (const void *)ops->stream_create_from_native,
+        (const void *)ops->stream_query,
+        (const void *)ops->device_get_native,
+        (const void *)ops->set_device,
         (const void *)ops->pointer_get_device,
     };
     for (size_t i = 0; i < sizeof entries_1_1 / sizeof entries_1_1[0]; i++)
@@ -290,7 +309,10 @@ typedef struct {
     int open, entered, timed_out;
 } gate;
 
-#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0}
+#define GATE_INIT                                                    \
+    {                                                                \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 \
+    }
 
 static void gate_wait(void *arg)
 {
@@ -556,8 +578,7 @@ static void *worker(void *arg)
     unsigned char *h = malloc(N);
     void *d = NULL;
 
-    w->ok = h != NULL && w->ops->malloc_device(w->dev, &d, N) == 0 &&
-            w->ops->memset(w->dev, d, w->dev + 1, N) == 0 &&
+    w->ok = h != NULL && w->ops->malloc_device(w->dev, &d, N) == 0 && w->ops->memset(w->dev, d, w->dev + 1, N) == 0 &&
             w->ops->memcpy(w->dev, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H) == 0 && h[0] == w->dev + 1 &&
             h[N - 1] == w->dev + 1 && w->ops->free_device(w->dev, d) == 0;
     free(h);

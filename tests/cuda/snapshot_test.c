@@ -22,9 +22,9 @@
 #include "test.h"
 
 #define NDEV 3 /* the fake driver's default */
-#define UTIL_BITS                                                                              \
-    ((uint64_t)INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION |                                   \
-     (uint64_t)INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION |                          \
+#define UTIL_BITS                                                     \
+    ((uint64_t)INFINIRT_RESOURCE_FIELD_COMPUTE_UTILIZATION |          \
+     (uint64_t)INFINIRT_RESOURCE_FIELD_MEMORY_BANDWIDTH_UTILIZATION | \
      (uint64_t)INFINIRT_RESOURCE_FIELD_KERNEL_TIME_RATIO)
 
 /* A fraction as a whole percent (NVML's unit), for exact comparisons. */

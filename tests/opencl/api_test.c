@@ -287,7 +287,8 @@ static int test_alloc_native(void)
         ASSERT_MEM_EQ(got, y, bytes);
         ASSERT_OK(infinirtMemcpy(got, t, bytes, INFINIRT_MEMCPY_D2H));
         ASSERT_MEM_EQ(got, z, bytes);
-        fprintf(stderr, "FreeAsync: same-stream allocation %s the freed block\n", t == p ? "reused" : "did not reuse");
+        fprintf(stderr, "FreeAsync: same-stream allocation %s the freed block\n",
+                t == p ? "reused" : "did not reuse");
         ASSERT_OK(infinirtFreeAsync(r, s2));
         ASSERT_OK(infinirtFreeAsync(t, s));
         ASSERT_OK(infinirtStreamDestroy(s2));
@@ -447,7 +448,8 @@ static int sync_copy_against(int nonblocking)
     ASSERT(x && got && h);
     for (size_t i = 0; i < N; i++)
         x[i] = (unsigned char)(i * 13 + (size_t)nonblocking);
-    ASSERT_OK(infinirtStreamCreateWithFlags(&s, nonblocking ? INFINIRT_STREAM_NON_BLOCKING : INFINIRT_STREAM_DEFAULT));
+    ASSERT_OK(
+        infinirtStreamCreateWithFlags(&s, nonblocking ? INFINIRT_STREAM_NON_BLOCKING : INFINIRT_STREAM_DEFAULT));
     ASSERT_OK(infinirtMalloc(&p, N));
     ASSERT_OK(infinirtMemset(p, 0, N));
     ASSERT_EQ(clEnqueueBarrierWithWaitList((cl_command_queue)s, 1, &h->u, NULL), CL_SUCCESS);
@@ -562,7 +564,7 @@ static const struct {
     const char *name;
     int (*fn)(void);
 } tests[] = {
-    {"device_native", test_device_native}, {"kernel", test_kernel},   {"alloc_native", test_alloc_native},
+    {"device_native", test_device_native}, {"kernel", test_kernel},     {"alloc_native", test_alloc_native},
     {"from_native", test_from_native},     {"blocking", test_blocking},
 };
 

@@ -9,13 +9,12 @@
 /* The offset is in bytes and the pointer a char pointer first, so a
  * buffer-mode offset that is not a multiple of 4 would still address the
  * right bytes (the tests keep it aligned; OpenCL 1.2 buffers need it). */
-static const char source[] =
-    "kernel void axpb(global int *base, ulong offset, int a, int b)\n"
-    "{\n"
-    "    global int *p = (global int *)((global char *)base + offset);\n"
-    "    size_t i = get_global_id(0);\n"
-    "    p[i] = (int)((uint)p[i] * (uint)a + (uint)b + (uint)i);\n"
-    "}\n";
+static const char source[] = "kernel void axpb(global int *base, ulong offset, int a, int b)\n"
+                             "{\n"
+                             "    global int *p = (global int *)((global char *)base + offset);\n"
+                             "    size_t i = get_global_id(0);\n"
+                             "    p[i] = (int)((uint)p[i] * (uint)a + (uint)b + (uint)i);\n"
+                             "}\n";
 
 int tk_build(cl_context ctx, cl_device_id dev, tk_kernel *k)
 {
@@ -57,8 +56,8 @@ void tk_release(tk_kernel *k)
     k->program = NULL;
 }
 
-cl_int tk_enqueue(tk_kernel *k, cl_command_queue q, void *ptr, void *native, size_t offset, size_t n, int a,
-                  int b, cl_uint nwait, const cl_event *wait, cl_event *done)
+cl_int tk_enqueue(tk_kernel *k, cl_command_queue q, void *ptr, void *native, size_t offset, size_t n, int a, int b,
+                  cl_uint nwait, const cl_event *wait, cl_event *done)
 {
     cl_ulong off = offset;
     size_t global = n;

@@ -31,8 +31,8 @@ void tk_release(tk_kernel *k);
  * (native, offset): native == ptr means an SVM pointer, anything else a
  * cl_mem.  The kernel starts after the wait list; *done (optional)
  * receives its event.  Returns the OpenCL error (CL_SUCCESS). */
-cl_int tk_enqueue(tk_kernel *k, cl_command_queue q, void *ptr, void *native, size_t offset, size_t n, int a,
-                  int b, cl_uint nwait, const cl_event *wait, cl_event *done);
+cl_int tk_enqueue(tk_kernel *k, cl_command_queue q, void *ptr, void *native, size_t offset, size_t n, int a, int b,
+                  cl_uint nwait, const cl_event *wait, cl_event *done);
 
 /* What the kernel makes of v at index i. */
 static inline int tk_expect(int v, size_t i, int a, int b)

@@ -26,45 +26,45 @@
 
 #define MiB ((size_t)1 << 20)
 
-#define TEST_LIST(X)     \
-    X(entry)             \
-    X(init_default)      \
-    X(no_platform)       \
-    X(filter_gpu)        \
-    X(filter_platform)   \
-    X(filter_devices)    \
-    X(bad_values)        \
-    X(unknown_key)       \
-    X(max_alloc)         \
-    X(memory_buffer)     \
-    X(kind_mismatch)     \
-    X(memory_svm)        \
-    X(memory_auto)       \
-    X(foreign_buffer)    \
-    X(foreign_svm)       \
-    X(malloc_host)       \
-    X(event_timing)      \
-    X(host_func)         \
-    X(wait_event)        \
-    X(cross_device)      \
-    X(device_sync)       \
-    X(threads)           \
-    X(shutdown_pending)  \
-    X(native_handles)    \
-    X(native_mem)        \
-    X(native_kernel)     \
-    X(stream_query)      \
-    X(from_native)       \
+#define TEST_LIST(X)    \
+    X(entry)            \
+    X(init_default)     \
+    X(no_platform)      \
+    X(filter_gpu)       \
+    X(filter_platform)  \
+    X(filter_devices)   \
+    X(bad_values)       \
+    X(unknown_key)      \
+    X(max_alloc)        \
+    X(memory_buffer)    \
+    X(kind_mismatch)    \
+    X(memory_svm)       \
+    X(memory_auto)      \
+    X(foreign_buffer)   \
+    X(foreign_svm)      \
+    X(malloc_host)      \
+    X(event_timing)     \
+    X(host_func)        \
+    X(wait_event)       \
+    X(cross_device)     \
+    X(device_sync)      \
+    X(threads)          \
+    X(shutdown_pending) \
+    X(native_handles)   \
+    X(native_mem)       \
+    X(native_kernel)    \
+    X(stream_query)     \
+    X(from_native)      \
     X(blocking_order)
 
 #define TEST_DECLARE_(name) int test_##name(void);
 TEST_LIST(TEST_DECLARE_)
 #undef TEST_DECLARE_
 
-extern const char *plugin_path;          /* argv[2] or the built plugin */
-extern infinirtPluginEntryFn entry;      /* after load_plugin */
+extern const char *plugin_path;     /* argv[2] or the built plugin */
+extern infinirtPluginEntryFn entry; /* after load_plugin */
 extern const infinirtPluginOps *ops;
-extern int cl_touched;                   /* this process has called OpenCL */
+extern int cl_touched; /* this process has called OpenCL */
 extern pthread_t main_thread;
 
 /* dlopen the plugin and take its table (once per process). */

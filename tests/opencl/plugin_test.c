@@ -196,7 +196,6 @@ int test_unknown_key(void)
     return TEST_OK;
 }
 
-
 int test_max_alloc(void)
 {
     infinirtPluginDeviceInfo info;
@@ -266,4 +265,3 @@ int main(int argc, char **argv)
     }
     return failed ? TEST_FAIL : TEST_OK;
 }
-

@@ -118,14 +118,12 @@ int test_memory_svm(void)
     ASSERT_OK(ops->get_device_info(0, &info));
     if (strstr(info.description, "svm: no") != NULL) {
         /* Asking for SVM where there is none fails init, saying why. */
-        ASSERT_STATUS(init_kv(&count, msg, sizeof msg, KV("memory", "svm", "devices", "0")),
-                      INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(init_kv(&count, msg, sizeof msg, KV("memory", "svm", "devices", "0")), INFINI_STATUS_BAD_PARAM);
         ASSERT_STR_CONTAINS(msg, "no coarse-grained buffer SVM");
         return TEST_OK;
     }
     return roundtrip("svm");
 }
-
 
 /* A device-side pointer the plugin did not allocate (the loader passes
  * foreign pointers on).  Buffer mode cannot use one - its commands need a
@@ -236,7 +234,7 @@ int test_malloc_host(void)
     ASSERT_OK(ops->malloc_host(0, (void **)&h2, n));
     ASSERT(h != NULL && h2 != NULL);
     ASSERT_EQ((uintptr_t)h % 256, 0); /* as device memory, see docs/opencl.md */
-    fill_pattern(h, n, 11); /* host memory: writable directly */
+    fill_pattern(h, n, 11);           /* host memory: writable directly */
     memcpy(want, h, n);
     ASSERT_OK(ops->malloc_device(0, (void **)&dev, n));
     ASSERT_OK(ops->memcpy(0, dev, h, n, INFINIRT_PLUGIN_MEMCPY_H2D));
@@ -261,4 +259,3 @@ int test_malloc_host(void)
     free(want);
     return TEST_OK;
 }
-

@@ -198,14 +198,14 @@ static int kernel_in(const char *mode)
 
     for (size_t i = 0; i < N; i++)
         x[i] = (int)(i * 2654435761u) - 12345;
-    ASSERT_OK(ops->memset_async(0, p, 0xee, total, s));                               /* guard bytes */
+    ASSERT_OK(ops->memset_async(0, p, 0xee, total, s)); /* guard bytes */
     ASSERT_OK(ops->memcpy_async(0, p + at, x, N * sizeof *x, INFINIRT_PLUGIN_MEMCPY_H2D, s));
     ASSERT_EQ(tk_enqueue(&k, q, p + at, native, off, N, 3, -7, 0, NULL, NULL), CL_SUCCESS);
     ASSERT_OK(ops->memset_async(0, p + at + 100 * sizeof(int), 0x01, 16 * sizeof(int), s));
     ASSERT_EQ(tk_enqueue(&k, q, p + at, native, off, N, 1, 1000, 0, NULL, NULL), CL_SUCCESS);
     /* The copy after the kernel reads what it wrote. */
-    ASSERT_OK(ops->memcpy_async(0, p + at + N * sizeof(int) + 64, p + at, 8 * sizeof(int),
-                                INFINIRT_PLUGIN_MEMCPY_D2D, s));
+    ASSERT_OK(
+        ops->memcpy_async(0, p + at + N * sizeof(int) + 64, p + at, 8 * sizeof(int), INFINIRT_PLUGIN_MEMCPY_D2D, s));
 
     for (size_t i = 0; i < N; i++) {
         int v = tk_expect(x[i], i, 3, -7);

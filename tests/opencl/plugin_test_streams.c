@@ -83,7 +83,7 @@ int test_event_timing(void)
 typedef struct {
     const unsigned char *expect; /* what the copy before the fn delivered */
     const unsigned char *landed;
-    unsigned char *write;        /* what the fn writes for the copy after it */
+    unsigned char *write; /* what the fn writes for the copy after it */
     size_t n;
     atomic_int ran, saw_landed;
 } order_check;
@@ -276,7 +276,6 @@ int test_cross_device(void)
     return TEST_OK;
 }
 
-
 static void flag_fn(void *p)
 {
     sleep_ms(30);
@@ -425,4 +424,3 @@ int test_shutdown_pending(void)
 }
 
 /* ------------------------------------------------------------------- runner */
-
