@@ -277,38 +277,50 @@ static void cuda_round(void *dst, const void *src, cudaStream_t s)
     }
 }
 
-/* Best per-round microseconds over the batches; graph when x (or cx) is set. */
-static double irt_rounds(void *dst, const void *src, infinirtStream_t s, infinirtGraphExec_t x)
+/* One side of the comparison: its buffers, stream and executable graph,
+ * and how it issues a round (eager: the 100 calls; graph: one launch) and
+ * waits for its stream. */
+typedef struct side {
+    void *dst, *src, *stream, *exec;
+    void (*round)(const struct side *sd, int graph);
+    void (*sync)(const struct side *sd);
+} side;
+
+static void irt_side_round(const side *sd, int graph)
 {
-    double best = 0;
-    for (int b = 0; b < GRAPH_BATCHES; b++) {
-        double t0 = now_ns();
-        for (int k = 0; k < GRAPH_ROUNDS; k++) {
-            if (x != NULL)
-                IRT(infinirtGraphLaunch(x, s));
-            else
-                irt_round(dst, src, s);
-        }
-        IRT(infinirtStreamSynchronize(s));
-        double us = (now_ns() - t0) / GRAPH_ROUNDS / 1e3;
-        if (b == 0 || us < best)
-            best = us;
-    }
-    return best;
+    if (graph)
+        IRT(infinirtGraphLaunch(sd->exec, sd->stream));
+    else
+        irt_round(sd->dst, sd->src, sd->stream);
 }
 
-static double cuda_rounds(void *dst, const void *src, cudaStream_t s, cudaGraphExec_t x)
+static void irt_side_sync(const side *sd)
+{
+    IRT(infinirtStreamSynchronize(sd->stream));
+}
+
+static void cuda_side_round(const side *sd, int graph)
+{
+    if (graph)
+        CUDA(cudaGraphLaunch(sd->exec, sd->stream));
+    else
+        cuda_round(sd->dst, sd->src, sd->stream);
+}
+
+static void cuda_side_sync(const side *sd)
+{
+    CUDA(cudaStreamSynchronize(sd->stream));
+}
+
+/* Best per-round microseconds over the batches, each ended by a sync. */
+static double rounds(const side *sd, int graph)
 {
     double best = 0;
     for (int b = 0; b < GRAPH_BATCHES; b++) {
         double t0 = now_ns();
-        for (int k = 0; k < GRAPH_ROUNDS; k++) {
-            if (x != NULL)
-                CUDA(cudaGraphLaunch(x, s));
-            else
-                cuda_round(dst, src, s);
-        }
-        CUDA(cudaStreamSynchronize(s));
+        for (int k = 0; k < GRAPH_ROUNDS; k++)
+            sd->round(sd, graph);
+        sd->sync(sd);
         double us = (now_ns() - t0) / GRAPH_ROUNDS / 1e3;
         if (b == 0 || us < best)
             best = us;
@@ -344,12 +356,14 @@ static graph_timing measure_graph(void)
     CUDA(cudaStreamEndCapture(cs, &cg));
     CUDA(cudaGraphInstantiate(&cx, cg, 0));
 
+    const side irt = {idst, isrc, is, ix, irt_side_round, irt_side_sync};
+    const side cuda = {cdst, csrc, cs, cx, cuda_side_round, cuda_side_sync};
     /* Interleaved, each side once before the timed pass (warm-up). */
     for (int pass = 0; pass < 2; pass++) {
-        out.irt_eager_us = irt_rounds(idst, isrc, is, NULL);
-        out.cuda_eager_us = cuda_rounds(cdst, csrc, cs, NULL);
-        out.irt_graph_us = irt_rounds(idst, isrc, is, ix);
-        out.cuda_graph_us = cuda_rounds(cdst, csrc, cs, cx);
+        out.irt_eager_us = rounds(&irt, 0);
+        out.cuda_eager_us = rounds(&cuda, 0);
+        out.irt_graph_us = rounds(&irt, 1);
+        out.cuda_graph_us = rounds(&cuda, 1);
     }
 
     IRT(infinirtGraphExecDestroy(ix));
