@@ -56,6 +56,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
 #define INFINIRT_PLUGIN_ABI_MINOR 5
@@ -192,6 +193,73 @@ static inline int infinirtPluginParseSize(const char *text, size_t *out)
     if (*p != '\0' || v > ((size_t)-1 >> shift))
         return -1;
     *out = (size_t)(v << shift);
+    return 0;
+}
+
+/* A whole number from lo to hi (0 <= lo <= hi): decimal digits and nothing
+ * else.  Returns 0 with *out set, or -1 (*out unchanged). */
+static inline int infinirtPluginParseCount(const char *text, long lo, long hi, long *out)
+{
+    long v = 0;
+    const char *p = text;
+    if (p == NULL || *p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        long d = *p - '0';
+        if (v > hi / 10 || (v == hi / 10 && d > hi % 10))
+            return -1; /* past hi (and so no overflow) */
+        v = v * 10 + d;
+    }
+    if (*p != '\0' || v < lo)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A device list: whole numbers from 0 to max separated by commas ("0, 2,3";
+ * spaces and tabs around an item are allowed, an empty item is not).
+ * Returns 0 with *list (malloc'd: the caller frees it) and *count set; -1
+ * when text is not such a list, with *bad at the first character of the
+ * item that is not (text's end for an empty list or a trailing comma); -2
+ * out of memory.  *list and *count are left alone on failure. */
+static inline int infinirtPluginParseIndexList(const char *text, int max, int **list, size_t *count, const char **bad)
+{
+    size_t cap = 1, n = 0;
+    const char *p = text;
+    for (const char *q = text; *q; q++)
+        cap += *q == ',';
+    int *out = (int *)malloc(cap * sizeof *out);
+    if (out == NULL)
+        return -2;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *item = p;
+        long v = 0;
+        if (*p < '0' || *p > '9')
+            goto bad_item; /* "", "-1", "1,,2", a trailing comma */
+        for (; *p >= '0' && *p <= '9'; p++) {
+            long d = *p - '0';
+            if (v > max / 10 || (v == max / 10 && d > max % 10))
+                goto bad_item; /* past max (and so no overflow) */
+            v = v * 10 + d;
+        }
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '\0' && *p != ',')
+            goto bad_item;
+        out[n++] = (int)v;
+        if (*p == '\0')
+            break;
+        p++;
+        continue;
+    bad_item:
+        free(out);
+        *bad = item;
+        return -1;
+    }
+    *list = out;
+    *count = n;
     return 0;
 }
 

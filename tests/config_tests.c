@@ -388,6 +388,57 @@ int test_config_size_suffixes(void)
     return TEST_OK;
 }
 
+/* The plugins' number and device-list parsers (infinirt_plugin.h). */
+int test_config_plugin_parsers(void)
+{
+    static const struct {
+        const char *text;
+        long lo, hi, value;
+    } ok[] = {{"0", 0, 4, 0}, {"4", 0, 4, 4}, {"16", 1, 64, 16}, {"2147483647", 0, 2147483647L, 2147483647L}};
+    static const struct {
+        const char *text;
+        long lo, hi;
+    } bad[] = {{"", 0, 4},    {"5", 0, 4},  {"0", 1, 4},  {"-1", 0, 4},
+               {" 1", 0, 4},  {"1 ", 0, 4}, {"1x", 0, 4}, {"99999999999999999999", 0, 2147483647L},
+               {"0x1", 0, 4}, {"+1", 0, 4}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        long v = -7;
+        ASSERT_EQ(infinirtPluginParseCount(ok[i].text, ok[i].lo, ok[i].hi, &v), 0);
+        ASSERT_EQ(v, ok[i].value);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long v = -7;
+        ASSERT_EQ(infinirtPluginParseCount(bad[i].text, bad[i].lo, bad[i].hi, &v), -1);
+        ASSERT_EQ(v, -7);
+    }
+
+    int *list = NULL;
+    size_t n = 0;
+    const char *at = NULL;
+    ASSERT_EQ(infinirtPluginParseIndexList("0, 2,3", 4095, &list, &n, &at), 0);
+    ASSERT_EQ(n, 3);
+    ASSERT(list[0] == 0 && list[1] == 2 && list[2] == 3);
+    free(list);
+    ASSERT_EQ(infinirtPluginParseIndexList(" \t7 ", 7, &list, &n, &at), 0);
+    ASSERT(n == 1 && list[0] == 7);
+    free(list);
+    /* Refused, with the offending item. */
+    static const struct {
+        const char *text;
+        int at; /* offset of the item named */
+    } refused[] = {{"", 0},  {"  ", 2},  {"1,,2", 2},          {"1,", 2}, {"0,x", 2}, {"-1", 0},
+                   {"8", 0}, {"1 2", 0}, {"3, 99999999999", 3}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int *l = (int *)&n;
+        size_t c = 99;
+        at = NULL;
+        ASSERT_EQ(infinirtPluginParseIndexList(refused[i].text, 7, &l, &c, &at), -1);
+        ASSERT_PTR_EQ(at, refused[i].text + refused[i].at);
+        ASSERT(l == (int *)&n && c == 99); /* untouched */
+    }
+    return TEST_OK;
+}
+
 /* ------------------------------------------------ plugin_dir */
 
 /* A relative plugin_dir is relative to the config file's folder. */

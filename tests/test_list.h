@@ -126,6 +126,7 @@
     X(fault, done_at_return)                   \
     X(fault, done_at_return_off)               \
     X(loader, table_short_for_minor_5)         \
+    X(config, plugin_parsers)                  \
     X(loader, default_device_negative)         \
     X(allocator, fence_one_past_sync)          \
     X(allocator, default_stream_in_flight)     \

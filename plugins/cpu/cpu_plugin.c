@@ -56,10 +56,8 @@ int cpu__device_count(void)
  * left alone otherwise. */
 static int parse_int(const char *v, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0 || n < lo || n > hi)
+    long n;
+    if (infinirtPluginParseCount(v, lo, hi, &n) != 0)
         return -1;
     *out = (int)n;
     return 0;

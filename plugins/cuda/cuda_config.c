@@ -23,50 +23,17 @@
 
 #include "cuda_internal.h"
 
-/* "0, 2,3" -> {0, 2, 3}.  Returns 0, or -1 on a malformed list. */
+/* "0, 2,3" -> {0, 2, 3}.  Returns 0, or -1 on a malformed list (or no
+ * memory for it). */
 static int parse_devices(const char *value, int **out, int *count)
 {
-    size_t cap = 1;
-    const char *p;
-    int *list;
-    int n = 0;
-
-    for (p = value; *p; p++)
-        cap += *p == ',';
-    list = malloc(cap * sizeof *list);
-    if (list == NULL)
+    const char *bad;
+    size_t n;
+    if (infinirtPluginParseIndexList(value, INT_MAX, out, &n, &bad) != 0 || n > INT_MAX) {
         return -1;
-
-    p = value;
-    for (;;) {
-        char *end;
-        long v;
-
-        while (isspace((unsigned char)*p))
-            p++;
-        if (!isdigit((unsigned char)*p))
-            goto bad; /* also catches "", "-1", "1,,2" and a trailing comma */
-        errno = 0;
-        v = strtol(p, &end, 10);
-        if (errno != 0 || v > INT_MAX)
-            goto bad;
-        list[n++] = (int)v;
-        p = end;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p == '\0')
-            break;
-        if (*p != ',')
-            goto bad;
-        p++;
     }
-    *out = list;
-    *count = n;
+    *count = (int)n;
     return 0;
-
-bad:
-    free(list);
-    return -1;
 }
 
 infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, infinirt_cuda__config_t *cfg,

@@ -89,36 +89,24 @@ static infiniStatus_t parse_type(const char *v, clp__config *cfg, char *msg, siz
 
 static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, size_t msg_size)
 {
-    char tok[32];
-    const char *p = v;
-    size_t n = 0, cap = 0;
+    const char *bad = v;
+    size_t n = 0;
     int *list = NULL;
+    int r = infinirtPluginParseIndexList(v, 4095, &list, &n, &bad);
 
-    while (next_token(&p, tok, sizeof tok)) {
-        char *end;
-        long idx;
-
-        errno = 0;
-        idx = strtol(tok, &end, 10);
-        if (tok[0] == '\0' || *end != '\0' || errno != 0 || idx < 0 || idx > 4095) {
-            snprintf(msg, msg_size, "\"%s\" is not a device index (want a comma list of integers from 0)", tok);
-            free(list);
-            return INFINI_STATUS_BAD_PARAM;
-        }
-        if (n == cap) {
-            int *grown = realloc(list, (cap ? cap * 2 : 8) * sizeof *list);
-            if (grown == NULL) {
-                free(list);
-                snprintf(msg, msg_size, "out of host memory parsing [plugin.opencl] devices");
-                return INFINI_STATUS_OUT_OF_MEMORY;
-            }
-            list = grown;
-            cap = cap ? cap * 2 : 8;
-        }
-        list[n++] = (int)idx;
+    if (r == -2) {
+        snprintf(msg, msg_size, "out of host memory parsing [plugin.opencl] devices");
+        return INFINI_STATUS_OUT_OF_MEMORY;
     }
-    if (n == 0) {
-        snprintf(msg, msg_size, "empty (want a comma list of indices, or omit the key)");
+    if (r != 0) {
+        size_t len = strcspn(bad, ",");
+        while (len > 0 && (bad[len - 1] == ' ' || bad[len - 1] == '\t'))
+            len--;
+        if (len == 0 && bad == v + strspn(v, " \t") && bad[0] == '\0')
+            snprintf(msg, msg_size, "empty (want a comma list of indices, or omit the key)");
+        else
+            snprintf(msg, msg_size, "\"%.*s\" is not a device index (want a comma list of integers from 0 to 4095)",
+                     (int)len, bad);
         return INFINI_STATUS_BAD_PARAM;
     }
     free(cfg->devices);
