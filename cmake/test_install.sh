@@ -66,8 +66,25 @@ library = ../vendor/libinfinirt_vendor.so
 devices = 2
 INI
 
+# A bad value and an unknown key: warnings with file and line, the default
+# (1 device) kept, the plugin loaded (the policy the header asks plugins for).
+cat >"$T/conf/vendor-bad.ini" <<'INI'
+[loader]
+plugins = vendor
+[plugin.vendor]
+library = ../vendor/libinfinirt_vendor.so
+devices = lots
+colour = red
+INI
+
 check_prefix() { # prefix
     local p=$1 json
+    json=$(INFINIRT_CONFIG="$T/conf/vendor-bad.ini" "$p/bin/infinirt-info" --json 2>"$T/vendor-bad.err")
+    echo "$json" | grep -Eq '"name":"vendor","path":"[^"]*libinfinirt_vendor.so","status":"loaded","loaded":true,"device_type":"ascend","device_count":1' ||
+        { echo "a bad vendor key must warn and keep 1 device:"; echo "$json"; cat "$T/vendor-bad.err"; exit 1; }
+    grep -q "vendor-bad.ini:5: \[plugin.vendor\] devices = 'lots'" "$T/vendor-bad.err" &&
+        grep -q "vendor-bad.ini:6: \[plugin.vendor\] colour = 'red'" "$T/vendor-bad.err" ||
+        { echo "no file:line warnings for the bad vendor keys:"; cat "$T/vendor-bad.err"; exit 1; }
     json=$(INFINIRT_CONFIG="$T/conf/vendor.ini" "$p/bin/infinirt-info" --json)
     echo "$json" | grep -Eq '"name":"vendor","path":"[^"]*libinfinirt_vendor.so","status":"loaded","loaded":true,"device_type":"ascend","device_count":2' ||
         { echo "infinirt-info --json does not list the vendor plugin with 2 devices:"; echo "$json"; exit 1; }

@@ -10,7 +10,9 @@
  *
  * This device is synchronous: work "queued" on a stream has completed when
  * the call returns.  That is a legal backend - stream order holds trivially
- * and events complete at once - and it keeps the example short.  Host
+ * and events complete at once - and it keeps the example short; it says so
+ * to the loader (get_device_flags: DONE_AT_RETURN), which then counts and
+ * fences nothing for it.  A backend whose work runs later must not.  Host
  * functions are left NULL: the loader answers NOT_IMPLEMENTED for them, and
  * the conformance tests that need them report themselves skipped.
  */
@@ -38,18 +40,16 @@ static infiniStatus_t vendor_init(const infinirtPluginInitArgs *args, int *devic
     g_log = args->log;
     for (size_t i = 0; i < args->config_count; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
-        if (strcmp(k, "devices") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || n < 0 || n > MAX_DEVICES) {
-                /* A bad value fails init with a message the report shows. */
-                snprintf(args->message, args->message_size, "devices = '%s': want 0..%d", v, MAX_DEVICES);
-                return INFINI_STATUS_BAD_PARAM;
-            }
+        long n;
+        /* A bad value or an unknown key is a warning with the config file
+         * and line (the loader's policy): the default stays, init goes on. */
+        if (strcmp(k, "devices") != 0)
+            infinirtPluginConfigWarn(args, "vendor", i, "unknown key; ignored (known: devices)");
+        else if (infinirtPluginParseCount(v, 0, MAX_DEVICES, &n) != 0)
+            infinirtPluginConfigWarn(args, "vendor", i, "not a number from 0 to %d; using %d", MAX_DEVICES,
+                                     g_devices);
+        else
             g_devices = (int)n;
-        } else {
-            g_log(INFINIRT_PLUGIN_LOG_WARN, "vendor", "unknown key '%s' ignored", k);
-        }
     }
     if (g_devices == 0)
         snprintf(args->message, args->message_size, "devices = 0 in the config");
@@ -77,6 +77,13 @@ static infiniStatus_t vendor_mem_info(int dev, size_t *free_bytes, size_t *total
 static infiniStatus_t vendor_sync(int dev)
 {
     return INFINI_STATUS_SUCCESS; /* nothing is ever pending */
+}
+
+/* ABI 1.5: every operation is done when its call returns (see the top). */
+static infiniStatus_t vendor_device_flags(int dev, uint32_t *flags)
+{
+    *flags = INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN;
+    return INFINI_STATUS_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -254,6 +261,7 @@ static const infinirtPluginOps vendor_ops = {
     .memcpy_async = vendor_memcpy_async,
     .memset = vendor_memset,
     .memset_async = vendor_memset_async,
+    .get_device_flags = vendor_device_flags, /* ABI 1.5 */
 };
 
 /* The one exported symbol: answers the loader's handshake with the table. */
