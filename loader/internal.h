@@ -344,7 +344,7 @@ static inline void infinirt__device_note_idle(infinirt__device *dev, uint_fast64
 void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
 /* Synchronize every stream of dev and note it idle: the plugin's
  * device_synchronize, or each stream in turn where it has none.  Logs and
- * returns the plugin's status on failure. */
+ * returns the plugin's status on failure (device.c). */
 infiniStatus_t infinirt__device_sync(infinirt__device *dev);
 
 /* ------------------------------------------------------------- captures */
