@@ -34,34 +34,6 @@
 #define INFINIRT_PLUGIN_SUBDIR "infinirt"
 #endif
 
-/* By type slot (infinirt__type_slot). */
-static const char *const k_type_names[INFINIRT__TYPE_SLOTS] = {
-    "cpu", "nvidia", "cambricon", "ascend", "metax", "moore", "iluvatar", "kunlun", "hygon", "qy", "ali", "opencl",
-};
-
-infiniDevice_t infinirt__slot_type(int slot)
-{
-    return slot < INFINI_DEVICE_TYPE_COUNT ? (infiniDevice_t)slot : INFINI_DEVICE_OPENCL;
-}
-
-int infinirt__parse_device_type(const char *name)
-{
-    if (name == NULL)
-        return -1;
-    for (int i = 0; i < INFINIRT__TYPE_SLOTS; i++)
-        if (strcasecmp(name, k_type_names[i]) == 0)
-            return (int)infinirt__slot_type(i);
-    if (strcasecmp(name, "cuda") == 0)
-        return INFINI_DEVICE_NVIDIA;
-    return -1;
-}
-
-INFINIRT_API const char *infinirtGetDeviceTypeName(infiniDevice_t device)
-{
-    int slot = infinirt__type_slot(device);
-    return slot < 0 ? "unknown" : k_type_names[slot];
-}
-
 int infinirt__parse_size(const char *text, size_t *out)
 {
     return infinirtPluginParseSize(text, out);

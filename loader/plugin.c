@@ -453,31 +453,6 @@ void infinirt__plugins_load(const infinirt__config *cfg)
 
 /* ------------------------------------------------------------ report API */
 
-INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t status)
-{
-    switch (status) {
-    case INFINIRT_PLUGIN_LOADED:
-        return "loaded";
-    case INFINIRT_PLUGIN_DISABLED:
-        return "disabled";
-    case INFINIRT_PLUGIN_NOT_FOUND:
-        return "file not found";
-    case INFINIRT_PLUGIN_DLOPEN_ERROR:
-        return "dlopen error";
-    case INFINIRT_PLUGIN_ENTRY_MISSING:
-        return "entry missing";
-    case INFINIRT_PLUGIN_ABI_MISMATCH:
-        return "ABI mismatch";
-    case INFINIRT_PLUGIN_INIT_FAILED:
-        return "init failed";
-    case INFINIRT_PLUGIN_NO_DEVICES:
-        return "zero devices";
-    case INFINIRT_PLUGIN_DUPLICATE_TYPE:
-        return "duplicate device type";
-    }
-    return "unknown";
-}
-
 INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count)
 {
     infiniStatus_t st = infinirt__ensure_init();

@@ -100,40 +100,6 @@ infiniStatus_t infinirt__init_slow(void)
     return INFINI_STATUS_DEVICE_NOT_INITIALIZED;
 }
 
-infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...)
-{
-    /* NOT_READY is an answer ("not yet"), not a failure: a program that
-     * polls must not flood the log. */
-    int level = st == INFINI_STATUS_NOT_READY ? INFINIRT__LOG_DEBUG : INFINIRT__LOG_WARN;
-    if (infinirt__log_enabled(level)) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        infinirt__log(level, "%s: %s (%s)", fn, msg, infinirtGetErrorName(st));
-    }
-    return st;
-}
-
-infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev, const char *entry)
-{
-    if (st == INFINI_STATUS_NOT_IMPLEMENTED) {
-        /* The loader's stub for an entry the plugin does not have. */
-        INFINIRT__WARN("%s:%d (plugin %s): %s is not supported by this plugin",
-                       infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, entry);
-        return st;
-    }
-    if (st == INFINI_STATUS_NOT_READY) { /* an answer, not a failure (see infinirt__fail) */
-        INFINIRT__DEBUG("%s:%d (plugin %s): %s: not ready", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
-                        dev->plugin->name, entry);
-        return st;
-    }
-    INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
-                   dev->plugin->name, entry, infinirtGetErrorName(st));
-    return st;
-}
-
 infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out)
 {
     int slot = infinirt__type_slot(type);
@@ -353,30 +319,6 @@ INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patc
     if (patch != NULL)
         *patch = INFINIRT_VERSION_PATCH;
     return INFINI_STATUS_SUCCESS;
-}
-
-INFINIRT_API const char *infinirtGetErrorString(infiniStatus_t status)
-{
-    switch ((int)status) {
-#define INFINIRT__STR_CASE(name, value, text) \
-    case value:                               \
-        return text;
-        INFINI_STATUS_MAP(INFINIRT__STR_CASE)
-#undef INFINIRT__STR_CASE
-    }
-    return "unknown status";
-}
-
-INFINIRT_API const char *infinirtGetErrorName(infiniStatus_t status)
-{
-    switch ((int)status) {
-#define INFINIRT__NAME_CASE(name, value, text) \
-    case value:                                \
-        return #name;
-        INFINI_STATUS_MAP(INFINIRT__NAME_CASE)
-#undef INFINIRT__NAME_CASE
-    }
-    return "UNKNOWN_STATUS";
 }
 
 /* ------------------------------------------------------ allocator API */
