@@ -153,6 +153,12 @@ static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence *
     *out = NULL;
     return INFINI_STATUS_SUCCESS;
 }
+static infiniStatus_t host_fence_take_all(void *ctx, infinirt__fence **out)
+{
+    (void)ctx;
+    *out = NULL;
+    return INFINI_STATUS_SUCCESS;
+}
 static infiniStatus_t host_fence_query(void *ctx, infinirt__fence *f, int *done)
 {
     (void)ctx;
@@ -178,6 +184,7 @@ infinirt__pool_backend host_backend(void)
         .raw_alloc = host_alloc,
         .raw_free = host_free,
         .fence_take = host_fence_take,
+        .fence_take_all = host_fence_take_all,
         .fence_query = host_fence_query,
         .fence_wait = host_fence_wait,
         .fence_release = host_fence_release,
@@ -221,12 +228,12 @@ static void bench_pairs(void)
         infinirt__pool *pool = new_pool(&be, 1);
         void *p;
         lat l;
-        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free(p, SYNC, NULL));
-        snprintf(name, sizeof name, "pool alloc + free(SYNC), %zu B", size);
+        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free_sync(p, infinirt__want_any()));
+        snprintf(name, sizeof name, "pool alloc + free_sync, %zu B", size);
         print_lat(name, l);
         infinirt__pool_destroy(pool);
         pool = new_pool(&be, 0);
-        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free(p, SYNC, NULL));
+        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free_sync(p, infinirt__want_any()));
         snprintf(name, sizeof name, "pool, cache off (pass-through), %zu B", size);
         print_lat(name, l);
         infinirt__pool_destroy(pool);

@@ -15,7 +15,6 @@
 #include <stdint.h>
 
 #define MiB ((size_t)1 << 20)
-#define SYNC INFINIRT__POOL_SYNC
 
 extern int g_quick; /* --quick: fewer iterations and runs */
 

@@ -126,7 +126,7 @@ static int pool_alloc(void *ctx, void *stream, size_t size, void **p)
 static int pool_free(void *ctx, void *stream, void *p)
 {
     (void)ctx;
-    return infinirt__pool_free(p, stream, NULL) == INFINI_STATUS_SUCCESS;
+    return infinirt__pool_free(p, stream, infinirt__want_any()) == INFINI_STATUS_SUCCESS;
 }
 static void pool_close(void *ctx, void *stream)
 {

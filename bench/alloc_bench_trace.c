@@ -86,13 +86,13 @@ static int replay(infinirt__pool *pool, const trace_t *t, void **live)
         if (!(o->arg & OP_FREE)) {
             if (infinirt__pool_alloc(pool, o->size, NULL, &live[n]) != INFINI_STATUS_SUCCESS) {
                 while (n > 0)
-                    infinirt__pool_free(live[--n], SYNC, NULL);
+                    infinirt__pool_free_sync(live[--n], infinirt__want_any());
                 return -1;
             }
             n++;
         } else {
             uint32_t k = o->arg & ~OP_FREE;
-            infinirt__pool_free(live[k], SYNC, NULL);
+            infinirt__pool_free_sync(live[k], infinirt__want_any());
             live[k] = live[--n];
         }
     }

@@ -263,22 +263,50 @@ static infiniStatus_t finish_take(infiniStatus_t st, infinirt__fence *f, infinir
 
 #define MAX_COVERED 64
 
+/* A stream-ordered free on `stream` (NULL: the device's default stream). */
 static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence **out)
 {
     infinirt__device *dev = ctx;
     /* On a device whose work is done when queued (DONE_AT_RETURN), freed by
-     * such a device's stream or synchronously, with memory no other
-     * device's stream has touched: nothing can be in flight, no fence. */
+     * such a device's stream, with memory no other device's stream has
+     * touched: nothing can be in flight, no fence. */
     if (dev->done_at_return && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
-        (stream == INFINIRT__POOL_SYNC || stream == NULL || ((infinirt__stream *)stream)->dev->done_at_return)) {
+        (stream == NULL || ((infinirt__stream *)stream)->dev->done_at_return)) {
         *out = NULL;
         return INFINI_STATUS_SUCCESS;
     }
-    /* A synchronous free on an idle device that no other device's stream
-     * has touched (the common case): no fence, three loads, no call. */
+    infinirt__fence *f = NULL;
+    int cap = 0;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    infinirt__stream *s = stream ? stream : dev->default_stream;
+    if (INFINIRT__NATIVE_GRAPHS(dev->plugin)) {
+        /* The check and the record under the lock a BeginCapture takes
+         * around the backend's: a capture cannot begin between "not
+         * capturing" and a query or record that would join or invalidate
+         * it. */
+        pthread_mutex_lock(&dev->lock);
+        if (busy(s))
+            st = add_record(&f, &cap, s);
+        pthread_mutex_unlock(&dev->lock);
+    } else if (busy(s)) {
+        pthread_mutex_lock(&dev->lock);
+        st = add_record(&f, &cap, s);
+        pthread_mutex_unlock(&dev->lock);
+    }
+    return finish_take(st, f, out, &dev, 1);
+}
+
+/* A synchronous free: every stream of the device and of its peers. */
+static infiniStatus_t device_fence_take_all(void *ctx, infinirt__fence **out)
+{
+    infinirt__device *dev = ctx;
+    /* With memory no other device's stream has touched, on a device whose
+     * work is done when queued (DONE_AT_RETURN) - or on an idle one (the
+     * common case: no fence, three loads, no call): nothing can be in
+     * flight, no fence. */
     uint_fast64_t seen;
-    if (stream == INFINIRT__POOL_SYNC && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
-        device_idle(dev, &seen) && !INFINIRT__NATIVE_WORK(dev->plugin)) {
+    if (atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
+        (dev->done_at_return || (device_idle(dev, &seen) && !INFINIRT__NATIVE_WORK(dev->plugin)))) {
         *out = NULL;
         return INFINI_STATUS_SUCCESS;
     }
@@ -286,40 +314,19 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
     int cap = 0;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     infinirt__device *devs[MAX_COVERED];
-    int ndevs = 1;
-    devs[0] = dev;
-    if (stream == INFINIRT__POOL_SYNC) {
-        ndevs = covered_devices(dev, devs, MAX_COVERED);
-        for (int i = 0; i < ndevs && st == INFINI_STATUS_SUCCESS; i++)
-            st = fence_device(devs[i], &f, &cap);
-    } else {
-        infinirt__stream *s = stream ? stream : dev->default_stream;
-        if (INFINIRT__NATIVE_GRAPHS(dev->plugin)) {
-            /* The check and the record under the lock a BeginCapture
-             * takes around the backend's: a capture cannot begin between
-             * "not capturing" and a query or record that would join or
-             * invalidate it. */
-            pthread_mutex_lock(&dev->lock);
-            if (busy(s))
-                st = add_record(&f, &cap, s);
-            pthread_mutex_unlock(&dev->lock);
-        } else if (busy(s)) {
-            pthread_mutex_lock(&dev->lock);
-            st = add_record(&f, &cap, s);
-            pthread_mutex_unlock(&dev->lock);
-        }
-    }
+    int ndevs = covered_devices(dev, devs, MAX_COVERED);
+    for (int i = 0; i < ndevs && st == INFINI_STATUS_SUCCESS; i++)
+        st = fence_device(devs[i], &f, &cap);
     return finish_take(st, f, out, devs, ndevs);
 }
 
-static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence **out)
+static infiniStatus_t host_fence_take_all(void *ctx, infinirt__fence **out)
 {
     /* Pinned host memory may be touched by copies on any stream of any
      * device - of any plugin: a block from one plugin's host pool may be
      * the host side of a copy on another backend's stream.  Idle devices
      * cost two loads each. */
     (void)ctx;
-    (void)stream;
     infinirt__fence *f = NULL;
     int cap = 0;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
@@ -337,6 +344,14 @@ static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence *
         }
     }
     return finish_take(st, f, out, devs, ndevs);
+}
+
+/* A free on one stream waits for the same: every stream that may use the
+ * block. */
+static infiniStatus_t host_fence_take(void *ctx, void *stream, infinirt__fence **out)
+{
+    (void)stream;
+    return host_fence_take_all(ctx, out);
 }
 
 static infiniStatus_t fence_query(void *ctx, infinirt__fence *f, int *done)
@@ -421,6 +436,7 @@ void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device
         .raw_alloc = device_raw_alloc,
         .raw_free = device_raw_free,
         .fence_take = device_fence_take,
+        .fence_take_all = device_fence_take_all,
         .fence_query = fence_query,
         .fence_wait = fence_wait,
         .fence_release = fence_release,
@@ -444,6 +460,7 @@ void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *
         .raw_alloc = host_raw_alloc,
         .raw_free = host_raw_free,
         .fence_take = host_fence_take,
+        .fence_take_all = host_fence_take_all,
         .fence_query = fence_query,
         .fence_wait = fence_wait,
         .fence_release = fence_release,

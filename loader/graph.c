@@ -134,7 +134,7 @@ static void gmem_put(gmem *m)
         held *h = list;
         list = h->gnext;
         if (h->state != HELD_CAPTIVE) {
-            infiniStatus_t st = infinirt__pool_free(h->p, INFINIRT__POOL_SYNC, INFINIRT__POOL_ANY_DEVICE);
+            infiniStatus_t st = infinirt__pool_free_sync(h->p, infinirt__want_device());
             if (st != INFINI_STATUS_SUCCESS)
                 INFINIRT__ERROR("graph memory %p could not be released (%s)", h->p, infinirtGetErrorName(st));
         }
@@ -510,7 +510,7 @@ infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void *
     infinirt__pool *pool = infinirt__device_pool(dev);
     infiniStatus_t st = pool != NULL ? infinirt__pool_alloc(pool, size, c->mem, &p) : INFINI_STATUS_OUT_OF_MEMORY;
     if (st == INFINI_STATUS_SUCCESS && held_add(c->mem, p, HELD_CAPTIVE) != 0) {
-        infinirt__pool_free(p, INFINIRT__POOL_SYNC, pool);
+        infinirt__pool_free_sync(p, infinirt__want_pool(pool));
         st = INFINI_STATUS_OUT_OF_MEMORY;
     }
     pthread_mutex_unlock(&g_mu);

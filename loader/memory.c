@@ -77,15 +77,11 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
     return do_malloc(p_ptr, size, stream, false, __func__);
 }
 
-/* Which kind of pool a pointer must belong to. */
-#define ANY_DEVICE INFINIRT__POOL_ANY_DEVICE
-#define ANY_HOST INFINIRT__POOL_ANY_HOST
-
 /* Free ptr.  A stream handle makes it stream-ordered on that stream; with
  * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
  * the default stream of the pointer's own device (FreeAsync(p, NULL)), which
  * the allocator's NULL stream key means. */
-static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, infinirt__pool *want, const char *fn)
+static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, infinirt__pool_want want, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -97,10 +93,11 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
         infinirt__stream_put(s);
         return INFINI_STATUS_SUCCESS;
     }
-    if (want != ANY_HOST && __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
-                                                 (s != NULL && (infinirt__stream_capture(s) != NULL ||
-                                                                INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
-                                             0)) {
+    bool host = want.kind == INFINIRT__WANT_HOST;
+    if (!host && __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
+                                      (s != NULL && (infinirt__stream_capture(s) != NULL ||
+                                                     INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
+                                  0)) {
         /* A block a graph holds, or a free inside a capture. */
         bool handled = false;
         st = infinirt__capture_free(ptr, s, fn, &handled);
@@ -109,16 +106,22 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
             return st;
         }
     }
-    void *key = s != NULL ? (void *)s : sync ? INFINIRT__POOL_SYNC : NULL;
+    /* Ordered on the stream, or (no stream) on every stream or the
+     * default stream of the pointer's device. */
+    bool all = s == NULL && sync;
     /* The pool rejects what it does not own; the lookup below only runs to
      * explain a failure, so the fast path pays for one lookup only. */
-    infinirt__pool *owner = s != NULL ? infinirt__device_pool_peek(s->dev) : want;
+    infinirt__pool *pool = s != NULL ? infinirt__device_pool_peek(s->dev) : NULL;
+    infinirt__pool_want owner = s != NULL ? infinirt__want_pool(pool) : want;
     /* A stream's device whose pool was never made holds no block. */
-    st = s != NULL && owner == NULL ? INFINI_STATUS_BAD_PARAM : infinirt__pool_free(ptr, key, owner);
+    if (s != NULL && pool == NULL)
+        st = INFINI_STATUS_BAD_PARAM;
+    else
+        st = all ? infinirt__pool_free_sync(ptr, owner) : infinirt__pool_free(ptr, s, owner);
     if (st != INFINI_STATUS_SUCCESS) {
         infinirt__ptr_info info;
         bool found = infinirt__pool_lookup(ptr, &info);
-        if (found && (info.device_id < 0) != (want == ANY_HOST))
+        if (found && (info.device_id < 0) != host)
             infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
                            info.device_id < 0 ? "host (MallocHost)" : "device",
                            info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
@@ -140,17 +143,17 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
 {
-    return do_free(ptr, NULL, true, ANY_DEVICE, __func__);
+    return do_free(ptr, NULL, true, infinirt__want_device(), __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr)
 {
-    return do_free(ptr, NULL, true, ANY_HOST, __func__);
+    return do_free(ptr, NULL, true, infinirt__want_host(), __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream)
 {
-    return do_free(ptr, stream, false, ANY_DEVICE, __func__);
+    return do_free(ptr, stream, false, infinirt__want_device(), __func__);
 }
 
 /* ------------------------------------------------------------ copies */

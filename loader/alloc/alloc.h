@@ -14,8 +14,8 @@
  *  - infinirt__pool_free(p, stream): p is reusable at once by allocations on
  *    the same stream; by other streams once the fence taken at free time has
  *    completed.
- *  - infinirt__pool_free(p, INFINIRT__POOL_SYNC): reusable by nobody until the
- *    fence over all streams has completed (what cudaFree guarantees).
+ *  - infinirt__pool_free_sync(p): reusable by nobody until the fence over
+ *    all streams has completed (what cudaFree guarantees).
  * A NULL fence from fence_take means "nothing pending": reusable at once.
  *
  * Ownership.  A process-wide directory maps any pointer inside a live
@@ -34,21 +34,17 @@
 typedef struct infinirt__pool infinirt__pool;
 typedef struct infinirt__fence infinirt__fence; /* opaque, loader-defined */
 
-/* Passed as `stream` to infinirt__pool_free for a synchronous free. */
-#define INFINIRT__POOL_SYNC ((void *)(uintptr_t)1)
-/* want_pool values of infinirt__pool_free. */
-#define INFINIRT__POOL_ANY_DEVICE ((infinirt__pool *)(uintptr_t)1)
-#define INFINIRT__POOL_ANY_HOST ((infinirt__pool *)(uintptr_t)2)
-
 typedef struct infinirt__pool_backend {
     void *ctx; /* passed back to every callback */
     /* Raw memory.  raw_alloc returns INFINI_STATUS_OUT_OF_MEMORY when full. */
     infiniStatus_t (*raw_alloc)(void *ctx, size_t size, void **ptr);
     infiniStatus_t (*raw_free)(void *ctx, void *ptr);
-    /* Fences.  stream = an opaque stream key, NULL = default stream, or
-     * INFINIRT__POOL_SYNC = every stream that may use the pool's memory.
-     * fence_take sets *out = NULL when nothing is pending. */
+    /* Fences.  fence_take: over the work queued so far on one stream (an
+     * opaque stream key, NULL = the default stream); fence_take_all: on
+     * every stream that may use the pool's memory.  Both set *out = NULL
+     * when nothing is pending. */
     infiniStatus_t (*fence_take)(void *ctx, void *stream, infinirt__fence **out);
+    infiniStatus_t (*fence_take_all)(void *ctx, infinirt__fence **out);
     /* *done = 1 once complete.  Never blocks. */
     infiniStatus_t (*fence_query)(void *ctx, infinirt__fence *fence, int *done);
     infiniStatus_t (*fence_wait)(void *ctx, infinirt__fence *fence);
@@ -86,15 +82,45 @@ void infinirt__pool_destroy(infinirt__pool *pool);
  * BAD_PARAM when size exceeds max_alloc_size. */
 infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out);
 
-/* Free the block starting at ptr, in whichever pool owns it.
- * stream: the stream key of a FreeAsync, or INFINIRT__POOL_SYNC.
- * want_pool: if not NULL, the block must belong to this pool, else BAD_PARAM;
- * INFINIRT__POOL_ANY_DEVICE / INFINIRT__POOL_ANY_HOST: any pool whose
- * backend device_id is >= 0 / < 0 (rejects Free of MallocHost memory and
- * FreeHost of device memory without a second lookup).
+/* Which pools a free accepts the block from: the owner is checked in the
+ * same lookup that finds the block (rejecting Free of MallocHost memory and
+ * FreeHost of device memory without a second lookup). */
+typedef enum {
+    INFINIRT__WANT_ANY,    /* any pool */
+    INFINIRT__WANT_POOL,   /* only `pool` */
+    INFINIRT__WANT_DEVICE, /* any pool whose backend device_id is >= 0 */
+    INFINIRT__WANT_HOST,   /* any pool whose backend device_id is < 0 */
+} infinirt__want_kind;
+typedef struct {
+    infinirt__want_kind kind;
+    const infinirt__pool *pool; /* INFINIRT__WANT_POOL only */
+} infinirt__pool_want;
+
+static inline infinirt__pool_want infinirt__want_any(void)
+{
+    return (infinirt__pool_want){INFINIRT__WANT_ANY, NULL};
+}
+static inline infinirt__pool_want infinirt__want_pool(const infinirt__pool *pool)
+{
+    return (infinirt__pool_want){INFINIRT__WANT_POOL, pool};
+}
+static inline infinirt__pool_want infinirt__want_device(void)
+{
+    return (infinirt__pool_want){INFINIRT__WANT_DEVICE, NULL};
+}
+static inline infinirt__pool_want infinirt__want_host(void)
+{
+    return (infinirt__pool_want){INFINIRT__WANT_HOST, NULL};
+}
+
+/* Free the block starting at ptr, in whichever pool owns it (one `want`
+ * accepts), ordered on `stream`: the stream key of a FreeAsync.
  * Returns SUCCESS; BAD_PARAM for unknown, interior or already-freed pointers
- * (nothing changes). */
-infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want_pool);
+ * and for a block of a pool `want` does not accept (nothing changes). */
+infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool_want want);
+/* The same for a synchronous free (Free, FreeHost): ordered on every stream
+ * that may use the pool's memory. */
+infiniStatus_t infinirt__pool_free_sync(void *ptr, infinirt__pool_want want);
 
 /* The stream `stream` is being destroyed (its work has completed): move its
  * private cached blocks to the shared bins. */

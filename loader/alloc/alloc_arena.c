@@ -241,11 +241,11 @@ bool infinirt__seg_fence_done(infinirt__arena *a, infinirt__seg *s)
 
 /* -------------------------------------------------------- pending frees */
 
-int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *key, infinirt__fence *f)
+int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f)
 {
     infinirt__pq *q = NULL;
     for (unsigned i = 0; i < a->npq && q == NULL; i++)
-        if (a->pq[i].key == key)
+        if (a->pq[i].stream == stream && a->pq[i].sync == sync)
             q = &a->pq[i];
     if (q == NULL) {
         if (a->npq == a->cappq) {
@@ -257,7 +257,8 @@ int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *key, infin
             a->cappq = cap;
         }
         q = &a->pq[a->npq++];
-        q->key = key;
+        q->stream = stream;
+        q->sync = sync;
         q->head = q->tail = NULL;
     }
     infinirt__blk_set_state(b, INFINIRT__BLK_PENDING);
@@ -374,7 +375,7 @@ int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from)
         infinirt__blk *b;
         while ((b = q->head) != NULL) {
             q->head = b->next;
-            (void)infinirt__pending_add(to, b, q->key, b->fence); /* room made above */
+            (void)infinirt__pending_add(to, b, q->stream, q->sync, b->fence); /* room made above */
         }
         from->npq--;
     }

@@ -85,10 +85,11 @@ static inline bool infinirt__spin_free(infinirt__spinlock *l)
 
 /* ----------------------------------------------------------------- arena */
 
-/* The blocks freed on one stream key, waiting for their fences in the
- * order the fences were taken. */
+/* The blocks freed on one stream key - or synchronously - waiting for
+ * their fences in the order the fences were taken. */
 typedef struct {
-    void *key; /* the stream of the frees queued here (or INFINIRT__POOL_SYNC) */
+    void *stream; /* the stream of the frees queued here (NULL when sync) */
+    bool sync;    /* synchronous frees, each fence over every stream */
     infinirt__blk *head, *tail;
 } infinirt__pq;
 
@@ -153,7 +154,9 @@ bool infinirt__seg_fence_done(infinirt__arena *a, infinirt__seg *s);
 
 /* ----------------------------------------------------------- pending frees */
 
-int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *key, infinirt__fence *f);
+/* Queue b, freed on `stream` (sync: synchronously, stream NULL) with fence
+ * f; -1 when there is no memory for a new queue. */
+int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f);
 /* Blocks whose fences completed become free; returns how many. */
 size_t infinirt__pending_poll(infinirt__arena *a);
 

@@ -114,7 +114,8 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
     else
         infinirt__alloc_config_default(&pool->cfg);
     infinirt__pool_backend *be = &pool->be;
-    if (be->fence_take != NULL && (be->fence_query == NULL || be->fence_wait == NULL || be->fence_release == NULL)) {
+    if (be->fence_take != NULL && (be->fence_take_all == NULL || be->fence_query == NULL || be->fence_wait == NULL ||
+                                   be->fence_release == NULL)) {
         INFINIRT__WARN("%s: incomplete fence callbacks; stream order is not tracked", be->label);
         be->fence_take = NULL;
     }
@@ -262,8 +263,7 @@ bool infinirt__wait_all(infinirt__pool *pool)
     /* A fence over every stream, taken now, covers every fence taken before. */
     const infinirt__pool_backend *be = &pool->be;
     infinirt__fence *f = NULL;
-    if (be->fence_take == NULL || be->fence_take(be->ctx, INFINIRT__POOL_SYNC, &f) != INFINI_STATUS_SUCCESS ||
-        f == NULL)
+    if (be->fence_take == NULL || be->fence_take_all(be->ctx, &f) != INFINI_STATUS_SUCCESS || f == NULL)
         return false;
     infiniStatus_t st = be->fence_wait(be->ctx, f);
     be->fence_release(be->ctx, f);
@@ -275,6 +275,13 @@ bool infinirt__wait_all(infinirt__pool *pool)
     return true;
 }
 
+static infiniStatus_t no_fence(const infinirt__pool_backend *be, infiniStatus_t st)
+{
+    INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails", be->label,
+                   infinirtGetErrorName(st));
+    return st;
+}
+
 infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
 {
     const infinirt__pool_backend *be = &pool->be;
@@ -282,10 +289,17 @@ infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt
     if (be->fence_take == NULL)
         return INFINI_STATUS_SUCCESS;
     infiniStatus_t st = be->fence_take(be->ctx, stream, out);
-    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-        INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails",
-                       be->label, infinirtGetErrorName(st));
-    return st;
+    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
+}
+
+infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **out)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    *out = NULL;
+    if (be->fence_take == NULL)
+        return INFINI_STATUS_SUCCESS;
+    infiniStatus_t st = be->fence_take_all(be->ctx, out);
+    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
 }
 
 /* ------------------------------------------------ releasing the cache */
@@ -451,7 +465,7 @@ infiniStatus_t infinirt__pool_trim(infinirt__pool *pool)
 
 void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
 {
-    if (pool == NULL || stream == NULL || stream == INFINIRT__POOL_SYNC || !pool->cfg.enabled)
+    if (pool == NULL || stream == NULL || !pool->cfg.enabled)
         return;
     pthread_mutex_lock(&pool->mu);
     for (unsigned i = 1; i < pool->narenas; i++) {

@@ -138,10 +138,12 @@ infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool lar
 /* Give a detached segment back to the backend (releasing its fence). */
 void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
 
-/* The fence a free on `stream` needs (*out NULL: nothing pending).  Fails
- * only when no fence could be had and the device could not be
- * synchronised instead: the free must then fail and change nothing. */
+/* The fence a free on `stream` needs (*out NULL: nothing pending); with
+ * _all, the fence a synchronous free needs.  Fail only when no fence could
+ * be had and the device could not be synchronised instead: the free must
+ * then fail and change nothing. */
 infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out);
+infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **out);
 /* Wait until every fence taken so far has completed; false if none was
  * pending or the wait failed (then nothing may be assumed complete). */
 bool infinirt__wait_all(infinirt__pool *pool);

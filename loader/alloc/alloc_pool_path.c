@@ -266,8 +266,6 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
         return bad_size(pool, size);
     if (__builtin_expect(!pool->cfg.enabled, 0))
         return passthrough_alloc(pool, size, out);
-    if (stream == INFINIRT__POOL_SYNC)
-        stream = NULL;
     infinirt__arena *a = arena_for(pool, stream);
     if (__builtin_expect(a == NULL, 0))
         return INFINI_STATUS_OUT_OF_MEMORY;
@@ -313,26 +311,38 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
 
 /* --------------------------------------------------------------- free */
 
-static inline bool wanted(const infinirt__pool *want, const infinirt__pool *pool)
+static inline bool wanted(infinirt__pool_want want, const infinirt__pool *pool)
 {
-    if (want == NULL || want == pool)
+    switch (want.kind) {
+    case INFINIRT__WANT_ANY:
         return true;
-    if (want == INFINIRT__POOL_ANY_DEVICE)
+    case INFINIRT__WANT_POOL:
+        return want.pool == pool;
+    case INFINIRT__WANT_DEVICE:
         return pool->be.device_id >= 0;
-    if (want == INFINIRT__POOL_ANY_HOST)
+    case INFINIRT__WANT_HOST:
         return pool->be.device_id < 0;
+    }
     return false;
 }
 
-/* Block b (just out of the hash) is freed on `stream` with fence f (arena
- * locked).  Returns a segment to give back once unlocked, or NULL. */
-static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *stream, infinirt__fence *f)
+/* A free is ordered on `stream` or, when `sync`, on every stream (stream
+ * NULL then): the fence it needs. */
+static inline infiniStatus_t fence_for(infinirt__pool *pool, void *stream, bool sync, infinirt__fence **f)
+{
+    return sync ? infinirt__take_fence_all(pool, f) : infinirt__take_fence(pool, stream, f);
+}
+
+/* Block b (just out of the hash) is freed on `stream` (or synchronously)
+ * with fence f (arena locked).  Returns a segment to give back once
+ * unlocked, or NULL. */
+static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f)
 {
     infinirt__pool *pool = a->pool;
     const infinirt__pool_backend *be = &pool->be;
     infinirt__seg *s = infinirt__blk_seg(b);
     account_free(a, b->req);
-    if (stream == a->stream && stream != INFINIRT__POOL_SYNC) {
+    if (!sync && stream == a->stream) {
         /* Reusable at once on this stream.  Other arenas (steal) and the
          * backend (release) need the segment's latest same-stream fence,
          * which covers every earlier one. */
@@ -350,7 +360,7 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
          * the queues short, at one query each. */
         if (a->npq != 0)
             infinirt__pending_poll(a);
-        if (__builtin_expect(infinirt__pending_add(a, b, stream, f) == 0, 1))
+        if (__builtin_expect(infinirt__pending_add(a, b, stream, sync, f) == 0, 1))
             return NULL;
         /* No memory to queue it: wait instead.  If even that fails the
          * block stays marked used, in no table: never handed out again
@@ -363,7 +373,7 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
                             be->label, b->size, infinirtGetErrorName(st));
             return NULL;
         }
-    } else if (stream == INFINIRT__POOL_SYNC && a->nfenced != 0 && s->fence != NULL) {
+    } else if (sync && a->nfenced != 0 && s->fence != NULL) {
         /* Nothing in flight on any stream: the segment's fence is complete. */
         be->fence_release(be->ctx, s->fence);
         s->fence = NULL;
@@ -407,11 +417,11 @@ static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, 
 
 /* Pass-through mode's free: the block's segment goes back to the backend
  * once the work that may use it is done. */
-static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream)
+static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void *stream, bool sync)
 {
     /* The fence first: when none can be had the free fails unchanged. */
     infinirt__fence *f;
-    infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+    infiniStatus_t st = fence_for(pool, stream, sync, &f);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__seg *s;
@@ -447,16 +457,16 @@ static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void
     return INFINI_STATUS_SUCCESS;
 }
 
-static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *want)
+static infiniStatus_t free_slow(uintptr_t key, void *stream, bool sync, infinirt__pool_want want)
 {
     for (;;) {
         infinirt__pool *pool = infinirt__dir_pool_of(key);
         if (pool == NULL || !wanted(want, pool))
             return INFINI_STATUS_BAD_PARAM;
         if (!pool->cfg.enabled)
-            return passthrough_free(pool, key, stream);
+            return passthrough_free(pool, key, stream, sync);
         infinirt__fence *f;
-        infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+        infiniStatus_t st = fence_for(pool, stream, sync, &f);
         if (st != INFINI_STATUS_SUCCESS)
             return st;
         infinirt__seg *s;
@@ -474,7 +484,7 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
                 continue;
             return INFINI_STATUS_BAD_PARAM;
         }
-        infinirt__seg *rel = free_locked(a, b, stream, f);
+        infinirt__seg *rel = free_locked(a, b, stream, sync, f);
         infinirt__spin_unlock(&a->lock);
         tl_last = a;
         tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
@@ -484,7 +494,9 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, infinirt__pool *wan
     }
 }
 
-infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want_pool)
+/* Both frees, the tests of `sync` folded away in each. */
+static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr, void *stream, bool sync,
+                                                                      infinirt__pool_want want)
 {
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
@@ -492,13 +504,13 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
     infinirt__arena *a = tl_last;
     if (a != NULL && tl_last_gen == atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed)) {
         infinirt__pool *pool = a->pool;
-        if (wanted(want_pool, pool) && pool->cfg.enabled) {
+        if (wanted(want, pool) && pool->cfg.enabled) {
             /* Start fetching the hash bucket while the fence is taken. */
             infinirt__ht_prefetch(&a->blocks, key);
             infinirt__fence *f;
-            infiniStatus_t st = infinirt__take_fence(pool, stream, &f);
+            infiniStatus_t st = fence_for(pool, stream, sync, &f);
             if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-                return free_slow(key, stream, want_pool); /* ptr may be another pool's: ask its own */
+                return free_slow(key, stream, sync, want); /* ptr may be another pool's: ask its own */
             infinirt__spin_lock(&a->lock);
             size_t req, size;
             unsigned flags;
@@ -509,7 +521,7 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
                 return INFINI_STATUS_SUCCESS;
             }
             if (__builtin_expect(b != NULL, 1)) {
-                infinirt__seg *rel = free_locked(a, b, stream, f);
+                infinirt__seg *rel = free_locked(a, b, stream, sync, f);
                 infinirt__spin_unlock(&a->lock);
                 if (rel != NULL)
                     infinirt__seg_destroy(pool, rel);
@@ -520,5 +532,15 @@ infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool *want
                 pool->be.fence_release(pool->be.ctx, f);
         }
     }
-    return free_slow(key, stream, want_pool);
+    return free_slow(key, stream, sync, want);
+}
+
+infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool_want want)
+{
+    return pool_free(ptr, stream, false, want);
+}
+
+infiniStatus_t infinirt__pool_free_sync(void *ptr, infinirt__pool_want want)
+{
+    return pool_free(ptr, NULL, true, want);
 }

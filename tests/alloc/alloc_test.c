@@ -85,12 +85,12 @@ static int test_basic(void)
     ASSERT_EQ(infinirt__pool_alloc(pool, 0, NULL, &p), INFINI_STATUS_BAD_PARAM);
     ASSERT_OK(infinirt__pool_alloc(pool, 1, NULL, &p));
     CHECK(check_stats(pool, &f, 1, 1));
-    ASSERT_OK(infinirt__pool_free(p, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     ASSERT_OK(infinirt__pool_alloc(pool, 1, NULL, &q));
     ASSERT_PTR_EQ(q, p); /* the cache serves it again */
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(NULL, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(NULL, infinirt__want_any()));
     /* One raw allocation served everything. */
     infinirtAllocatorStats_t st;
     infinirt__pool_stats(pool, &st);
@@ -112,33 +112,33 @@ static int test_stream_order_async(void)
     /* Small block: reused at once on its own stream. */
     ASSERT_OK(infinirt__pool_alloc(pool, 4096, A, (void **)&p));
     fake_set_busy(&f, A);
-    ASSERT_OK(infinirt__pool_free(p, A, NULL));
+    ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
     ASSERT_EQ(f.taken, 1);
     ASSERT_OK(infinirt__pool_alloc(pool, 4096, A, (void **)&q));
     ASSERT_PTR_EQ(q, p);
-    ASSERT_OK(infinirt__pool_free(q, A, NULL));
+    ASSERT_OK(infinirt__pool_free(q, A, infinirt__want_any()));
     ASSERT_EQ(f.taken, 2);
     ASSERT_EQ(f.released, 1); /* the newer fence covers the older one */
     ASSERT_OK(infinirt__pool_alloc(pool, 4096, B, (void **)&r));
     ASSERT(r + 4096 <= p || r >= p + 4096);
-    ASSERT_OK(infinirt__pool_free(r, B, NULL));
+    ASSERT_OK(infinirt__pool_free(r, B, infinirt__want_any()));
     /* Large block: stream B cannot have it while A's fence is pending... */
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, A, (void **)&x));
-    ASSERT_OK(infinirt__pool_free(x, A, NULL));
+    ASSERT_OK(infinirt__pool_free(x, A, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, B, (void **)&r));
     ASSERT_PTR_NE(r, x);
-    ASSERT_OK(infinirt__pool_free(r, B, NULL)); /* B is idle: no fence */
+    ASSERT_OK(infinirt__pool_free(r, B, infinirt__want_any())); /* B is idle: no fence */
     /* ...and can once it completes (after B's own cached block). */
     fake_complete_all(&f);
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, B, (void **)&r));
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, B, (void **)&r2));
     ASSERT_PTR_EQ(r2, x);
-    ASSERT_OK(infinirt__pool_free(r, B, NULL));
-    ASSERT_OK(infinirt__pool_free(r2, B, NULL));
+    ASSERT_OK(infinirt__pool_free(r, B, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free(r2, B, infinirt__want_any()));
     /* A block freed on another stream than its own waits for that fence. */
     ASSERT_OK(infinirt__pool_alloc(pool, 8192, A, (void **)&p));
     fake_set_busy(&f, B);
-    ASSERT_OK(infinirt__pool_free(p, B, NULL));
+    ASSERT_OK(infinirt__pool_free(p, B, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, 8192, A, (void **)&q));
     ASSERT(q + 8192 <= p || q >= p + 8192);
     fake_complete_all(&f);
@@ -151,8 +151,8 @@ static int test_stream_order_async(void)
     }
     ASSERT(seen);
     while (n > 0)
-        ASSERT_OK(infinirt__pool_free(got[--n], A, NULL));
-    ASSERT_OK(infinirt__pool_free(q, A, NULL));
+        ASSERT_OK(infinirt__pool_free(got[--n], A, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free(q, A, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
 }
@@ -167,30 +167,30 @@ static int test_stream_order_sync(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&p));
     ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&s));
     fake_set_busy(&f, A); /* work on any stream pins a synchronous free */
-    ASSERT_OK(infinirt__pool_free(p, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(s, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(s, infinirt__want_any()));
     ASSERT_EQ(f.taken, 2);
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
     ASSERT(q + 3000 <= p || q >= p + 3000);
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&r));
     ASSERT(r + 3000 <= p || r >= p + 3000);
-    ASSERT_OK(infinirt__pool_free(r, A, NULL));
+    ASSERT_OK(infinirt__pool_free(r, A, infinirt__want_any()));
     char *t;
     ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t));
     ASSERT_PTR_NE(t, s);
-    ASSERT_OK(infinirt__pool_free(t, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(t, infinirt__want_any()));
     fake_complete_all(&f);
     ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t));
     char *t2;
     ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t2));
     ASSERT(t == s || t2 == s);
-    ASSERT_OK(infinirt__pool_free(t, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(t2, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(t, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(t2, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     /* Nothing in flight: a synchronous free takes no fence. */
     size_t before = f.taken;
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     ASSERT_EQ(f.taken, before);
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
@@ -207,7 +207,7 @@ static int test_oom_retry(void)
     for (int i = 0; i < 3; i++)
         ASSERT_OK(infinirt__pool_alloc(pool, 2 * MiB, NULL, &a[i]));
     for (int i = 0; i < 3; i++)
-        ASSERT_OK(infinirt__pool_free(a[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(a[i], infinirt__want_any()));
     ASSERT_EQ(fake_live(&f), 6 * MiB); /* cached */
     ASSERT_OK(infinirt__pool_alloc(pool, 5 * MiB, NULL, &big));
     infinirtAllocatorStats_t st;
@@ -222,8 +222,8 @@ static int test_oom_retry(void)
     ASSERT_EQ(st.alloc_requests, 4);
     CHECK(check_stats(pool, &f, 5 * MiB, 1));
     ASSERT_OK(infinirt__pool_alloc(pool, 3 * MiB, NULL, &more));
-    ASSERT_OK(infinirt__pool_free(big, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(more, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(more, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
 }
@@ -237,13 +237,13 @@ static int test_oom_waits_for_fences(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 5 * MiB, NULL, &a));
     ASSERT_OK(infinirt__pool_alloc(pool, 2 * MiB, NULL, &b));
     fake_set_busy(&f, NULL);
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL)); /* pending */
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any())); /* pending */
     size_t waits = f.waits;
     ASSERT_OK(infinirt__pool_alloc(pool, 3 * MiB, NULL, &c));
     ASSERT_GT(f.waits, waits); /* only the out-of-memory path waits */
     CHECK(check_stats(pool, &f, 8 * MiB, 2));
-    ASSERT_OK(infinirt__pool_free(a, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(c, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(a, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(c, infinirt__want_any()));
     return finish(pool, &f);
 }
 
@@ -257,8 +257,8 @@ static int test_oom_last_resort(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 100 * KiB, NULL, &l));
     ASSERT(fake_contains(&f, l, 100 * KiB));
     CHECK(check_stats(pool, &f, 1000 + 100 * KiB, 2));
-    ASSERT_OK(infinirt__pool_free(l, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(s, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(l, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(s, infinirt__want_any()));
     return finish(pool, &f);
 }
 
@@ -271,11 +271,11 @@ static int test_max_alloc_size(void)
     ASSERT_EQ(infinirt__pool_alloc(pool, 5 * MiB, NULL, &p), INFINI_STATUS_BAD_PARAM);
     ASSERT_EQ(infinirt__pool_alloc(pool, SIZE_MAX, NULL, &p), INFINI_STATUS_BAD_PARAM);
     ASSERT_OK(infinirt__pool_alloc(pool, 4 * MiB, NULL, &p));
-    ASSERT_OK(infinirt__pool_free(p, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
     for (int i = 0; i < 500; i++) {
         size_t size = 1 + rnd() % (4 * MiB);
         ASSERT_OK(infinirt__pool_alloc(pool, size, NULL, &p));
-        ASSERT_OK(infinirt__pool_free(p, SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
     }
     ASSERT_LE(f.max_raw, 4 * MiB + 1000);
     CHECK(check_stats(pool, &f, 0, 0));
@@ -288,7 +288,7 @@ static int test_max_alloc_size(void)
     for (int i = 0; i < 64; i++)
         ASSERT_OK(infinirt__pool_alloc(pool, 1 + rnd() % (256 * KiB), NULL, &ps[i]));
     for (int i = 0; i < 64; i++)
-        ASSERT_OK(infinirt__pool_free(ps[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(ps[i], infinirt__want_any()));
     ASSERT_LE(f.max_raw, 256 * KiB);
     return finish(pool, &f);
 }
@@ -303,16 +303,16 @@ static int test_strict_near_capacity(void)
     infinirt__pool *pool = make_pool(&f, NULL);
     void *a, *b, *big;
     ASSERT_OK(infinirt__pool_alloc(pool, MiB + 48 * KiB, NULL, &a));
-    ASSERT_OK(infinirt__pool_free(a, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(a, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, NULL, &b));
     ASSERT_PTR_EQ(b, a); /* far from capacity: reused whole */
     ASSERT_OK(infinirt__pool_alloc(pool, 12 * MiB, NULL, &big));
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, NULL, &b));
     ASSERT_PTR_NE(b, a); /* near it: an exact segment instead */
     CHECK(check_stats(pool, &f, 13 * MiB, 2));
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(big, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
     return finish(pool, &f);
 }
 
@@ -342,7 +342,7 @@ static int test_bounded_cache(void)
                 made++;
             } else {
                 size_t k = rnd() % n;
-                ASSERT_OK(infinirt__pool_free(live[k], SYNC, NULL));
+                ASSERT_OK(infinirt__pool_free_sync(live[k], infinirt__want_any()));
                 bytes -= sizes[k];
                 live[k] = live[--n];
                 sizes[k] = sizes[n];
@@ -351,7 +351,7 @@ static int test_bounded_cache(void)
             peak_reserved = r > peak_reserved ? r : peak_reserved;
         }
         while (n > 0)
-            ASSERT_OK(infinirt__pool_free(live[--n], SYNC, NULL));
+            ASSERT_OK(infinirt__pool_free_sync(live[--n], infinirt__want_any()));
         g_rng = saved;
     }
     infinirtAllocatorStats_t st;

@@ -10,7 +10,13 @@
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
-#define SYNC INFINIRT__POOL_SYNC
+
+/* A synchronous free when `sync`, else one on `stream`: what the random
+ * tests draw. */
+static inline infiniStatus_t free_either(void *p, bool sync, void *stream, infinirt__pool_want want)
+{
+    return sync ? infinirt__pool_free_sync(p, want) : infinirt__pool_free(p, stream, want);
+}
 
 /* A fixed-seed generator: every run draws the same numbers. */
 uint64_t rnd(void);

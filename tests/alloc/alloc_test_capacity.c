@@ -15,7 +15,7 @@ int test_huge_request_fails_fast(void)
     infinirt__pool *pool = make_pool(&f, NULL);
     void *a, *b, *p = NULL;
     ASSERT_OK(infinirt__pool_alloc(pool, 3 * MiB, NULL, &a));
-    ASSERT_OK(infinirt__pool_free(a, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(a, infinirt__want_any()));
     infinirtAllocatorStats_t before, after;
     infinirt__pool_stats(pool, &before);
     size_t calls = f.raw_calls;
@@ -33,10 +33,10 @@ int test_huge_request_fails_fast(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 3 * MiB, NULL, &b));
     ASSERT_PTR_EQ(b, a);
     ASSERT_EQ(f.raw_calls, calls);
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
     /* All of the device still can be asked for (the cache makes room). */
     ASSERT_OK(infinirt__pool_alloc(pool, 16 * MiB, NULL, &b));
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     CHECK(finish(pool, &f));
 
@@ -57,10 +57,10 @@ static int serves_whole(infinirt__pool *pool, bool *whole)
 {
     void *a, *b;
     ASSERT_OK(infinirt__pool_alloc(pool, MiB + 48 * KiB, NULL, &a));
-    ASSERT_OK(infinirt__pool_free(a, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(a, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, MiB, NULL, &b));
     *whole = b == a;
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
     return TEST_OK;
 }
 
@@ -96,14 +96,14 @@ int test_oom_keeps_capacity(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 6 * MiB, NULL, &big));
     CHECK(serves_whole(pool, &whole));
     ASSERT(!whole);
-    ASSERT_OK(infinirt__pool_free(big, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_trim(pool));
     /* ... until the backend grants memory past the bound, which drops it. */
     ASSERT_OK(infinirt__pool_alloc(pool, 12 * MiB, NULL, &big));
     CHECK(serves_whole(pool, &whole));
     ASSERT(whole);
-    ASSERT_OK(infinirt__pool_free(big, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(keep, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(keep, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
 }

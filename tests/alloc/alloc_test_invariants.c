@@ -211,8 +211,8 @@ static int stress(size_t limit, const infinirt__alloc_config *cfg, int steps, ui
         } else if (r < 880) {
             size_t i = rnd() % nlive;
             lv b = live[i];
-            void *fs = (rnd() % 4 == 0) ? SYNC : streams[rnd() % 6];
-            ASSERT_OK(infinirt__pool_free(b.p, fs, NULL));
+            bool sync = rnd() % 4 == 0;
+            ASSERT_OK(free_either(b.p, sync, sync ? NULL : streams[rnd() % 6], infinirt__want_any()));
             live[i] = live[--nlive];
             sum -= b.size;
         } else if (r < 920) {
@@ -241,7 +241,7 @@ static int stress(size_t limit, const infinirt__alloc_config *cfg, int steps, ui
         CHECK(check_stats(pool, &f, sum, nlive));
     }
     while (nlive > 0)
-        ASSERT_OK(infinirt__pool_free(live[--nlive].p, SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(live[--nlive].p, infinirt__want_any()));
     fake_complete_all(&f);
     ASSERT_OK(infinirt__pool_trim(pool));
     CHECK(check_pool(pool));
@@ -293,7 +293,7 @@ static void *grow_worker(void *arg)
             if (infinirt__pool_alloc(g_rp, 512, NULL, &v[i]) != INFINI_STATUS_SUCCESS)
                 return (void *)1;
         for (int i = 0; i < 20000; i++)
-            infinirt__pool_free(v[i], NULL, NULL);
+            infinirt__pool_free(v[i], NULL, infinirt__want_any());
     }
     return NULL;
 }
@@ -307,7 +307,7 @@ int test_hash_prefetch_during_grow(void)
     for (int i = 0; i < 200000; i++) {
         void *p;
         ASSERT_OK(infinirt__pool_alloc(g_rp, 1024, NULL, &p));
-        ASSERT_OK(infinirt__pool_free(p, NULL, NULL));
+        ASSERT_OK(infinirt__pool_free(p, NULL, infinirt__want_any()));
     }
     void *rv;
     pthread_join(t, &rv);
@@ -350,7 +350,7 @@ static void *mt_worker(void *arg)
                 if (g_nh > 64)
                     other = g_hand[--g_nh];
                 pthread_mutex_unlock(&g_hmu);
-                if (other && infinirt__pool_free(other, SYNC, NULL) != INFINI_STATUS_SUCCESS)
+                if (other && infinirt__pool_free_sync(other, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                     return (void *)2;
                 if (p == NULL)
                     continue;
@@ -359,7 +359,7 @@ static void *mt_worker(void *arg)
                 fake_set_busy(g_mf, (void *)key);
             if (r % 13 == 0)
                 fake_complete_all(g_mf);
-            if (infinirt__pool_free(p, r % 4 == 0 ? SYNC : (void *)key, NULL) != INFINI_STATUS_SUCCESS)
+            if (free_either(p, r % 4 == 0, (void *)key, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                 return (void *)3;
         }
         if (r % 1000 == 0) {
@@ -370,7 +370,7 @@ static void *mt_worker(void *arg)
             infinirt__pool_trim(g_mp);
     }
     while (n > 0)
-        if (infinirt__pool_free(mine[--n], SYNC, NULL) != INFINI_STATUS_SUCCESS)
+        if (infinirt__pool_free_sync(mine[--n], infinirt__want_any()) != INFINI_STATUS_SUCCESS)
             return (void *)4;
     return NULL;
 }
@@ -389,7 +389,7 @@ int test_invariants_threads(void)
         ASSERT(rv == NULL);
     }
     while (g_nh > 0)
-        ASSERT_OK(infinirt__pool_free(g_hand[--g_nh], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(g_hand[--g_nh], infinirt__want_any()));
     CHECK(check_pool(g_mp));
     fake_complete_all(&f);
     ASSERT_OK(infinirt__pool_trim(g_mp));

@@ -18,7 +18,8 @@ typedef struct {
 
 typedef struct {
     uintptr_t lo, hi;
-    void *allowed; /* the one stream that may reuse at once; SYNC = none */
+    void *allowed; /* the one stream that may reuse at once, */
+    bool sync;     /* unless freed synchronously: none */
     unsigned seq;
 } guard_t;
 
@@ -95,7 +96,7 @@ static int random_model(size_t limit, int steps)
             ASSERT_OK(st);
             for (size_t g = 0; g < nguard; g++) {
                 guard_t *gd = &guards[g];
-                if (gd->allowed != stream && (uintptr_t)p < gd->hi && (uintptr_t)p + size > gd->lo &&
+                if ((gd->sync || gd->allowed != stream) && (uintptr_t)p < gd->hi && (uintptr_t)p + size > gd->lo &&
                     !fake_seq_done(&f, gd->seq))
                     TEST_FAILED_("step %d: %p+%zu handed to stream %p while fence %u is pending", step, (void *)p,
                                  size, stream, gd->seq);
@@ -109,13 +110,14 @@ static int random_model(size_t limit, int steps)
         } else if (r < 90) {
             size_t i = rnd() % nlive;
             live_t b = live[i];
-            void *fs = (rnd() % 4 == 0) ? SYNC : streams[rnd() % 3];
+            bool sync = rnd() % 4 == 0;
+            void *fs = sync ? NULL : streams[rnd() % 3];
             size_t before = f.taken;
-            ASSERT_OK(infinirt__pool_free(b.p, fs, rnd() % 2 ? pool : NULL));
+            ASSERT_OK(free_either(b.p, sync, fs, rnd() % 2 ? infinirt__want_pool(pool) : infinirt__want_any()));
             if (f.taken != before && nguard < 65536)
-                guards[nguard++] = (guard_t){(uintptr_t)b.p, (uintptr_t)b.p + b.size, fs, f.last_seq};
+                guards[nguard++] = (guard_t){(uintptr_t)b.p, (uintptr_t)b.p + b.size, fs, sync, f.last_seq};
             if (rnd() % 16 == 0)
-                ASSERT_EQ(infinirt__pool_free(b.p, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
+                ASSERT_EQ(infinirt__pool_free_sync(b.p, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
             live[i] = live[--nlive];
             sum -= b.size;
         } else if (r < 95) {
@@ -136,7 +138,7 @@ static int random_model(size_t limit, int steps)
             ASSERT_EQ(info.offset, off);
             ASSERT_PTR_EQ(info.pool, pool);
             if (off != 0)
-                ASSERT_EQ(infinirt__pool_free(b.p + off, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
+                ASSERT_EQ(infinirt__pool_free_sync(b.p + off, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
         }
         CHECK(check_stats(pool, &f, sum, nlive));
         infinirtAllocatorStats_t st;
@@ -148,7 +150,7 @@ static int random_model(size_t limit, int steps)
             CHECK(check_layout(&f, live, nlive));
     }
     while (nlive > 0) {
-        ASSERT_OK(infinirt__pool_free(live[nlive - 1].p, SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(live[nlive - 1].p, infinirt__want_any()));
         nlive--;
     }
     fake_complete_all(&f);
@@ -240,18 +242,17 @@ static void *worker(void *arg)
                 if (g_nx > 32)
                     other = g_xchg[--g_nx];
                 pthread_mutex_unlock(&g_xmu);
-                if (other != NULL && infinirt__pool_free(other, SYNC, NULL) != INFINI_STATUS_SUCCESS)
+                if (other != NULL && infinirt__pool_free_sync(other, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                     return (void *)4;
                 if (handed)
                     continue;
             }
-            void *fs = r % 4 == 0 ? SYNC : stream;
-            if (infinirt__pool_free(p, fs, NULL) != INFINI_STATUS_SUCCESS)
+            if (free_either(p, r % 4 == 0, stream, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                 return (void *)5;
         }
     }
     for (int i = 0; i < n; i++)
-        if (infinirt__pool_free(mine[i], stream, NULL) != INFINI_STATUS_SUCCESS)
+        if (infinirt__pool_free(mine[i], stream, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
             return (void *)6;
     /* The stream goes away while other threads still free its blocks
      * (handed over through g_xchg): they must find them wherever they move. */
@@ -301,7 +302,7 @@ int test_threads(void)
     pthread_join(th[4], NULL);
     ASSERT_EQ(bad, 0);
     for (int i = 0; i < g_nx; i++)
-        ASSERT_OK(infinirt__pool_free(g_xchg[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(g_xchg[i], infinirt__want_any()));
     fake_complete_all(&f[0]);
     fake_complete_all(&f[1]);
     CHECK(check_stats(p0, &f[0], 0, 0));

@@ -21,22 +21,22 @@ int test_bad_free(void)
     infinirtAllocatorStats_t before, after;
     infinirt__pool_stats(pool, &before);
     int local;
-    ASSERT_EQ(infinirt__pool_free(p + 512, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(p + 1, NULL, NULL), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(big + 4096, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(&local, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(q, SYNC, other), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(p + 512, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free(p + 1, NULL, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(big + 4096, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(&local, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(q, infinirt__want_pool(other)), INFINI_STATUS_BAD_PARAM);
     infinirt__pool_stats(pool, &after);
     ASSERT_MEM_EQ(&before, &after, sizeof before);
-    ASSERT_OK(infinirt__pool_free(p, SYNC, pool));
-    ASSERT_EQ(infinirt__pool_free(p, SYNC, NULL), INFINI_STATUS_BAD_PARAM); /* double free */
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_pool(pool)));
+    ASSERT_EQ(infinirt__pool_free_sync(p, infinirt__want_any()), INFINI_STATUS_BAD_PARAM); /* double free */
     infinirt__pool_stats(pool, &before);
-    ASSERT_EQ(infinirt__pool_free(p, (void *)0x77, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free(p, (void *)0x77, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
     infinirt__pool_stats(pool, &after);
     ASSERT_MEM_EQ(&before, &after, sizeof before);
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(big, SYNC, NULL));
-    ASSERT_EQ(infinirt__pool_free(big, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
+    ASSERT_EQ(infinirt__pool_free_sync(big, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
     infinirt__pool_destroy(other);
     /* Device memory only through ANY_DEVICE, host memory only through ANY_HOST. */
     fake hf;
@@ -46,10 +46,10 @@ int test_bad_free(void)
     char *h, *d;
     ASSERT_OK(infinirt__pool_alloc(host, 5000, NULL, (void **)&h));
     ASSERT_OK(infinirt__pool_alloc(pool, 5000, NULL, (void **)&d));
-    ASSERT_EQ(infinirt__pool_free(h, SYNC, INFINIRT__POOL_ANY_DEVICE), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(d, SYNC, INFINIRT__POOL_ANY_HOST), INFINI_STATUS_BAD_PARAM);
-    ASSERT_OK(infinirt__pool_free(h, SYNC, INFINIRT__POOL_ANY_HOST));
-    ASSERT_OK(infinirt__pool_free(d, SYNC, INFINIRT__POOL_ANY_DEVICE));
+    ASSERT_EQ(infinirt__pool_free_sync(h, infinirt__want_device()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(d, infinirt__want_host()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirt__pool_free_sync(h, infinirt__want_host()));
+    ASSERT_OK(infinirt__pool_free_sync(d, infinirt__want_device()));
     CHECK(finish(host, &hf));
     return finish(pool, &f);
 }
@@ -68,7 +68,7 @@ int test_lookup_interior(void)
         ASSERT_OK(infinirt__pool_alloc(pool, sz[i], NULL, (void **)&p[i]));
     }
     for (int i = 0; i < 40; i += 3) /* holes between live blocks */
-        ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     infinirt__ptr_info info;
     for (int i = 0; i < 40; i++) {
         if (i % 3 == 0) {
@@ -92,7 +92,7 @@ int test_lookup_interior(void)
     ASSERT_EQ(infinirt__pool_lookup(NULL, &info), 0);
     for (int i = 0; i < 40; i++)
         if (i % 3 != 0)
-            ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+            ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     /* Many blocks in one segment: the first lookup builds the block-start
      * bitmap, later splits and merges keep it right. */
     char *q[200];
@@ -103,7 +103,7 @@ int test_lookup_interior(void)
     }
     for (int round = 0; round < 3; round++) {
         for (int i = round; i < 200; i += 3) {
-            ASSERT_OK(infinirt__pool_free(q[i], SYNC, NULL));
+            ASSERT_OK(infinirt__pool_free_sync(q[i], infinirt__want_any()));
             qsz[i] = 300 + (size_t)(i * (round + 1)) % 900;
             ASSERT_OK(infinirt__pool_alloc(pool, qsz[i], NULL, (void **)&q[i]));
         }
@@ -114,7 +114,7 @@ int test_lookup_interior(void)
         }
     }
     for (int i = 0; i < 200; i++)
-        ASSERT_OK(infinirt__pool_free(q[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(q[i], infinirt__want_any()));
     return finish(pool, &f);
 }
 
@@ -137,16 +137,16 @@ int test_passthrough(void)
     ASSERT_EQ(infinirt__pool_lookup(q + 12345, &info), 1);
     ASSERT_PTR_EQ(info.block_base, q);
     ASSERT_EQ(info.offset, 12345);
-    ASSERT_EQ(infinirt__pool_free(q + 1, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
-    ASSERT_EQ(infinirt__pool_free(q, SYNC, other), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(q + 1, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(q, infinirt__want_pool(other)), INFINI_STATUS_BAD_PARAM);
     fake_set_busy(&f, (void *)0x10);
     size_t waits = f.waits;
-    ASSERT_OK(infinirt__pool_free(q, (void *)0x10, NULL));
+    ASSERT_OK(infinirt__pool_free(q, (void *)0x10, infinirt__want_any()));
     ASSERT_GT(f.waits, waits); /* no cache: the free waits for the stream */
-    ASSERT_EQ(infinirt__pool_free(q, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(infinirt__pool_free_sync(q, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
     ASSERT_EQ(infinirt__pool_lookup(q, &info), 0);
-    ASSERT_OK(infinirt__pool_free(p, SYNC, pool));
-    ASSERT_EQ(infinirt__pool_free(p, SYNC, NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_pool(pool)));
+    ASSERT_EQ(infinirt__pool_free_sync(p, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
     infinirtAllocatorStats_t st;
     infinirt__pool_stats(pool, &st);
     ASSERT_EQ(st.raw_allocs, 2);
@@ -168,12 +168,12 @@ int test_release_on_free(void)
     void *p, *q, *S = (void *)0x30;
     ASSERT_OK(infinirt__pool_alloc(pool, 100 * KiB, NULL, &p));
     ASSERT_OK(infinirt__pool_alloc(pool, 100, NULL, &q));
-    ASSERT_OK(infinirt__pool_free(p, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     ASSERT_EQ(fake_live(&f), 0);
     ASSERT_OK(infinirt__pool_alloc(pool, 100 * KiB, S, &p));
     fake_set_busy(&f, S);
-    ASSERT_OK(infinirt__pool_free(p, S, NULL)); /* its fence is pending: kept */
+    ASSERT_OK(infinirt__pool_free(p, S, infinirt__want_any())); /* its fence is pending: kept */
     ASSERT_EQ(fake_live(&f), 100 * KiB);
     ASSERT_OK(infinirt__pool_trim(pool)); /* waits, then gives it back */
     ASSERT_EQ(fake_live(&f), 0);
@@ -193,7 +193,7 @@ int test_max_cached(void)
     for (int i = 0; i < 8; i++)
         ASSERT_OK(infinirt__pool_alloc(pool, MiB, NULL, &p[i]));
     for (int i = 0; i < 8; i++)
-        ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     infinirtAllocatorStats_t st;
     infinirt__pool_stats(pool, &st);
     ASSERT_LE(st.cached_free_bytes, MiB);
@@ -210,7 +210,7 @@ int test_trim_and_peak(void)
     for (int i = 0; i < 10; i++)
         ASSERT_OK(infinirt__pool_alloc(pool, (size_t)(i + 1) * 100 * KiB, NULL, &p[i]));
     for (int i = 0; i < 9; i++)
-        ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     infinirtAllocatorStats_t st;
     infinirt__pool_stats(pool, &st);
     ASSERT_EQ(st.peak_allocated_bytes, 5500 * KiB);
@@ -222,7 +222,7 @@ int test_trim_and_peak(void)
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(fake_live(&f), 1000 * KiB); /* only the live block's segment */
     CHECK(check_stats(pool, &f, 1000 * KiB, 1));
-    ASSERT_OK(infinirt__pool_free(p[9], SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p[9], infinirt__want_any()));
     ASSERT_OK(infinirt__pool_trim(pool));
     CHECK(check_stats(pool, &f, 0, 0));
     infinirt__pool_stats(pool, &st);
@@ -240,8 +240,8 @@ int test_stream_retired(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, S, &p2));
     ASSERT_OK(infinirt__pool_alloc(pool, 5000, S, &p3));
     fake_set_busy(&f, S);
-    ASSERT_OK(infinirt__pool_free(p1, S, NULL));
-    ASSERT_OK(infinirt__pool_free(p2, S, NULL));
+    ASSERT_OK(infinirt__pool_free(p1, S, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free(p2, S, infinirt__want_any()));
     fake_complete_all(&f); /* the stream is destroyed after its work */
     infinirt__pool_stream_retired(pool, S);
     CHECK(check_stats(pool, &f, 5000, 1));
@@ -249,10 +249,10 @@ int test_stream_retired(void)
     ASSERT_PTR_EQ(q, p2); /* now in the shared bins */
     infinirt__ptr_info info;
     ASSERT_EQ(infinirt__pool_lookup((char *)p3 + 10, &info), 1);
-    ASSERT_OK(infinirt__pool_free(p3, SYNC, NULL));
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(p3, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, 1000, S, &p1)); /* the key may come back */
-    ASSERT_OK(infinirt__pool_free(p1, S, NULL));
+    ASSERT_OK(infinirt__pool_free(p1, S, infinirt__want_any()));
     infinirt__pool_stream_retired(pool, S);
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);

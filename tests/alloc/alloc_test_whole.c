@@ -21,7 +21,7 @@ static int touch_default(infinirt__pool *pool)
 {
     void *q;
     ASSERT_OK(infinirt__pool_alloc(pool, 1000, NULL, &q));
-    ASSERT_OK(infinirt__pool_free(q, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     return TEST_OK;
 }
 
@@ -50,9 +50,9 @@ static int whole_cases(size_t g)
     CHECK(check_stats(pool, &f, all, 8));
     size_t raw = fake_nraw(&f);
     for (int i = 0; i < 8; i += 2)
-        ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     CHECK(check_stats(pool, &f, odd, 4));
-    ASSERT_STATUS(infinirt__pool_free(p[0], SYNC, NULL), INFINI_STATUS_BAD_PARAM); /* twice */
+    ASSERT_STATUS(infinirt__pool_free_sync(p[0], infinirt__want_any()), INFINI_STATUS_BAD_PARAM); /* twice */
     for (int i = 0; i < 8; i += 2) {
         void *q;
         ASSERT_OK(infinirt__pool_alloc(pool, SZ(i + 1), NULL, &q));
@@ -60,7 +60,7 @@ static int whole_cases(size_t g)
     }
     ASSERT_EQ(fake_nraw(&f), raw);
     for (int i = 0; i < 8; i++)
-        ASSERT_OK(infinirt__pool_free(p[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(p[i], infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(segments(pool), 0); /* every emptied segment was found */
@@ -70,7 +70,7 @@ static int whole_cases(size_t g)
     for (int i = 0; i < 4; i++)
         ASSERT_OK(infinirt__pool_alloc(pool, 1001, NULL, &s4[i]));
     for (int i = 0; i < 4; i++)
-        ASSERT_OK(infinirt__pool_free(s4[i], SYNC, NULL));
+        ASSERT_OK(infinirt__pool_free_sync(s4[i], infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(segments(pool), 0);
@@ -81,7 +81,7 @@ static int whole_cases(size_t g)
     ASSERT_OK(infinirt__pool_alloc(pool, SZ(3), NULL, &a));
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(segments(pool), 1);
-    ASSERT_OK(infinirt__pool_free(a, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(a, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(segments(pool), 0);
 
@@ -91,7 +91,7 @@ static int whole_cases(size_t g)
     ASSERT_OK(infinirt__pool_alloc(pool, SZ(2), S, &b));
     infinirt__pool_stream_retired(pool, S);
     CHECK(touch_default(pool));
-    ASSERT_OK(infinirt__pool_free(b, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(b, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     ASSERT_OK(infinirt__pool_trim(pool));
     ASSERT_EQ(segments(pool), 0);
@@ -101,11 +101,11 @@ static int whole_cases(size_t g)
     void *T = (void *)0x6000, *c, *d;
     ASSERT_OK(infinirt__pool_alloc(pool, SZ(4), T, &c));
     fake_set_busy(&f, T);
-    ASSERT_OK(infinirt__pool_free(c, T, NULL));
+    ASSERT_OK(infinirt__pool_free(c, T, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_alloc(pool, SZ(4), NULL, &d));
     ASSERT_PTR_NE(d, c);
     fake_complete_all(&f);
-    ASSERT_OK(infinirt__pool_free(d, SYNC, NULL));
+    ASSERT_OK(infinirt__pool_free_sync(d, infinirt__want_any()));
     infinirt__pool_stream_retired(pool, T);
     CHECK(check_stats(pool, &f, 0, 0));
     ASSERT_OK(infinirt__pool_trim(pool));

@@ -8,6 +8,7 @@
 
 struct infinirt__fence {
     void *stream;
+    bool all; /* from fence_take_all: over every stream */
     unsigned seq;
     int done;
 };
@@ -60,22 +61,20 @@ static infiniStatus_t fk_raw_free(void *ctx, void *ptr)
 
 static bool is_busy(fake *f, void *stream)
 {
-    if (stream == INFINIRT__POOL_SYNC)
-        return f->nbusy > 0;
     for (int i = 0; i < f->nbusy; i++)
         if (f->busy[i] == stream)
             return true;
     return false;
 }
 
-static infiniStatus_t fk_fence_take(void *ctx, void *stream, infinirt__fence **out)
+static infiniStatus_t take(fake *f, void *stream, bool all, infinirt__fence **out)
 {
-    fake *f = ctx;
     pthread_mutex_lock(&f->mu);
     *out = NULL;
-    if (is_busy(f, stream) && f->seq + 1 < FAKE_MAX_SEQ) {
+    if ((all ? f->nbusy > 0 : is_busy(f, stream)) && f->seq + 1 < FAKE_MAX_SEQ) {
         infinirt__fence *fe = calloc(1, sizeof *fe);
         fe->stream = stream;
+        fe->all = all;
         fe->seq = ++f->seq;
         if (f->nfence == f->capfence) {
             f->capfence = f->capfence ? f->capfence * 2 : 64;
@@ -88,6 +87,16 @@ static infiniStatus_t fk_fence_take(void *ctx, void *stream, infinirt__fence **o
     }
     pthread_mutex_unlock(&f->mu);
     return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fk_fence_take(void *ctx, void *stream, infinirt__fence **out)
+{
+    return take(ctx, stream, false, out);
+}
+
+static infiniStatus_t fk_fence_take_all(void *ctx, infinirt__fence **out)
+{
+    return take(ctx, NULL, true, out);
 }
 
 static infiniStatus_t fk_fence_query(void *ctx, infinirt__fence *fe, int *done)
@@ -106,7 +115,7 @@ static void complete(fake *f, infinirt__fence *fe)
 }
 
 /* Waiting finishes the work the fence covers: everything before it on its
- * stream, or on every stream for a SYNC fence. */
+ * stream, or on every stream for a fence from fence_take_all. */
 static infiniStatus_t fk_fence_wait(void *ctx, infinirt__fence *fe)
 {
     fake *f = ctx;
@@ -114,11 +123,11 @@ static infiniStatus_t fk_fence_wait(void *ctx, infinirt__fence *fe)
     f->waits++;
     for (size_t i = 0; i < f->nfence; i++) {
         infinirt__fence *g = f->fences[i];
-        if (g->seq <= fe->seq && (fe->stream == INFINIRT__POOL_SYNC || g->stream == fe->stream))
+        if (g->seq <= fe->seq && (fe->all || (!g->all && g->stream == fe->stream)))
             complete(f, g);
     }
     complete(f, fe);
-    if (fe->stream == INFINIRT__POOL_SYNC)
+    if (fe->all)
         f->nbusy = 0;
     pthread_mutex_unlock(&f->mu);
     return INFINI_STATUS_SUCCESS;
@@ -152,6 +161,7 @@ void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label)
         .raw_alloc = fk_raw_alloc,
         .raw_free = fk_raw_free,
         .fence_take = fk_fence_take,
+        .fence_take_all = fk_fence_take_all,
         .fence_query = fk_fence_query,
         .fence_wait = fk_fence_wait,
         .fence_release = fk_fence_release,

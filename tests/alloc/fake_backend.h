@@ -4,8 +4,8 @@
  * fences whose completion the test controls.
  *
  * A stream is "busy" when the test says work is queued on it; fence_take
- * returns a fence only for a busy stream (any busy stream for
- * INFINIRT__POOL_SYNC), as the loader does.  Fences complete when the test
+ * returns a fence only for a busy stream (fence_take_all: while any stream
+ * is busy), as the loader does.  Fences complete when the test
  * completes them, or when the pool waits on one (the wait finishes the work
  * that fence covers).
  */
