@@ -38,7 +38,7 @@ int test_bad_free(void)
     ASSERT_OK(infinirt__pool_free_sync(big, infinirt__want_any()));
     ASSERT_EQ(infinirt__pool_free_sync(big, infinirt__want_any()), INFINI_STATUS_BAD_PARAM);
     infinirt__pool_destroy(other);
-    /* Device memory only through ANY_DEVICE, host memory only through ANY_HOST. */
+    /* Device memory only through want_device, host memory only through want_host. */
     fake hf;
     fake_init(&hf, 0, 0, "host");
     hf.be.device_id = -1;
