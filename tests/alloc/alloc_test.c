@@ -196,6 +196,41 @@ static int test_stream_order_sync(void)
     return finish(pool, &f);
 }
 
+/* A free whose fence can be neither taken nor waited for fails and frees
+ * nothing: the block stays allocated (not reused, freeable later), for a
+ * stream-ordered and for a synchronous free. */
+static int test_free_fence_fails(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "take fails");
+    infinirt__pool *pool = make_pool(&f, NULL);
+    void *A = (void *)0xA0;
+    char *p, *q, *r;
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&p));
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
+    fake_set_busy(&f, A);
+    infinirtAllocatorStats_t before, after;
+    infinirt__pool_stats(pool, &before);
+    f.take_fails = INFINI_STATUS_INTERNAL_ERROR;
+    ASSERT_STATUS(infinirt__pool_free(p, A, infinirt__want_any()), INFINI_STATUS_INTERNAL_ERROR);
+    ASSERT_STATUS(infinirt__pool_free_sync(q, infinirt__want_any()), INFINI_STATUS_INTERNAL_ERROR);
+    infinirt__pool_stats(pool, &after);
+    ASSERT_EQ(after.allocated_bytes, before.allocated_bytes);
+    ASSERT_EQ(after.active_blocks, 2);
+    /* Neither is handed out again, on A or elsewhere. */
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&r));
+    ASSERT(r + 3000 <= p || r >= p + 3000);
+    ASSERT(r + 3000 <= q || r >= q + 3000);
+    f.take_fails = INFINI_STATUS_SUCCESS;
+    /* Still theirs to free: not a double free. */
+    ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free(r, A, infinirt__want_any()));
+    fake_complete_all(&f);
+    CHECK(check_stats(pool, &f, 0, 0));
+    return finish(pool, &f);
+}
+
 /* ------------------------------------------------------ out of memory */
 
 static int test_oom_retry(void)
@@ -370,6 +405,7 @@ static int test_bounded_cache(void)
     X(random_model_oom)        \
     X(stream_order_async)      \
     X(stream_order_sync)       \
+    X(free_fence_fails)        \
     X(oom_retry)               \
     X(oom_waits_for_fences)    \
     X(oom_last_resort)         \

@@ -71,6 +71,11 @@ static infiniStatus_t take(fake *f, void *stream, bool all, infinirt__fence **ou
 {
     pthread_mutex_lock(&f->mu);
     *out = NULL;
+    if (f->take_fails != INFINI_STATUS_SUCCESS) {
+        infiniStatus_t st = f->take_fails;
+        pthread_mutex_unlock(&f->mu);
+        return st;
+    }
     if ((all ? f->nbusy > 0 : is_busy(f, stream)) && f->seq + 1 < FAKE_MAX_SEQ) {
         infinirt__fence *fe = calloc(1, sizeof *fe);
         fe->stream = stream;

@@ -43,6 +43,9 @@ typedef struct fake {
     unsigned seq;
     unsigned char *done_seq; /* done_seq[seq] = 1 once that fence completed */
     unsigned last_seq;       /* seq of the last fence handed out */
+    /* Not SUCCESS: fence_take and fence_take_all fail with it (a backend
+     * that could neither give a fence nor synchronize). */
+    infiniStatus_t take_fails;
 } fake;
 
 void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label);
