@@ -191,8 +191,11 @@ const char *infinirt__op_name(infinirt__op op);
 #define INFINIRT__NATIVE_GRAPHS(plugin) INFINIRT__HAS(plugin, stream_begin_capture)
 
 /* Open every configured plugin and do its handshake, recording each one's
- * status.  Never fails as a whole.  No plugin's init runs here. */
-void infinirt__plugins_load(const infinirt__config *cfg);
+ * status.  Never fails as a whole.  No plugin's init runs here.  Sets
+ * *plugins to a new array, in config order, and returns how many it holds
+ * (0 with *plugins NULL when out of memory); the caller installs them in
+ * infinirt__rt before any plugin is started. */
+int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugins);
 /* Start p's device type: the type's plugins, in config order, until one
  * starts with devices (the rest are duplicates), once (any thread; later
  * callers wait for the first).  Afterwards p->status is final. */
@@ -440,8 +443,6 @@ typedef struct {
     infinirt__config cfg;
     infinirt__plugin *plugins; /* every plugin considered, in order */
     int nplugins;
-    infinirt__plugin *by_type[INFINIRT__TYPE_SLOTS]; /* by infinirt__type_slot: loaded, >0 devices;
-                                                      * read through infinirt__plugin_of_slot */
     infiniDevice_t default_type;
     int default_id;
     char config_path[1024];

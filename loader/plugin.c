@@ -386,6 +386,10 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
  * and a flag per device type read without it. */
 static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_slot_ready[INFINIRT__TYPE_SLOTS];
+/* By infinirt__type_slot: the plugin serving the type (loaded, with devices)
+ * or NULL; written under g_start_lock before g_slot_ready[slot] is set, read
+ * through infinirt__plugin_of_slot. */
+static infinirt__plugin *g_by_type[INFINIRT__TYPE_SLOTS];
 
 static void resolve_slot(int slot)
 {
@@ -407,7 +411,7 @@ static void resolve_slot(int slot)
             }
             atomic_store_explicit(&p->started, 1, memory_order_release);
         }
-        infinirt__rt.by_type[slot] = serving;
+        g_by_type[slot] = serving;
         atomic_store_explicit(&g_slot_ready[slot], 1, memory_order_release);
     }
     pthread_mutex_unlock(&g_start_lock);
@@ -429,26 +433,27 @@ infinirt__plugin *infinirt__plugin_of_slot(int slot)
 {
     if (!atomic_load_explicit(&g_slot_ready[slot], memory_order_acquire))
         resolve_slot(slot);
-    return infinirt__rt.by_type[slot];
+    return g_by_type[slot];
 }
 
-void infinirt__plugins_load(const infinirt__config *cfg)
+int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugins)
 {
-    infinirt__rt.plugins = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *infinirt__rt.plugins);
-    if (infinirt__rt.plugins == NULL) {
+    infinirt__plugin *all = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *all);
+    *plugins = all;
+    if (all == NULL) {
         INFINIRT__ERROR("out of memory loading plugins");
-        return;
+        return 0;
     }
     for (size_t i = 0; i < cfg->nplugins; i++) {
-        infinirt__plugin *p = &infinirt__rt.plugins[i];
+        infinirt__plugin *p = &all[i];
         snprintf(p->name, sizeof p->name, "%s", cfg->plugins[i].name);
         snprintf(p->path, sizeof p->path, "%s", cfg->plugins[i].library);
         p->type = INFINI_DEVICE_TYPE_COUNT;
         p->conf = &cfg->plugins[i];
         atomic_init(&p->started, 1); /* claim_one clears it for a plugin to start */
         claim_one(p, &cfg->plugins[i]);
-        infinirt__rt.nplugins = (int)i + 1;
     }
+    return (int)cfg->nplugins;
 }
 
 /* ------------------------------------------------------------ report API */

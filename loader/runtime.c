@@ -55,7 +55,7 @@ static void do_init(void)
         return; /* the file INFINIRT_CONFIG names cannot be used (logged); every call fails */
     infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
     snprintf(infinirt__rt.config_path, sizeof infinirt__rt.config_path, "%s", infinirt__rt.cfg.path);
-    infinirt__plugins_load(&infinirt__rt.cfg);
+    infinirt__rt.nplugins = infinirt__plugins_load(&infinirt__rt.cfg, &infinirt__rt.plugins);
 
     infinirt__rt.default_type = INFINI_DEVICE_CPU;
     infinirt__rt.default_id = 0;
