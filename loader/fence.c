@@ -38,14 +38,46 @@ struct infinirt__fence {
 
 /* ---------------------------------------------------------- event pool */
 
+/*
+ * Each device keeps its idle fence events in dev->event_pool.  The array
+ * always has room for every event the device owns (idle or in a fence:
+ * dev->events_owned, changed under dev->lock only), so giving one back
+ * never allocates and never destroys: fence_release, which the allocator
+ * calls under its arena locks, takes only dev->event_lock, a leaf held for
+ * a push and never across a plugin call.
+ */
 static infiniStatus_t pooled_event(infinirt__device *dev, void **ev)
 {
     /* caller holds dev->lock */
+    pthread_mutex_lock(&dev->event_lock);
     if (dev->event_pool_n > 0) {
         *ev = dev->event_pool[--dev->event_pool_n];
+        pthread_mutex_unlock(&dev->event_lock);
         return INFINI_STATUS_SUCCESS;
     }
-    return dev->plugin->ops->event_create(dev->index, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, ev);
+    /* Room for the new event to come back to, before it exists. */
+    if (dev->event_pool_cap == dev->events_owned) {
+        size_t nc = dev->event_pool_cap ? dev->event_pool_cap * 2 : 16;
+        void **n = realloc(dev->event_pool, nc * sizeof *n);
+        if (n == NULL) {
+            pthread_mutex_unlock(&dev->event_lock);
+            return INFINI_STATUS_OUT_OF_MEMORY;
+        }
+        dev->event_pool = n;
+        dev->event_pool_cap = nc;
+    }
+    pthread_mutex_unlock(&dev->event_lock);
+    infiniStatus_t st = dev->plugin->ops->event_create(dev->index, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, ev);
+    if (st == INFINI_STATUS_SUCCESS)
+        dev->events_owned++;
+    return st;
+}
+
+/* An event of the pool that will not come back (caller holds dev->lock). */
+static void drop_event(infinirt__device *dev, void *ev)
+{
+    dev->plugin->ops->event_destroy(dev->index, ev);
+    dev->events_owned--;
 }
 
 /* One warning per device and cause, so a failing plugin does not flood the
@@ -61,20 +93,10 @@ static void warn_once(infinirt__device *dev, atomic_bool *flag, const char *what
 
 static void return_event(infinirt__device *dev, void *ev)
 {
-    pthread_mutex_lock(&dev->lock);
-    if (dev->event_pool_n == dev->event_pool_cap) {
-        size_t nc = dev->event_pool_cap ? dev->event_pool_cap * 2 : 16;
-        void **n = realloc(dev->event_pool, nc * sizeof *n);
-        if (n == NULL) {
-            pthread_mutex_unlock(&dev->lock);
-            dev->plugin->ops->event_destroy(dev->index, ev);
-            return;
-        }
-        dev->event_pool = n;
-        dev->event_pool_cap = nc;
-    }
+    pthread_mutex_lock(&dev->event_lock);
+    /* Always room (see pooled_event). */
     dev->event_pool[dev->event_pool_n++] = ev;
-    pthread_mutex_unlock(&dev->lock);
+    pthread_mutex_unlock(&dev->event_lock);
 }
 
 static bool pending(infinirt__stream *s)
@@ -139,7 +161,7 @@ static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream
             ev = NULL;
         } else if ((st = dev->plugin->ops->event_record(dev->index, ev, s->ps)) != INFINI_STATUS_SUCCESS) {
             warn_once(dev, &dev->fence_warned, "event_record for a fence", st);
-            dev->plugin->ops->event_destroy(dev->index, ev);
+            drop_event(dev, ev);
             ev = NULL;
         }
     }

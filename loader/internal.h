@@ -221,10 +221,14 @@ struct infinirt__device {
      * used costs no allocator. */
     _Atomic(infinirt__pool *) pool;
     infinirt__stream *default_stream; /* the NULL stream's loader object */
-    pthread_mutex_t lock;             /* streams list, event pool */
+    pthread_mutex_t lock;             /* streams list, events_owned */
     infinirt__stream *streams;        /* created streams, doubly linked */
-    void **event_pool;                /* idle plugin events for fences */
+    /* Idle plugin events for fences (fence.c): a leaf lock, taken under
+     * dev->lock or an allocator arena lock, never across a plugin call. */
+    pthread_mutex_t event_lock;
+    void **event_pool; /* under event_lock; room for events_owned */
     size_t event_pool_n, event_pool_cap;
+    size_t events_owned; /* idle or in a fence; under dev->lock */
     /* Work accounting for the allocator's fences: submitted counts every
      * async operation queued on any stream of the device; synced_all is the
      * value of `submitted` at the last moment every stream was known idle. */

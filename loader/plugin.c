@@ -257,6 +257,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index)
     d->plugin = p;
     d->index = index;
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->event_lock, NULL);
     infiniStatus_t st = p->ops->get_device_info(index, &d->info);
     if (st != INFINI_STATUS_SUCCESS) {
         snprintf(d->info.name, sizeof d->info.name, "%s device %d", p->name, index);
