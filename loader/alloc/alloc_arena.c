@@ -9,11 +9,22 @@
 #define _GNU_SOURCE
 #include "alloc_arena.h"
 #include "alloc.h"
+#include "../log.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- arenas */
+
+#ifdef INFINIRT_LOCK_CHECKS
+_Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__alloc_locks_held;
+
+void infinirt__alloc_locked_call(const char *call)
+{
+    INFINIRT__ERROR("allocator: backend call %s made with %u allocator lock(s) held", call, infinirt__alloc_locks_held);
+    abort();
+}
+#endif
 
 infinirt__arena *infinirt__arena_new(infinirt__pool *pool, const infinirt__pool_backend *be, unsigned gshift)
 {

@@ -25,6 +25,26 @@
  * have completed and releases them. */
 typedef struct infinirt__pool_backend infinirt__pool_backend;
 
+/* ----------------------------------------------------------- lock checks */
+
+/* Backend calls that may block (raw memory, taking and waiting for fences)
+ * run with no allocator lock held; only fence_query and fence_release may
+ * run under an arena lock (docs/architecture.md, "Backend calls under
+ * allocator locks").  Builds with INFINIRT_LOCK_CHECKS (the default where
+ * the tests are built) count the allocator locks - arena spinlocks and
+ * pool->mu - each thread holds, and abort, naming the call, when a
+ * blocking one is made with any held. */
+#ifdef INFINIRT_LOCK_CHECKS
+extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__alloc_locks_held;
+__attribute__((noreturn)) void infinirt__alloc_locked_call(const char *call);
+#define INFINIRT__ALLOC_LOCKS(delta) ((void)(infinirt__alloc_locks_held += (unsigned)(delta)))
+#define INFINIRT__ALLOC_UNLOCKED(call)                                                                                 \
+    ((void)(__builtin_expect(infinirt__alloc_locks_held == 0, 1) || (infinirt__alloc_locked_call(call), 0)))
+#else
+#define INFINIRT__ALLOC_LOCKS(delta) ((void)0)
+#define INFINIRT__ALLOC_UNLOCKED(call) ((void)0)
+#endif
+
 /* -------------------------------------------------------------- spinlock */
 
 /* A spinlock with an epoch: every holder bumps the epoch when it takes the
@@ -56,6 +76,7 @@ static inline void infinirt__spin_lock(infinirt__spinlock *l)
 {
     if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
         infinirt__spin_lock_slow(&l->held);
+    INFINIRT__ALLOC_LOCKS(1);
     /* Only the holder writes the epoch: a load and a store, no locked
      * instruction.  The store comes before every change the holder makes,
      * so whoever learns of a change (a free, by the thread that made it or
@@ -70,10 +91,12 @@ static inline void infinirt__spin_lock_read(infinirt__spinlock *l)
 {
     if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
         infinirt__spin_lock_slow(&l->held);
+    INFINIRT__ALLOC_LOCKS(1);
 }
 
 static inline void infinirt__spin_unlock(infinirt__spinlock *l)
 {
+    INFINIRT__ALLOC_LOCKS(-1);
     atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 

@@ -46,6 +46,7 @@ infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
     infinirt__arena *a = NULL, *spare = NULL;
     unsigned in_use = 0;
     pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
     for (unsigned i = 0; i < pool->narenas && a == NULL; i++) {
         infinirt__arena *x = pool->arenas[i];
         if (!x->in_use)
@@ -76,6 +77,7 @@ infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
                 start_multi(pool);
         }
     }
+    INFINIRT__ALLOC_LOCKS(-1);
     pthread_mutex_unlock(&pool->mu);
     return a;
 }
@@ -86,9 +88,11 @@ infinirt__arena *infinirt__arena_next(infinirt__arena_walk *w)
         infinirt__pool *pool = w->pool;
         w->start += w->n;
         pthread_mutex_lock(&pool->mu);
+        INFINIRT__ALLOC_LOCKS(1);
         unsigned n = w->start < pool->narenas ? pool->narenas - w->start : 0;
         w->n = n < INFINIRT__SNAP_MAX ? n : INFINIRT__SNAP_MAX;
         memcpy(w->chunk, pool->arenas + w->start, w->n * sizeof *w->chunk);
+        INFINIRT__ALLOC_LOCKS(-1);
         pthread_mutex_unlock(&pool->mu);
         w->i = 0;
         if (w->n == 0)
@@ -232,6 +236,7 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s)
     s->nw0 = 0;
     /* Out of the directory before the backend may hand the range out again. */
     infinirt__dir_remove(s);
+    INFINIRT__ALLOC_UNLOCKED("raw_free");
     infiniStatus_t st = pool->be.raw_free(pool->be.ctx, p);
     if (st != INFINI_STATUS_SUCCESS)
         INFINIRT__WARN("%s: giving %zu bytes at %p back to the backend failed (%d)", pool->be.label, size, p,
@@ -244,6 +249,7 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s)
 infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
 {
     void *p = NULL;
+    INFINIRT__ALLOC_UNLOCKED("raw_alloc");
     infiniStatus_t st = pool->be.raw_alloc(pool->be.ctx, size, &p);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -263,6 +269,7 @@ bool infinirt__wait_all(infinirt__pool *pool)
     /* A fence over every stream, taken now, covers every fence taken before. */
     const infinirt__pool_backend *be = &pool->be;
     infinirt__fence *f = NULL;
+    INFINIRT__ALLOC_UNLOCKED("fence_take_all");
     if (be->fence_take == NULL || be->fence_take_all(be->ctx, &f) != INFINI_STATUS_SUCCESS || f == NULL)
         return false;
     infiniStatus_t st = be->fence_wait(be->ctx, f);
@@ -288,6 +295,7 @@ infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt
     *out = NULL;
     if (be->fence_take == NULL)
         return INFINI_STATUS_SUCCESS;
+    INFINIRT__ALLOC_UNLOCKED("fence_take");
     infiniStatus_t st = be->fence_take(be->ctx, stream, out);
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
 }
@@ -298,6 +306,7 @@ infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **
     *out = NULL;
     if (be->fence_take == NULL)
         return INFINI_STATUS_SUCCESS;
+    INFINIRT__ALLOC_UNLOCKED("fence_take_all");
     infiniStatus_t st = be->fence_take_all(be->ctx, out);
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
 }
@@ -468,6 +477,7 @@ void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
     if (pool == NULL || stream == NULL || !pool->cfg.enabled)
         return;
     pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
     for (unsigned i = 1; i < pool->narenas; i++) {
         infinirt__arena *a = pool->arenas[i];
         if (!a->in_use || a->stream != stream)
@@ -479,5 +489,6 @@ void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
         }
         break;
     }
+    INFINIRT__ALLOC_LOCKS(-1);
     pthread_mutex_unlock(&pool->mu);
 }

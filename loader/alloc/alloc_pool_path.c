@@ -333,13 +333,38 @@ static inline infiniStatus_t fence_for(infinirt__pool *pool, void *stream, bool 
     return sync ? infinirt__take_fence_all(pool, f) : infinirt__take_fence(pool, stream, f);
 }
 
-/* Block b (just out of the hash) is freed on `stream` (or synchronously)
- * with fence f (arena locked).  Returns a segment to give back once
- * unlocked, or NULL. */
-static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f)
+/* The end of a free, once nothing is left to wait for: block b (state USED
+ * or PENDING, in no table or queue) goes to the quick list or the bins of
+ * arena a (locked).  Returns a segment to give back once unlocked, or NULL. */
+static infinirt__seg *free_done(infinirt__arena *a, infinirt__blk *b)
 {
     infinirt__pool *pool = a->pool;
-    const infinirt__pool_backend *be = &pool->be;
+    infinirt__seg *s = infinirt__blk_seg(b);
+    a->used -= b->size;
+    size_t n = b->size >> pool->gshift;
+    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
+        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
+        infinirt__quick_push(&a->quick, b, n);
+        return NULL;
+    }
+    infinirt__blk_release(a, b);
+    if ((pool->cfg.release_on_free ||
+         (pool->cfg.max_cached_bytes != 0 && a->reserved - a->used > pool->cfg.max_cached_bytes)) &&
+        infinirt__seg_empty(s) && infinirt__seg_fence_done(a, s)) {
+        infinirt__seg_detach(a, s);
+        return s;
+    }
+    return NULL;
+}
+
+/* Block b (just out of the hash) is freed on `stream` (or synchronously)
+ * with fence f (arena locked).  Returns a segment to give back once
+ * unlocked, or NULL.  When the block can be neither queued behind f nor
+ * released, *wait is set to f: the caller unlocks and calls free_waited. */
+static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f,
+                                  infinirt__fence **wait)
+{
+    const infinirt__pool_backend *be = &a->pool->be;
     infinirt__seg *s = infinirt__blk_seg(b);
     account_free(a, b->req);
     if (!sync && stream == a->stream) {
@@ -362,38 +387,47 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
             infinirt__pending_poll(a);
         if (__builtin_expect(infinirt__pending_add(a, b, stream, sync, f) == 0, 1))
             return NULL;
-        /* No memory to queue it: wait instead.  If even that fails the
-         * block stays marked used, in no table: never handed out again
-         * rather than handed out early. */
-        infiniStatus_t st = be->fence_wait(be->ctx, f);
-        be->fence_release(be->ctx, f);
-        if (st != INFINI_STATUS_SUCCESS) {
-            INFINIRT__ERROR("%s: a freed block of %zu bytes could not be queued or waited for (%s); it is "
-                            "kept out of use",
-                            be->label, b->size, infinirtGetErrorName(st));
-            return NULL;
-        }
+        /* No memory to queue it: the caller waits, with no lock held.
+         * Meanwhile the block is PENDING in no queue: no neighbour merges
+         * with it and a stream retire moving its segment leaves it be. */
+        infinirt__blk_set_state(b, INFINIRT__BLK_PENDING);
+        b->fence = NULL;
+        *wait = f;
+        return NULL;
     } else if (sync && a->nfenced != 0 && s->fence != NULL) {
         /* Nothing in flight on any stream: the segment's fence is complete. */
         be->fence_release(be->ctx, s->fence);
         s->fence = NULL;
         a->nfenced--;
     }
-    a->used -= b->size;
-    size_t n = b->size >> pool->gshift;
-    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
-        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
-        infinirt__quick_push(&a->quick, b, n);
-        return NULL;
+    return free_done(a, b);
+}
+
+/* The rest of a free that free_locked could not queue (called with no lock
+ * held): wait for fence f, then release block b into the arena that owns
+ * its segment now (a stream retire may have moved it meanwhile).  If the
+ * wait fails the block stays PENDING in no queue: never handed out again
+ * rather than handed out early. */
+static void free_waited(infinirt__pool *pool, infinirt__blk *b, infinirt__fence *f)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    INFINIRT__ALLOC_UNLOCKED("fence_wait");
+    infiniStatus_t st = be->fence_wait(be->ctx, f);
+    be->fence_release(be->ctx, f);
+    if (st != INFINI_STATUS_SUCCESS) {
+        INFINIRT__ERROR("%s: a freed block of %zu bytes could not be queued or waited for (%s); it is "
+                        "kept out of use",
+                        be->label, b->size, infinirtGetErrorName(st));
+        return;
     }
-    infinirt__blk_release(a, b);
-    if ((pool->cfg.release_on_free ||
-         (pool->cfg.max_cached_bytes != 0 && a->reserved - a->used > pool->cfg.max_cached_bytes)) &&
-        infinirt__seg_empty(s) && infinirt__seg_fence_done(a, s)) {
-        infinirt__seg_detach(a, s);
-        return s;
-    }
-    return NULL;
+    infinirt__seg *s;
+    /* Never NULL: the segment holds this block, so it is not empty and
+     * stays attached to some arena of the pool. */
+    infinirt__arena *a = infinirt__dir_lock_owner(b->addr, &s, false);
+    infinirt__seg *rel = free_done(a, b);
+    infinirt__spin_unlock(&a->lock);
+    if (rel != NULL)
+        infinirt__seg_destroy(pool, rel);
 }
 
 /* What free_locked does for a block that spans its large segment (hash
@@ -444,6 +478,7 @@ static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void
      * If the wait fails the memory is never given back to the plugin (it
      * could be handed out again while that work runs). */
     if (f != NULL) {
+        INFINIRT__ALLOC_UNLOCKED("fence_wait");
         st = pool->be.fence_wait(pool->be.ctx, f);
         pool->be.fence_release(pool->be.ctx, f);
         if (st != INFINI_STATUS_SUCCESS) {
@@ -484,12 +519,15 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, bool sync, infinirt
                 continue;
             return INFINI_STATUS_BAD_PARAM;
         }
-        infinirt__seg *rel = free_locked(a, b, stream, sync, f);
+        infinirt__fence *wait = NULL;
+        infinirt__seg *rel = free_locked(a, b, stream, sync, f, &wait);
         infinirt__spin_unlock(&a->lock);
         tl_last = a;
         tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
         if (rel != NULL)
             infinirt__seg_destroy(pool, rel);
+        if (wait != NULL)
+            free_waited(pool, b, wait);
         return INFINI_STATUS_SUCCESS;
     }
 }
@@ -521,10 +559,13 @@ static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr,
                 return INFINI_STATUS_SUCCESS;
             }
             if (__builtin_expect(b != NULL, 1)) {
-                infinirt__seg *rel = free_locked(a, b, stream, sync, f);
+                infinirt__fence *wait = NULL;
+                infinirt__seg *rel = free_locked(a, b, stream, sync, f, &wait);
                 infinirt__spin_unlock(&a->lock);
                 if (rel != NULL)
                     infinirt__seg_destroy(pool, rel);
+                if (__builtin_expect(wait != NULL, 0))
+                    free_waited(pool, b, wait);
                 return INFINI_STATUS_SUCCESS;
             }
             infinirt__spin_unlock(&a->lock);
