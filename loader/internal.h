@@ -3,7 +3,7 @@
  *
  * Names with the `infinirt__` prefix are internal: never exported (hidden
  * visibility), never part of the API.  The public functions are defined in
- * runtime.c, handles.c, memory.c, graph.c, native.c and snapshot.c
+ * runtime.c, stream.c, event.c, memory.c, graph.c, native.c and snapshot.c
  * (docs/architecture.md has the map); the machinery they share is declared
  * here.
  */
@@ -297,6 +297,8 @@ int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t 
 void *infinirt__handle_get(uint32_t kind, const void *h);
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
 void *infinirt__handle_drop(uint32_t kind, uint32_t slot);
+/* What infinirt__handle_register's failure rc means, for the log. */
+const char *infinirt__handle_register_error(int rc);
 /* Drop a reference to a graph or executable graph (graph.c). */
 void infinirt__gobj_put(uint32_t kind, void *obj);
 

@@ -1,0 +1,209 @@
+/*
+ * event.c - events: the loader's event objects and the event API.  Handles
+ * are the registry's (handles.c).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdlib.h>
+
+void infinirt__event_put(infinirt__event *e)
+{
+    if (e != NULL && infinirt__handle_drop(INFINIRT__KIND_EVENT, e->slot) != NULL) {
+        infinirt__device *dev = e->dev;
+        infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
+        if (st != INFINI_STATUS_SUCCESS)
+            infinirt__plugin_failed(st, dev, "event_destroy");
+        free(e);
+    }
+}
+
+/* ------------------------------------------------------------- event API */
+
+INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_ptr, uint32_t flags)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (event_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "event_ptr is NULL");
+    if (flags & ~(uint32_t)(INFINIRT_EVENT_DISABLE_TIMING | INFINIRT_EVENT_BLOCKING_SYNC))
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "unknown flag bits 0x%x", flags);
+    infinirt__device *dev = NULL;
+    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__event *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an event handle");
+    st = dev->plugin->ops->event_create(dev->index, flags, &e->pe);
+    if (st != INFINI_STATUS_SUCCESS) {
+        free(e);
+        return infinirt__plugin_failed(st, dev, "event_create");
+    }
+    e->native = e->pe;
+    if (INFINIRT__HAS(dev->plugin, event_get_native)) {
+        void *n = NULL;
+        st = dev->plugin->ops->event_get_native(dev->index, e->pe, &n);
+        if (st != INFINI_STATUS_SUCCESS || n == NULL) {
+            dev->plugin->ops->event_destroy(dev->index, e->pe);
+            free(e);
+            return infinirt__plugin_failed(st != INFINI_STATUS_SUCCESS ? st : INFINI_STATUS_INTERNAL_ERROR, dev,
+                                           "event_get_native");
+        }
+        e->native = n;
+    }
+    e->dev = dev;
+    e->flags = flags;
+    void *native = e->native; /* e may be gone once the handle is live */
+    int rc = infinirt__handle_register(INFINIRT__KIND_EVENT, e, (uintptr_t)native, &e->slot);
+    if (rc != 0) {
+        dev->plugin->ops->event_destroy(dev->index, e->pe);
+        free(e);
+        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, __func__, "%s",
+                              infinirt__handle_register_error(rc));
+    }
+    *event_ptr = (infinirtEvent_t)native;
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventCreate(infinirtEvent_t *event_ptr)
+{
+    return infinirtEventCreateWithFlags(event_ptr, INFINIRT_EVENT_DEFAULT);
+}
+
+INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL || infinirt__handle_kill(INFINIRT__KIND_EVENT, event, e->slot) != 0) {
+        infinirt__event_put(e);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    }
+    infinirt__event_put(e);
+    infinirt__event_put(e);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, void **native)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (native == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "native is NULL");
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    *native = e->native;
+    infinirt__event_put(e);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    infinirt__stream *s = NULL;
+    if ((st = infinirt__stream_resolve(stream, e->dev, __func__, &s)) == INFINI_STATUS_SUCCESS) {
+        if (s->dev != e->dev) {
+            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event of %s:%d recorded on a stream of %s:%d",
+                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index,
+                                infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+        } else {
+            bool recorded = false;
+            if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
+                                     atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
+                                 0))
+                st = infinirt__capture_event_record(e, s, __func__, &recorded);
+            if (st == INFINI_STATUS_SUCCESS && !recorded) {
+                st = e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps);
+                if (st != INFINI_STATUS_SUCCESS)
+                    infinirt__plugin_failed(st, e->dev, "event_record");
+            }
+        }
+        infinirt__stream_put(s);
+    }
+    infinirt__event_put(e);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (status_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "status_ptr is NULL");
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    int done = 0;
+    if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
+        (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__event_put(e);
+        return st;
+    }
+    if ((st = e->dev->plugin->ops->event_query(e->dev->index, e->pe, &done)) != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(st, e->dev, "event_query");
+    else
+        *status_ptr = done ? INFINIRT_EVENT_COMPLETE : INFINIRT_EVENT_NOT_READY;
+    infinirt__event_put(e);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
+        (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
+        infinirt__event_put(e);
+        return st;
+    }
+    if ((st = e->dev->plugin->ops->event_synchronize(e->dev->index, e->pe)) != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(st, e->dev, "event_synchronize");
+    infinirt__event_put(e);
+    return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEvent_t start, infinirtEvent_t end)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    if (ms_ptr == NULL)
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ms_ptr is NULL");
+    infinirt__event *a = infinirt__event_get(start), *b = infinirt__event_get(end);
+    if (a == NULL || b == NULL) {
+        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%s event %p is not a live event",
+                            a == NULL ? "start" : "end", a == NULL ? start : end);
+    } else if (a->dev != b->dev) {
+        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "start and end events belong to different devices");
+    } else if ((a->flags | b->flags) & INFINIRT_EVENT_DISABLE_TIMING) {
+        st = infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "an event was created with DISABLE_TIMING");
+    } else {
+        float ms = 0;
+        st = a->dev->plugin->ops->event_elapsed_time(a->dev->index, &ms, a->pe, b->pe);
+        if (st == INFINI_STATUS_SUCCESS)
+            *ms_ptr = ms;
+        else if (st == INFINI_STATUS_NOT_READY || st == INFINI_STATUS_INVALID_STATE)
+            infinirt__fail(st, __func__, "%s",
+                           st == INFINI_STATUS_NOT_READY ? "an event has not completed"
+                                                         : "an event was never recorded");
+        else
+            infinirt__plugin_failed(st, a->dev, "event_elapsed_time");
+    }
+    infinirt__event_put(a);
+    infinirt__event_put(b);
+    return st;
+}
