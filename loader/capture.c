@@ -1,150 +1,31 @@
 /*
- * graph.c - stream capture, graphs and executable graphs (docs/graphs.md).
+ * capture.c - stream capture (docs/graphs.md): the loader's own, or the
+ * plugin's native one, and infinirtStreamBeginCapture / EndCapture.
  *
  * Two kinds of capture share one front end:
  *  - a loader capture (plugins without native graphs): the operations
  *    issued on a capturing stream are recorded here instead of reaching the
- *    plugin, and a launch issues them again on the launch stream - on the
- *    CPU backend as one host function that runs them all;
+ *    plugin, and a launch (graph.c) issues them again on the launch stream -
+ *    on the CPU backend as one host function that runs them all;
  *  - a native capture (plugins with the ABI 1.2 graph entries): the plugin
  *    captures; the loader keeps handles, refuses what may not be captured
  *    and applies the allocator's rules.
  *
- * Memory.  Every capture has a `gmem`: the blocks MallocAsync handed out
- * on its streams (allocated under the gmem's own allocator key, so never a
- * block another stream may still use) and the blocks FreeAsync'ed on them
- * that were allocated before.  The capture, then its graph, and every
- * executable graph hold a reference; when the last goes, the blocks the
- * application freed are freed synchronously (the allocator reuses them only
- * after every stream of the device has passed this point, so after the last
- * launch), and the ones it still holds become ordinary blocks.  A process
- * wide hash (striped locks) answers "does a graph hold this pointer" for
- * Free and FreeAsync, which ask only while some graph holds a block.
+ * Memory: every capture has a gmem (graph_mem.c) that its graph inherits.
  *
- * Locking: g_mu guards every capture (its ops, members, flags), the
- * stream/event capture fields and the devices' capture lists; the hash has
- * its own locks, taken inside g_mu where both are needed.
+ * Locking: infinirt__capture_mu guards every capture (its ops, members,
+ * flags), the stream/event capture fields, the devices' capture lists and
+ * the gmems' lists; the hash of held blocks has its own locks, taken inside
+ * it where both are needed.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "graph_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-atomic_size_t infinirt__graph_held;
-
-/* ------------------------------------------------------------ held memory */
-
-enum { HELD_CAPTIVE, HELD_CAPTIVE_FREED, HELD_DEFERRED };
-
-typedef struct gmem gmem;
-typedef struct held {
-    void *p;
-    int state;
-    struct held *next;  /* hash chain */
-    struct held *gnext; /* the owner's list */
-} held;
-
-struct gmem {
-    atomic_int refs;
-    infinirt__device *dev;
-    held *list; /* under g_mu */
-};
-
-#define HBITS 10
-#define HSTRIPES 64
-static held *g_hash[1u << HBITS];
-static pthread_mutex_t g_hlock[HSTRIPES];
-static pthread_once_t g_hlock_once = PTHREAD_ONCE_INIT;
-
-static void hlock_init(void)
-{
-    for (int i = 0; i < HSTRIPES; i++)
-        pthread_mutex_init(&g_hlock[i], NULL);
-}
-
-static size_t hidx(const void *p)
-{
-    return (size_t)(((uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - HBITS));
-}
-
-static pthread_mutex_t *hlock(size_t i)
-{
-    pthread_once(&g_hlock_once, hlock_init);
-    return &g_hlock[i % HSTRIPES];
-}
-
-/* Add p to m (caller holds g_mu).  -1 without memory. */
-static int held_add(gmem *m, void *p, int state)
-{
-    held *h = malloc(sizeof *h);
-    if (h == NULL)
-        return -1;
-    h->p = p;
-    h->state = state;
-    size_t i = hidx(p);
-    pthread_mutex_lock(hlock(i));
-    h->next = g_hash[i];
-    g_hash[i] = h;
-    pthread_mutex_unlock(hlock(i));
-    h->gnext = m->list;
-    m->list = h;
-    atomic_fetch_add(&infinirt__graph_held, 1);
-    return 0;
-}
-
-static gmem *gmem_new(infinirt__device *dev)
-{
-    gmem *m = calloc(1, sizeof *m);
-    if (m != NULL) {
-        atomic_init(&m->refs, 1);
-        m->dev = dev;
-    }
-    return m;
-}
-
-static void gmem_ref(gmem *m)
-{
-    atomic_fetch_add(&m->refs, 1);
-}
-
-/* Drop a reference; the last releases the blocks (see the top). */
-static void gmem_put(gmem *m)
-{
-    if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
-        return;
-    pthread_mutex_lock(&g_mu);
-    held *list = m->list;
-    m->list = NULL;
-    for (held *h = list; h != NULL; h = h->gnext) {
-        size_t i = hidx(h->p);
-        pthread_mutex_lock(hlock(i));
-        for (held **pp = &g_hash[i]; *pp != NULL; pp = &(*pp)->next)
-            if (*pp == h) {
-                *pp = h->next;
-                break;
-            }
-        pthread_mutex_unlock(hlock(i));
-        atomic_fetch_sub(&infinirt__graph_held, 1);
-    }
-    pthread_mutex_unlock(&g_mu);
-    while (list != NULL) {
-        held *h = list;
-        list = h->gnext;
-        if (h->state != HELD_CAPTIVE) {
-            infiniStatus_t st = infinirt__pool_free_sync(h->p, infinirt__want_device());
-            if (st != INFINI_STATUS_SUCCESS)
-                INFINIRT__ERROR("graph memory %p could not be released (%s)", h->p, infinirtGetErrorName(st));
-        }
-        free(h);
-    }
-    /* The key's arena (its cached blocks, and blocks the application still
-     * holds) joins the device's shared one. */
-    infinirt__pool_stream_retired(infinirt__device_pool_peek(m->dev), m);
-    free(m);
-}
+pthread_mutex_t infinirt__capture_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- capture */
 
@@ -172,13 +53,6 @@ struct infinirt__capture {
     gmem *mem;
     infinirt__capture *next; /* dev->capture_list */
 };
-
-static const char *dev_name(const infinirt__device *dev, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
-    return buf;
-}
-
 static void invalidate_locked(infinirt__capture *c, const char *why)
 {
     if (!c->invalid) {
@@ -220,7 +94,7 @@ bool infinirt__native_capturing(infinirt__stream *s)
     return dev->plugin->ops->stream_is_capturing(dev->index, s->ps, &c, &id) == INFINI_STATUS_SUCCESS && c;
 }
 
-/* The capture s takes part in (caller holds g_mu): its own, or on a plugin
+/* The capture s takes part in (caller holds infinirt__capture_mu): its own, or on a plugin
  * with native graphs the one its backend says it is in (a stream that
  * joined a capture natively, or a capture the application began
  * natively: then one is made here, `create`). */
@@ -240,7 +114,7 @@ static infinirt__capture *capture_of_locked(infinirt__stream *s, bool create)
             return c;
     if (!create || (c = calloc(1, sizeof *c)) == NULL)
         return NULL;
-    if ((c->mem = gmem_new(dev)) == NULL) {
+    if ((c->mem = infinirt__gmem_new(dev)) == NULL) {
         free(c);
         return NULL;
     }
@@ -253,7 +127,7 @@ static infinirt__capture *capture_of_locked(infinirt__stream *s, bool create)
     return c;
 }
 
-/* Take c off its device and its streams and events (caller holds g_mu).
+/* Take c off its device and its streams and events (caller holds infinirt__capture_mu).
  * Returns the events whose references the caller drops after unlocking. */
 static void detach_locked(infinirt__capture *c)
 {
@@ -281,7 +155,7 @@ static void capture_free(infinirt__capture *c, bool keep_mem)
     for (size_t i = 0; i < c->nevents; i++)
         infinirt__event_put(c->events[i]);
     if (!keep_mem)
-        gmem_put(c->mem);
+        infinirt__gmem_put(c->mem);
     free(c->events);
     free(c->members);
     free(c->ops);
@@ -291,23 +165,23 @@ static void capture_free(infinirt__capture *c, bool keep_mem)
 infiniStatus_t infinirt__capture_op(infinirt__stream *s, const infinirt__gop *op, const char *fn, bool *recorded)
 {
     *recorded = false;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = infinirt__stream_capture(s);
     if (c == NULL || c->native) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     if (c->invalid) {
         char why[256];
         snprintf(why, sizeof why, "%s", c->why);
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                               "stream %p is in a capture that was invalidated (%s); end it with "
                               "infinirtStreamEndCapture",
                               s->native, why);
     }
     if (grow((void **)&c->ops, &c->capops, c->nops + 1, sizeof *c->ops) != 0) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory to record an operation in a capture");
     }
     c->ops[c->nops++] = *op;
@@ -316,14 +190,14 @@ infiniStatus_t infinirt__capture_op(infinirt__stream *s, const infinirt__gop *op
         m->last = c->seq;
     c->seq++;
     *recorded = true;
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t infinirt__capture_sync_slow(infinirt__device *dev, bool blocking_only, const char *fn)
 {
     bool hit = false;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     for (infinirt__capture *c = dev->capture_list; c != NULL; c = c->next) {
         if (c->native)
             continue;
@@ -337,26 +211,26 @@ infiniStatus_t infinirt__capture_sync_slow(infinirt__device *dev, bool blocking_
         invalidate_locked(c, why);
         hit = true;
     }
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     if (!hit)
         return INFINI_STATUS_SUCCESS;
     char name[64];
     return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                           "a stream capture is under way on %s; %s cannot wait for a capturing %sstream (the "
                           "capture is invalidated)",
-                          dev_name(dev, name, sizeof name), fn, blocking_only ? "blocking " : "");
+                          infinirt__dev_name(dev, name, sizeof name), fn, blocking_only ? "blocking " : "");
 }
 
 infiniStatus_t infinirt__capture_forbid(infinirt__stream *s, const char *fn)
 {
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = infinirt__stream_capture(s);
     if (c == NULL) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     if (c->native) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         if (!infinirt__native_capturing(s))
             return INFINI_STATUS_SUCCESS; /* the application ended it natively; EndCapture tidies up */
         /* The backend invalidates its capture as it does for the
@@ -368,7 +242,7 @@ infiniStatus_t infinirt__capture_forbid(infinirt__stream *s, const char *fn)
     char why[200];
     snprintf(why, sizeof why, "%s on a capturing stream", fn);
     invalidate_locked(c, why);
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                           "stream %p is capturing: its work does not run until the graph is launched (the "
                           "capture is invalidated; end it with infinirtStreamEndCapture)",
@@ -378,16 +252,16 @@ infiniStatus_t infinirt__capture_forbid(infinirt__stream *s, const char *fn)
 infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stream *s, const char *fn, bool *recorded)
 {
     *recorded = false;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = infinirt__stream_capture(s);
     if (c == NULL || c->native) {
         /* A plain record: the event no longer stands for a captured one. */
         atomic_store_explicit(&e->captured, NULL, memory_order_release);
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     if (c->invalid) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "stream %p is in an invalidated capture", s->native);
     }
     bool known = false;
@@ -397,7 +271,7 @@ infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stre
         infinirt__event *ref = NULL;
         if (grow((void **)&c->events, &c->capevents, c->nevents + 1, sizeof *c->events) != 0 ||
             (ref = infinirt__event_get(e->native)) == NULL) {
-            pthread_mutex_unlock(&g_mu);
+            pthread_mutex_unlock(&infinirt__capture_mu);
             return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory to record an event in a capture");
         }
         c->events[c->nevents++] = ref;
@@ -406,19 +280,19 @@ infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stre
     e->captured_on = s;
     atomic_store_explicit(&e->captured, c, memory_order_release);
     *recorded = true;
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, const char *fn, bool *recorded)
 {
     *recorded = false;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *cs = infinirt__stream_capture(s);
     infinirt__capture *ce = atomic_load(&e->captured);
     const char *why = NULL;
     if (cs != NULL && cs->native) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS; /* the backend's rules */
     }
     if (cs != NULL) {
@@ -433,7 +307,7 @@ infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, c
             char w[256];
             snprintf(w, sizeof w, "%s: %s", fn, why);
             invalidate_locked(cs, w);
-            pthread_mutex_unlock(&g_mu);
+            pthread_mutex_unlock(&infinirt__capture_mu);
             return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "%s (the capture is invalidated)", why);
         }
         /* A join: the waiting stream's later work follows the event. */
@@ -445,7 +319,7 @@ infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, c
             self->last = cs->seq;
         cs->seq++;
         *recorded = true;
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     /* s is not capturing and e was recorded in a capture: s joins it. */
@@ -453,35 +327,35 @@ infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, c
         why = ce->invalid ? "the event was recorded in an invalidated capture"
                           : "the event was recorded in a capture on another device";
     } else if (grow((void **)&ce->members, &ce->capmembers, ce->nmembers + 1, sizeof *ce->members) != 0) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory to join a stream to a capture");
     }
     if (why != NULL) {
         invalidate_locked(ce, why);
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "%s", why);
     }
     ce->members[ce->nmembers++] = (member){s, ce->seq, -1};
     ce->seq++;
     atomic_store_explicit(&s->capture, ce, memory_order_release);
     *recorded = true;
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn)
 {
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = atomic_load(&e->captured);
     if (c == NULL) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     /* As CUDA (CAPTURED_EVENT): refused, and the capture is invalidated. */
     char why[96];
     snprintf(why, sizeof why, "%s of an event recorded in the capture", fn);
     invalidate_locked(c, why);
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                           "event %p was recorded in a capture under way: it stands for captured work, which runs "
                           "only when the graph is launched (the capture is invalidated)",
@@ -494,29 +368,29 @@ infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void *
     /* Most calls on a plugin with native graphs: not capturing, no lock. */
     if (infinirt__stream_capture(s) == NULL && !infinirt__native_capturing(s))
         return INFINI_STATUS_SUCCESS;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = capture_of_locked(s, true);
     if (c == NULL) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return INFINI_STATUS_SUCCESS;
     }
     *handled = true;
     if (c->invalid) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "stream %p is in an invalidated capture", s->native);
     }
     void *p = NULL;
     infinirt__device *dev = s->dev;
     infinirt__pool *pool = infinirt__device_pool(dev);
     infiniStatus_t st = pool != NULL ? infinirt__pool_alloc(pool, size, c->mem, &p) : INFINI_STATUS_OUT_OF_MEMORY;
-    if (st == INFINI_STATUS_SUCCESS && held_add(c->mem, p, HELD_CAPTIVE) != 0) {
+    if (st == INFINI_STATUS_SUCCESS && infinirt__held_add(c->mem, p, HELD_CAPTIVE) != 0) {
         infinirt__pool_free_sync(p, infinirt__want_pool(pool));
         st = INFINI_STATUS_OUT_OF_MEMORY;
     }
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     if (st != INFINI_STATUS_SUCCESS) {
         char name[64];
-        return infinirt__fail(st, fn, "%zu bytes for a capture on %s", size, dev_name(dev, name, sizeof name));
+        return infinirt__fail(st, fn, "%zu bytes for a capture on %s", size, infinirt__dev_name(dev, name, sizeof name));
     }
     *out = p;
     return INFINI_STATUS_SUCCESS;
@@ -526,15 +400,7 @@ infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char
 {
     *handled = false;
     if (atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0) {
-        size_t i = hidx(ptr);
-        pthread_mutex_lock(hlock(i));
-        held *h = g_hash[i];
-        while (h != NULL && h->p != ptr)
-            h = h->next;
-        int was = h != NULL ? h->state : -1;
-        if (was == HELD_CAPTIVE)
-            h->state = HELD_CAPTIVE_FREED;
-        pthread_mutex_unlock(hlock(i));
+        int was = infinirt__held_mark_freed(ptr);
         if (was == HELD_CAPTIVE) {
             *handled = true; /* honoured when the graph goes */
             return INFINI_STATUS_SUCCESS;
@@ -552,83 +418,18 @@ infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char
     infinirt__ptr_info info;
     if (!infinirt__pool_lookup(ptr, &info) || info.offset != 0 || info.pool != infinirt__device_pool_peek(s->dev))
         return INFINI_STATUS_SUCCESS; /* not a block of this device: the normal path explains */
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = capture_of_locked(s, true);
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     if (c != NULL) {
         *handled = true;
         if (c->invalid)
             st = infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "stream %p is in an invalidated capture", s->native);
-        else if (held_add(c->mem, ptr, HELD_DEFERRED) != 0)
+        else if (infinirt__held_add(c->mem, ptr, HELD_DEFERRED) != 0)
             st = infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory to defer a free in a capture");
     }
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     return st;
-}
-
-/* ------------------------------------------------------- graphs and execs */
-
-/* The recorded operations, shared by a graph and its executable graphs,
- * and held by CPU launches until they ran. */
-typedef struct {
-    atomic_int refs;
-    size_t n;
-    infinirt__gop op[];
-} opsblock;
-
-static void ops_put(opsblock *b)
-{
-    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1)
-        free(b);
-}
-
-typedef struct {
-    uint32_t slot;
-    uint32_t kind;
-    infinirt__device *dev;
-    void *handle; /* the value the application holds */
-    void *native; /* the plugin's graph or executable graph (native) */
-    opsblock *ops;
-    gmem *mem;
-} gobj;
-
-static void gobj_free(gobj *g)
-{
-    infinirt__device *dev = g->dev;
-    if (g->native != NULL) {
-        infiniStatus_t st = g->kind == INFINIRT__KIND_GRAPH
-                                ? dev->plugin->ops->graph_destroy(dev->index, g->native)
-                                : dev->plugin->ops->graph_exec_destroy(dev->index, g->native);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev,
-                                    g->kind == INFINIRT__KIND_GRAPH ? "graph_destroy" : "graph_exec_destroy");
-    }
-    ops_put(g->ops);
-    gmem_put(g->mem);
-    free(g);
-}
-
-void infinirt__gobj_put(uint32_t kind, void *obj)
-{
-    gobj *g = obj;
-    if (g != NULL && infinirt__handle_drop(kind, g->slot) != NULL)
-        gobj_free(g);
-}
-
-/* Register g under its handle value (g->native, else g itself). */
-static infiniStatus_t gobj_register(gobj *g, const char *fn, void **out)
-{
-    g->handle = g->native != NULL ? g->native : (void *)g;
-    void *handle = g->handle;
-    int rc = infinirt__handle_register(g->kind, g, (uintptr_t)handle, &g->slot);
-    if (rc != 0) {
-        gobj_free(g);
-        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn, "%s",
-                              rc == -2 ? "the backend gave a handle value that a live handle already has"
-                                       : "no memory to register the handle");
-    }
-    *out = handle;
-    return INFINI_STATUS_SUCCESS;
 }
 
 /* ------------------------------------------------------------------- API */
@@ -649,7 +450,7 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
     infinirt__device *dev = s->dev;
     infinirt__capture *c = calloc(1, sizeof *c);
-    gmem *m = c != NULL ? gmem_new(dev) : NULL;
+    gmem *m = c != NULL ? infinirt__gmem_new(dev) : NULL;
     if (m == NULL) {
         free(c);
         infinirt__stream_put(s);
@@ -660,9 +461,9 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
     c->mode = (int)mode;
     c->mem = m;
     c->native = INFINIRT__NATIVE_GRAPHS(dev->plugin);
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     if (infinirt__stream_capture(s) != NULL || (c->native && infinirt__native_capturing(s))) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         capture_free(c, false);
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "stream %p is capturing already", stream);
@@ -678,7 +479,7 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
             st = dev->plugin->ops->stream_is_capturing(dev->index, s->ps, &capturing, &c->native_id);
         pthread_mutex_unlock(&dev->lock);
         if (st != INFINI_STATUS_SUCCESS) {
-            pthread_mutex_unlock(&g_mu);
+            pthread_mutex_unlock(&infinirt__capture_mu);
             capture_free(c, false);
             infinirt__stream_put(s);
             return infinirt__plugin_failed(st, dev, "stream_begin_capture");
@@ -688,7 +489,7 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
     dev->capture_list = c;
     atomic_fetch_add(&dev->captures, 1);
     atomic_store_explicit(&s->capture, c, memory_order_release);
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
     infinirt__stream_put(s);
     return INFINI_STATUS_SUCCESS;
 }
@@ -706,16 +507,16 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
     if (s == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
     infinirt__device *dev = s->dev;
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = capture_of_locked(s, true);
     if (c == NULL) {
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "stream %p is not capturing", stream);
     }
     if (c->origin != NULL && c->origin != s) {
         invalidate_locked(c, "infinirtStreamEndCapture on a stream that joined the capture");
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&infinirt__capture_mu);
         infinirt__stream_put(s);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__,
                               "stream %p joined a capture begun on stream %p: end it there (the capture is "
@@ -728,7 +529,7 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
             unjoined = "a stream that joined the capture was not joined back (the capturing stream must wait "
                        "on an event recorded on it after its last operation)";
     detach_locked(c);
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&infinirt__capture_mu);
 
     gobj *g = calloc(1, sizeof *g);
     if (c->native) {
@@ -771,187 +572,5 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
     g->mem = c->mem;
     capture_free(c, true);
     infinirt__stream_put(s);
-    return gobj_register(g, __func__, graph_ptr);
-}
-
-static void write_log(char *log, size_t n, const char *fmt, const char *arg)
-{
-    if (log != NULL && n > 0)
-        snprintf(log, n, fmt, arg);
-}
-
-INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_exec_ptr, infinirtGraph_t graph,
-                                                     infinirtGraphNode_t *node_ptr, char *log_buffer,
-                                                     size_t buffer_size)
-{
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    write_log(log_buffer, buffer_size, "%s", "");
-    if (graph_exec_ptr == NULL) {
-        write_log(log_buffer, buffer_size, "%s", "graph_exec_ptr is NULL");
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "graph_exec_ptr is NULL");
-    }
-    gobj *g = infinirt__handle_get(INFINIRT__KIND_GRAPH, graph);
-    if (g == NULL) {
-        write_log(log_buffer, buffer_size, "%s", "the graph is not a live graph (never made, or destroyed)");
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "graph %p is not a live graph", graph);
-    }
-    infinirt__device *dev = g->dev;
-    gobj *x = calloc(1, sizeof *x);
-    if (x == NULL) {
-        infinirt__gobj_put(INFINIRT__KIND_GRAPH, g);
-        write_log(log_buffer, buffer_size, "%s", "out of host memory");
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an executable graph");
-    }
-    x->kind = INFINIRT__KIND_EXEC;
-    x->dev = dev;
-    if (g->native != NULL) {
-        st = dev->plugin->ops->graph_instantiate(dev->index, g->native, &x->native, log_buffer, buffer_size);
-        if (st != INFINI_STATUS_SUCCESS || x->native == NULL) {
-            free(x);
-            infinirt__gobj_put(INFINIRT__KIND_GRAPH, g);
-            if (st == INFINI_STATUS_SUCCESS)
-                st = INFINI_STATUS_INTERNAL_ERROR;
-            if (log_buffer != NULL && buffer_size > 0 && log_buffer[0] == '\0')
-                write_log(log_buffer, buffer_size, "the backend could not instantiate the graph: %s",
-                          infinirtGetErrorName(st));
-            return infinirt__plugin_failed(st, dev, "graph_instantiate");
-        }
-    } else {
-        atomic_fetch_add(&g->ops->refs, 1);
-        x->ops = g->ops;
-    }
-    gmem_ref(g->mem);
-    x->mem = g->mem;
-    infinirt__gobj_put(INFINIRT__KIND_GRAPH, g);
-    st = gobj_register(x, __func__, graph_exec_ptr);
-    if (st != INFINI_STATUS_SUCCESS)
-        write_log(log_buffer, buffer_size, "%s", "the executable graph could not be registered (out of memory)");
-    else if (node_ptr != NULL)
-        *node_ptr = NULL; /* no node failed */
-    return st;
-}
-
-static infiniStatus_t destroy(uint32_t kind, void *h, const char *fn)
-{
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    gobj *g = infinirt__handle_get(kind, h);
-    if (g == NULL || infinirt__handle_kill(kind, h, g->slot) != 0) {
-        infinirt__gobj_put(kind, g);
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%p is not a live %s", h,
-                              kind == INFINIRT__KIND_GRAPH ? "graph" : "executable graph");
-    }
-    infinirt__gobj_put(kind, g);
-    infinirt__gobj_put(kind, g);
-    return INFINI_STATUS_SUCCESS;
-}
-
-INFINIRT_API infiniStatus_t infinirtGraphDestroy(infinirtGraph_t graph)
-{
-    return destroy(INFINIRT__KIND_GRAPH, graph, __func__);
-}
-
-INFINIRT_API infiniStatus_t infinirtGraphExecDestroy(infinirtGraphExec_t graph_exec)
-{
-    return destroy(INFINIRT__KIND_EXEC, graph_exec, __func__);
-}
-
-/* A launch on the CPU backend: device memory is host memory, so the whole
- * graph runs as one host function on the launch stream. */
-static void run_on_host(void *arg)
-{
-    opsblock *b = arg;
-    for (size_t i = 0; i < b->n; i++) {
-        const infinirt__gop *op = &b->op[i];
-        switch (op->kind) {
-        case INFINIRT__GOP_COPY:
-            memmove(op->dst, op->src, op->size);
-            break;
-        case INFINIRT__GOP_SET:
-            memset(op->dst, op->arg, op->size);
-            break;
-        case INFINIRT__GOP_HOSTFN:
-            op->fn(op->ud);
-            break;
-        }
-    }
-    ops_put(b);
-}
-
-static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t stream, const char *fn)
-{
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    gobj *x = infinirt__handle_get(INFINIRT__KIND_EXEC, graph_exec);
-    if (x == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%p is not a live executable graph", graph_exec);
-    infinirt__device *dev = x->dev;
-    infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, dev, fn, &s)) != INFINI_STATUS_SUCCESS) {
-        infinirt__gobj_put(INFINIRT__KIND_EXEC, x);
-        return st;
-    }
-    char a[64], b[64];
-    if (s->dev != dev) {
-        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "the graph belongs to %s, stream %p to %s",
-                            dev_name(dev, a, sizeof a), stream, dev_name(s->dev, b, sizeof b));
-    } else if (x->native != NULL) {
-        st = dev->plugin->ops->graph_launch(dev->index, x->native, s->ps);
-        infinirt__stream_note_submit(s);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, "graph_launch");
-    } else if (infinirt__stream_capture(s) != NULL) {
-        st = infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
-                            "stream %p is capturing: a graph launch cannot be captured on %s", stream,
-                            dev_name(dev, a, sizeof a));
-    } else if (dev->plugin->type == INFINI_DEVICE_CPU) {
-        atomic_fetch_add(&x->ops->refs, 1);
-        st = dev->plugin->ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops);
-        infinirt__stream_note_submit(s);
-        if (st != INFINI_STATUS_SUCCESS) {
-            ops_put(x->ops);
-            infinirt__plugin_failed(st, dev, "launch_host_func (a graph launch)");
-        }
-    } else {
-        const infinirtPluginOps *ops = dev->plugin->ops;
-        const opsblock *ob = x->ops;
-        for (size_t i = 0; i < ob->n && st == INFINI_STATUS_SUCCESS; i++) {
-            const infinirt__gop *op = &ob->op[i];
-            infinirt__note_peer(op->touched[0], dev);
-            infinirt__note_peer(op->touched[1], dev);
-            switch (op->kind) {
-            case INFINIRT__GOP_COPY:
-                st = ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps);
-                break;
-            case INFINIRT__GOP_SET:
-                st = ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps);
-                break;
-            case INFINIRT__GOP_HOSTFN:
-                st = ops->launch_host_func(dev->index, s->ps, op->fn, op->ud);
-                break;
-            }
-            if (st != INFINI_STATUS_SUCCESS) {
-                snprintf(a, sizeof a, "operation %zu of %zu of a graph launch", i + 1, ob->n);
-                infinirt__plugin_failed(st, dev, a);
-            }
-        }
-        infinirt__stream_note_submit(s);
-    }
-    infinirt__stream_put(s);
-    infinirt__gobj_put(INFINIRT__KIND_EXEC, x);
-    return st;
-}
-
-INFINIRT_API infiniStatus_t infinirtGraphLuanch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
-{
-    return launch(graph_exec, stream, __func__);
-}
-
-INFINIRT_API infiniStatus_t infinirtGraphLaunch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
-{
-    return launch(graph_exec, stream, __func__);
+    return infinirt__gobj_register(g, __func__, graph_ptr);
 }

@@ -3,7 +3,8 @@
  *
  * Names with the `infinirt__` prefix are internal: never exported (hidden
  * visibility), never part of the API.  The public functions are defined in
- * runtime.c, stream.c, event.c, memory.c, graph.c, native.c and snapshot.c
+ * runtime.c, stream.c, event.c, memory.c, capture.c, graph.c, native.c and
+ * snapshot.c
  * (docs/architecture.md has the map); the machinery they share is declared
  * here.
  */
@@ -242,7 +243,7 @@ struct infinirt__device {
     /* One warning each when the plugin fails the allocator's fences. */
     atomic_bool fence_warned, query_warned, wait_warned;
     /* Stream captures begun through infinirt and not yet ended on this
-     * device (graph.c; the list is under the capture lock). */
+     * device (capture.c; the list is under the capture lock). */
     atomic_int captures;
     infinirt__capture *capture_list;
 };
@@ -260,7 +261,7 @@ struct infinirt__stream {
     /* The capture this stream takes part in (began it, or joined it by
      * waiting on an event recorded in it); NULL when not capturing.  Read
      * with no lock on every operation; set and cleared under the capture
-     * lock (graph.c), which anyone who uses the capture takes. */
+     * lock (capture.c), which anyone who uses the capture takes. */
     _Atomic(infinirt__capture *) capture;
     uint64_t id;                    /* unique for the process: a freed stream's address may come back */
     atomic_int pins;                /* device_sync is using it with no lock held: not freed until 0 */
@@ -288,7 +289,7 @@ struct infinirt__event {
 #define INFINIRT__KIND_GRAPH 3u
 #define INFINIRT__KIND_EXEC 4u
 #define INFINIRT__KINDS 5u
-/* The registry for graph.c's kinds: register obj under the handle value
+/* The registry for stream.c, event.c and graph.c: register obj under the handle value
  * key (one reference, live; 0, -1 without memory, -2 when the value is
  * taken); take a reference on a live handle (NULL if none); kill a handle
  * (0, or -1 if it was not live); drop a reference (the object when it was
@@ -358,7 +359,7 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev);
 
 /* ------------------------------------------------------------- captures */
 
-/* An operation recorded by a loader capture (graph.c), replayed at launch. */
+/* An operation recorded by a loader capture (capture.c), replayed at launch. */
 typedef enum {
     INFINIRT__GOP_COPY,   /* memcpy_async(dst, src, size, arg = kind) */
     INFINIRT__GOP_SET,    /* memset_async(dst, arg = value, size) */
@@ -408,7 +409,7 @@ infiniStatus_t infinirt__capture_event_record(infinirt__event *e, infinirt__stre
 infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, const char *fn, bool *recorded);
 /* EventQuery / EventSynchronize of an event recorded in a capture. */
 infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn);
-/* Number of blocks graphs hold (graph.c); the free paths ask graph.c only
+/* Number of blocks graphs hold (graph_mem.c); the free paths ask capture.c only
  * when it is not 0 or the stream captures. */
 extern atomic_size_t infinirt__graph_held;
 /* MallocAsync on a capturing stream (or one of a plugin with native
