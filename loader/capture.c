@@ -25,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-pthread_mutex_t infinirt__capture_mu = PTHREAD_MUTEX_INITIALIZER;
-
 /* ---------------------------------------------------------------- capture */
 
 typedef struct {

@@ -1,11 +1,22 @@
 /*
- * event.c - events: the loader's event objects and the event API.  Handles
- * are the registry's (handles.c).
+ * event.c - events: the loader's event objects, the event API and
+ * infinirtStreamWaitEvent.  Handles are the registry's (handles.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <stdlib.h>
+
+static void put_event(uint32_t kind, void *obj)
+{
+    (void)kind;
+    infinirt__event_put(obj);
+}
+
+infinirt__event *infinirt__event_get(infinirtEvent_t h)
+{
+    return infinirt__handle_get(INFINIRT__KIND_EVENT, h, put_event);
+}
 
 void infinirt__event_put(infinirt__event *e)
 {
@@ -205,5 +216,47 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
     }
     infinirt__event_put(a);
     infinirt__event_put(b);
+    return st;
+}
+
+/* A stream waiting for an event: here, so that the event code depends on
+ * the stream code and not the reverse. */
+INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event)
+{
+    infiniStatus_t st = infinirt__ensure_init();
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    infinirt__event *e = infinirt__event_get(event);
+    if (e == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+    infinirt__device *dev = NULL;
+    infinirt__stream *s = NULL;
+    if (stream == NULL)
+        st = infinirt__current_device(__func__, &dev);
+    if (st == INFINI_STATUS_SUCCESS)
+        st = infinirt__stream_resolve(stream, dev, __func__, &s);
+    if (st == INFINI_STATUS_SUCCESS) {
+        dev = s->dev;
+        if (dev->plugin != e->dev->plugin)
+            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
+                                "stream on %s:%d and event on %s:%d belong to different backends",
+                                infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
+                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index);
+        else {
+            bool recorded = false;
+            if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
+                                     atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
+                                 0))
+                st = infinirt__capture_wait(s, e, __func__, &recorded);
+            if (st == INFINI_STATUS_SUCCESS && !recorded) {
+                st = dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe);
+                infinirt__stream_note_submit(s);
+                if (st != INFINI_STATUS_SUCCESS)
+                    infinirt__plugin_failed(st, dev, "stream_wait_event");
+            }
+        }
+        infinirt__stream_put(s);
+    }
+    infinirt__event_put(e);
     return st;
 }

@@ -76,7 +76,7 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
         write_log(log_buffer, buffer_size, "%s", "graph_exec_ptr is NULL");
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "graph_exec_ptr is NULL");
     }
-    gobj *g = infinirt__handle_get(INFINIRT__KIND_GRAPH, graph);
+    gobj *g = infinirt__handle_get(INFINIRT__KIND_GRAPH, graph, infinirt__gobj_put);
     if (g == NULL) {
         write_log(log_buffer, buffer_size, "%s", "the graph is not a live graph (never made, or destroyed)");
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "graph %p is not a live graph", graph);
@@ -122,7 +122,7 @@ static infiniStatus_t destroy(uint32_t kind, void *h, const char *fn)
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    gobj *g = infinirt__handle_get(kind, h);
+    gobj *g = infinirt__handle_get(kind, h, infinirt__gobj_put);
     if (g == NULL || infinirt__handle_kill(kind, h, g->slot) != 0) {
         infinirt__gobj_put(kind, g);
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%p is not a live %s", h,
@@ -170,7 +170,7 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    gobj *x = infinirt__handle_get(INFINIRT__KIND_EXEC, graph_exec);
+    gobj *x = infinirt__handle_get(INFINIRT__KIND_EXEC, graph_exec, infinirt__gobj_put);
     if (x == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%p is not a live executable graph", graph_exec);
     infinirt__device *dev = x->dev;

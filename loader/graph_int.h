@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 /* Guards every capture, the streams' and events' capture fields, the
- * devices' capture lists and the gmems' lists (capture.c). */
+ * devices' capture lists and the gmems' lists (defined in graph_mem.c). */
 extern pthread_mutex_t infinirt__capture_mu;
 
 /* "cuda:0", for messages. */

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 
 atomic_size_t infinirt__graph_held;
+/* The capture lock lives here, beside the gmem lists it also guards, so
+ * that capture.c uses this file and never the reverse. */
+pthread_mutex_t infinirt__capture_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------ held memory */
 

@@ -268,24 +268,22 @@ static slot *slot_ref(table *t, uint64_t val)
     return sl;
 }
 
-static void put_obj(uint32_t kind, void *obj);
-
 /* The look-up under the lock, where entries do not move: final.  (An entry
  * and its slot agree on the key there: both are written under the lock.) */
-static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key)
+static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key, infinirt__handle_put_fn *put)
 {
     pthread_mutex_lock(&t->lock);
     map_entry *e = map_find_locked(t, key);
     slot *sl = e ? slot_ref(t, atomic_load_explicit(&e->val, memory_order_relaxed)) : NULL;
     pthread_mutex_unlock(&t->lock);
     if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
-        put_obj(kind, sl->obj);
+        put(kind, sl->obj);
         return NULL;
     }
     return sl;
 }
 
-static slot *handle_find(uint32_t kind, const void *h)
+static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *put)
 {
     uintptr_t key = (uintptr_t)h;
     if (key == 0)
@@ -304,19 +302,20 @@ static slot *handle_find(uint32_t kind, const void *h)
              * reference (maybe on another handle's slot) goes the normal
              * way, which frees that object if it was its last. */
             if (sl != NULL)
-                put_obj(kind, sl->obj);
+                put(kind, sl->obj);
             break;
         }
         if (k == 0)
             break;
     }
-    return handle_find_slow(t, kind, key);
+    return handle_find_slow(t, kind, key, put);
 }
 
-/* Take a reference if h names a live object of this kind. */
-static void *handle_get(const void *h, uint32_t kind)
+/* Take a reference if h names a live object of this kind; `put` drops a
+ * reference taken on the way that turned out to be another handle's. */
+static void *handle_get(const void *h, uint32_t kind, infinirt__handle_put_fn *put)
 {
-    slot *sl = handle_find(kind, h);
+    slot *sl = handle_find(kind, h, put);
     return sl ? sl->obj : NULL;
 }
 
@@ -361,35 +360,16 @@ static void *handle_drop(uint32_t kind, uint32_t idx)
     return obj;
 }
 
-infinirt__stream *infinirt__stream_get(infinirtStream_t h)
-{
-    return handle_get(h, KIND_STREAM);
-}
-
-infinirt__event *infinirt__event_get(infinirtEvent_t h)
-{
-    return handle_get(h, KIND_EVENT);
-}
-
-static void put_obj(uint32_t kind, void *obj)
-{
-    if (kind == KIND_STREAM)
-        infinirt__stream_put(obj);
-    else if (kind == KIND_EVENT)
-        infinirt__event_put(obj);
-    else
-        infinirt__gobj_put(kind, obj);
-}
-
-/* The registry for the other files (stream.c, event.c, graph.c). */
+/* The registry for the files of each kind (stream.c, event.c, graph.c),
+ * which hand it their own reference drop: it calls none of them. */
 int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_out)
 {
     return handle_new(kind, obj, key, slot_out);
 }
 
-void *infinirt__handle_get(uint32_t kind, const void *h)
+void *infinirt__handle_get(uint32_t kind, const void *h, infinirt__handle_put_fn *put)
 {
-    return handle_get(h, kind);
+    return handle_get(h, kind, put);
 }
 
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t idx)

@@ -289,13 +289,15 @@ struct infinirt__event {
 #define INFINIRT__KIND_GRAPH 3u
 #define INFINIRT__KIND_EXEC 4u
 #define INFINIRT__KINDS 5u
-/* The registry for stream.c, event.c and graph.c: register obj under the handle value
- * key (one reference, live; 0, -1 without memory, -2 when the value is
- * taken); take a reference on a live handle (NULL if none); kill a handle
- * (0, or -1 if it was not live); drop a reference (the object when it was
- * the last, else NULL). */
+/* The registry for stream.c, event.c and graph.c: register obj under the
+ * handle value key (one reference, live; 0, -1 without memory, -2 when the
+ * value is taken); take a reference on a live handle (NULL if none; `put`,
+ * the kind's reference drop, gives back one taken on the way on a handle
+ * that turned out stale); kill a handle (0, or -1 if it was not live); drop
+ * a reference (the object when it was the last, else NULL). */
+typedef void infinirt__handle_put_fn(uint32_t kind, void *obj);
 int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot);
-void *infinirt__handle_get(uint32_t kind, const void *h);
+void *infinirt__handle_get(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
 void *infinirt__handle_drop(uint32_t kind, uint32_t slot);
 /* What infinirt__handle_register's failure rc means, for the log. */
@@ -351,7 +353,10 @@ static inline void infinirt__device_note_idle(infinirt__device *dev, uint_fast64
     infinirt__raise(&dev->synced_all, seen);
 }
 /* Record that everything s had queued as of `seen` has completed. */
-void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen);
+static inline void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen)
+{
+    infinirt__raise(&s->synced, seen);
+}
 /* Synchronize every stream of dev and note it idle: the plugin's
  * device_synchronize, or each stream in turn where it has none.  Logs and
  * returns the plugin's status on failure (device.c). */

@@ -9,6 +9,17 @@
 #include <sched.h>
 #include <stdlib.h>
 
+static void put_stream(uint32_t kind, void *obj)
+{
+    (void)kind;
+    infinirt__stream_put(obj);
+}
+
+infinirt__stream *infinirt__stream_get(infinirtStream_t h)
+{
+    return infinirt__handle_get(INFINIRT__KIND_STREAM, h, put_stream);
+}
+
 static void stream_unlink(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
@@ -82,11 +93,6 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
     *out = s;
     return INFINI_STATUS_SUCCESS;
-}
-
-void infinirt__stream_note_synced(infinirt__stream *s, uint_fast64_t seen)
-{
-    infinirt__raise(&s->synced, seen);
 }
 
 static uint64_t next_stream_id(void)
@@ -299,46 +305,6 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     else
         infinirt__plugin_failed(st, dev, "stream_synchronize");
     infinirt__stream_put(s);
-    return st;
-}
-
-INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event)
-{
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    infinirt__event *e = infinirt__event_get(event);
-    if (e == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
-    infinirt__device *dev = NULL;
-    infinirt__stream *s = NULL;
-    if (stream == NULL)
-        st = infinirt__current_device(__func__, &dev);
-    if (st == INFINI_STATUS_SUCCESS)
-        st = infinirt__stream_resolve(stream, dev, __func__, &s);
-    if (st == INFINI_STATUS_SUCCESS) {
-        dev = s->dev;
-        if (dev->plugin != e->dev->plugin)
-            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
-                                "stream on %s:%d and event on %s:%d belong to different backends",
-                                infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
-                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index);
-        else {
-            bool recorded = false;
-            if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
-                                     atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
-                                 0))
-                st = infinirt__capture_wait(s, e, __func__, &recorded);
-            if (st == INFINI_STATUS_SUCCESS && !recorded) {
-                st = dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe);
-                infinirt__stream_note_submit(s);
-                if (st != INFINI_STATUS_SUCCESS)
-                    infinirt__plugin_failed(st, dev, "stream_wait_event");
-            }
-        }
-        infinirt__stream_put(s);
-    }
-    infinirt__event_put(e);
     return st;
 }
 
