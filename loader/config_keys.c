@@ -1,38 +1,23 @@
 /*
- * config.c - find and read the INI config.
+ * config_keys.c - what the config's keys mean: the INI reader's sink for
+ * the [loader], [allocator] and [plugin.NAME] sections, and [loader]
+ * plugins = LIST applied once the file is read.  Finding and reading the
+ * file is config.c's; turning bytes into sections and keys is ini.c's.
  *
- * Search order (README, "Configuration"): INFINIRT_CONFIG, then
- * $XDG_CONFIG_HOME/infinirt/infinirt.ini (~/.config when unset), then the
- * installed <prefix>/etc/infinirt/infinirt.ini found relative to the loader.
- * Every plugin in the plugin folder is considered whether the file names it
- * or not; the file's [loader] plugins = LIST or a section's enabled = false
- * keep one unloaded, and the report says which did.  The lines are read by
- * ini.c; this file gives the keys their meaning, with one policy for every
- * section: a bad value or an unknown key is logged with file:line, the key,
- * the value and what is used instead, and the rest of the file still counts.
+ * One policy for every section: a bad value or an unknown key is logged
+ * with file:line, the key, the value and what is used instead, and the
+ * rest of the file still counts.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "config_int.h"
 
 #include <ctype.h>
-#include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#ifndef INFINIRT_SYSCONF_FROM_LIBDIR
-#define INFINIRT_SYSCONF_FROM_LIBDIR "../etc"
-#endif
-#ifndef INFINIRT_PLUGIN_SUBDIR
-#define INFINIRT_PLUGIN_SUBDIR "infinirt"
-#endif
 
 int infinirt__parse_size(const char *text, size_t *out)
 {
@@ -54,35 +39,6 @@ int infinirt__parse_bool(const char *text)
     return -1;
 }
 
-static char g_loader_dir[PATH_MAX];
-
-/* dladdr on one of our own functions names the file the loader was loaded
- * from, wherever the prefix was moved: this is what makes installs
- * relocatable without environment variables. */
-static void find_loader_dir(void)
-{
-    Dl_info info;
-    snprintf(g_loader_dir, sizeof g_loader_dir, ".");
-    if (dladdr((void *)&find_loader_dir, &info) == 0 || info.dli_fname == NULL)
-        return;
-    char resolved[PATH_MAX];
-    const char *p = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
-    const char *slash = strrchr(p, '/');
-    if (slash != NULL && slash != p)
-        snprintf(g_loader_dir, sizeof g_loader_dir, "%.*s", (int)(slash - p), p);
-}
-
-const char *infinirt__loader_dir(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, find_loader_dir);
-    return g_loader_dir;
-}
-
-/* ------------------------------------------------------------ reading */
-
-/* A config file is a few kilobytes; anything near this is not one. */
-#define CONFIG_MAX_BYTES ((size_t)1 << 20)
 /* Line problems reported per file: a file that is not INI at all would
  * otherwise print one warning per line. */
 #define CONFIG_MAX_PROBLEMS 20
@@ -98,7 +54,7 @@ typedef struct {
     int problems;
 } reader;
 
-static char *xstrdup(const char *s)
+char *infinirt__config_strdup(const char *s)
 {
     char *d = strdup(s ? s : "");
     if (d == NULL) {
@@ -108,7 +64,7 @@ static char *xstrdup(const char *s)
     return d;
 }
 
-static void *xgrow(void *p, size_t *cap, size_t n, size_t elem)
+void *infinirt__config_grow(void *p, size_t *cap, size_t n, size_t elem)
 {
     if (n < *cap)
         return p;
@@ -153,7 +109,7 @@ static void resolve_path(const infinirt__config *cfg, const char *value, char *o
         snprintf(out, outsz, "%s/%s", cfg->dir, value);
 }
 
-static infinirt__plugin_conf *find_plugin(infinirt__config *cfg, const char *name)
+infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->nplugins; i++)
         if (strcmp(cfg->plugins[i].name, name) == 0)
@@ -161,12 +117,12 @@ static infinirt__plugin_conf *find_plugin(infinirt__config *cfg, const char *nam
     return NULL;
 }
 
-static infinirt__plugin_conf *find_or_add_plugin(infinirt__config *cfg, const char *name, int line)
+infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name, int line)
 {
-    infinirt__plugin_conf *pc = find_plugin(cfg, name);
+    infinirt__plugin_conf *pc = infinirt__config_find_plugin(cfg, name);
     if (pc != NULL)
         return pc;
-    cfg->plugins = xgrow(cfg->plugins, &cfg->capplugins, cfg->nplugins, sizeof *cfg->plugins);
+    cfg->plugins = infinirt__config_grow(cfg->plugins, &cfg->capplugins, cfg->nplugins, sizeof *cfg->plugins);
     pc = &cfg->plugins[cfg->nplugins++];
     memset(pc, 0, sizeof *pc);
     snprintf(pc->name, sizeof pc->name, "%s", name);
@@ -176,7 +132,7 @@ static infinirt__plugin_conf *find_or_add_plugin(infinirt__config *cfg, const ch
 }
 
 /* A plugin name becomes part of a file name (libinfinirt_NAME.so). */
-static bool valid_plugin_name(const char *name)
+bool infinirt__config_plugin_name_ok(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n >= sizeof(((infinirt__plugin_conf *)0)->name))
@@ -197,7 +153,7 @@ static void on_section(infinirt__ini_sink *sink, const char *name, int line)
     } else if (strcmp(name, "allocator") == 0) {
         r->kind = SEC_ALLOCATOR;
     } else if (strncmp(name, "plugin.", 7) == 0) {
-        if (!valid_plugin_name(name + 7)) {
+        if (!infinirt__config_plugin_name_ok(name + 7)) {
             INFINIRT__WARN("%s:%d: [%.80s%s]: a plugin name is 1 to 63 letters, digits, '_' or '-'; section "
                            "ignored",
                            r->path, line, name, strlen(name) > 80 ? "..." : "");
@@ -205,7 +161,7 @@ static void on_section(infinirt__ini_sink *sink, const char *name, int line)
         }
         r->kind = SEC_PLUGIN;
         /* "[plugin.cpu]" alone means "load cpu with its defaults". */
-        r->plugin = find_or_add_plugin(r->cfg, name + 7, line);
+        r->plugin = infinirt__config_add_plugin(r->cfg, name + 7, line);
     } else {
         INFINIRT__WARN("%s:%d: unknown section [%.80s%s]: its keys are ignored (known: [loader], [allocator], "
                        "[plugin.NAME])",
@@ -237,7 +193,7 @@ static void loader_key(reader *r, int line, const char *name, const char *value)
             return;
         }
         free(cfg->only);
-        cfg->only = xstrdup(value);
+        cfg->only = infinirt__config_strdup(value);
         cfg->only_line = line;
     } else if (strcmp(name, "default_device") == 0) {
         char type[32];
@@ -328,8 +284,8 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
     } else {
         /* The plugin's own key: the plugin checks it, and reports problems
          * through config_warnv with this line (infinirt__config_warn_key). */
-        pc->keys = xgrow(pc->keys, &pc->capkeys, pc->nkeys, sizeof *pc->keys);
-        pc->keys[pc->nkeys++] = (infinirt__kv){xstrdup(name), xstrdup(value), line};
+        pc->keys = infinirt__config_grow(pc->keys, &pc->capkeys, pc->nkeys, sizeof *pc->keys);
+        pc->keys[pc->nkeys++] = (infinirt__kv){infinirt__config_strdup(name), infinirt__config_strdup(value), line};
     }
 }
 
@@ -352,119 +308,6 @@ static void on_key(infinirt__ini_sink *sink, const char *section, const char *na
     }
 }
 
-static const char *file_kind(mode_t m)
-{
-    return S_ISDIR(m)    ? "is a directory, not a file"
-           : S_ISFIFO(m) ? "is a FIFO (named pipe), not a regular file"
-           : S_ISCHR(m)  ? "is a character device, not a regular file"
-           : S_ISBLK(m)  ? "is a block device, not a regular file"
-           : S_ISSOCK(m) ? "is a socket, not a regular file"
-                         : "is not a regular file";
-}
-
-/* Read the whole file into a NUL-terminated buffer.  O_NONBLOCK: opening
- * a FIFO must not wait for a writer; only regular files are then read, so
- * nothing can block or run forever (/dev/zero). */
-static char *slurp(const char *path, size_t *len, char *why, size_t why_size)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        snprintf(why, why_size, "cannot be opened: %s", strerror(errno));
-        return NULL;
-    }
-    struct stat sb;
-    char *buf = NULL;
-    if (fstat(fd, &sb) != 0) {
-        snprintf(why, why_size, "cannot be examined: %s", strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        snprintf(why, why_size, "%s", file_kind(sb.st_mode));
-        goto fail;
-    }
-    if ((unsigned long long)sb.st_size > CONFIG_MAX_BYTES) {
-        snprintf(why, why_size, "is %lld bytes; a config file may have at most %zu", (long long)sb.st_size,
-                 CONFIG_MAX_BYTES);
-        goto fail;
-    }
-    buf = malloc(CONFIG_MAX_BYTES + 1);
-    if (buf == NULL) {
-        snprintf(why, why_size, "cannot be read: out of memory");
-        goto fail;
-    }
-    size_t n = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf + n, CONFIG_MAX_BYTES + 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            snprintf(why, why_size, "cannot be read: %s", strerror(errno));
-            goto fail;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-        if (n > CONFIG_MAX_BYTES) { /* it grew while we read it */
-            snprintf(why, why_size, "has more than %zu bytes", CONFIG_MAX_BYTES);
-            goto fail;
-        }
-    }
-    close(fd);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-fail:
-    free(buf);
-    close(fd);
-    return NULL;
-}
-
-int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *why, size_t why_size)
-{
-    size_t len = 0;
-    char *text = slurp(path, &len, why, why_size);
-    if (text == NULL)
-        return -1;
-    const char *nul = memchr(text, '\0', len);
-    size_t skip = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-    size_t blank = strspn(text + skip, " \t\r\n\v\f");
-    int rc = -1;
-    if (nul != NULL) {
-        snprintf(why, why_size, "is a binary file (a NUL byte at offset %zu), not an INI text file",
-                 (size_t)(nul - text));
-        goto out;
-    }
-    if (skip + blank == len) {
-        snprintf(why, why_size, "is empty");
-        goto out;
-    }
-    char resolved[PATH_MAX];
-    snprintf(cfg->path, sizeof cfg->path, "%s", realpath(path, resolved) ? resolved : path);
-    snprintf(cfg->dir, sizeof cfg->dir, "%s", cfg->path);
-    char *slash = strrchr(cfg->dir, '/');
-    if (slash != NULL)
-        slash == cfg->dir ? (void)snprintf(cfg->dir, sizeof cfg->dir, "/") : (void)(*slash = '\0');
-    else
-        snprintf(cfg->dir, sizeof cfg->dir, ".");
-    reader r = {
-        .sink = {.section = on_section, .key = on_key, .problem = on_problem},
-        .cfg = cfg,
-        .path = cfg->path,
-    };
-    size_t found = infinirt__ini_parse(text, len, &r.sink);
-    if (found == 0 && r.problems > 0) {
-        /* Nothing but malformed lines: not a config at all (a file that is
-         * only comments is a config that sets nothing, and is fine). */
-        snprintf(why, why_size, "has no [section] header or KEY = VALUE line: not an INI file");
-        cfg->path[0] = cfg->dir[0] = '\0';
-        goto out;
-    }
-    rc = 0;
-out:
-    free(text);
-    return rc;
-}
-
 void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plugin_conf *pc, size_t index,
                                const char *fmt, va_list ap)
 {
@@ -477,52 +320,6 @@ void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plug
     const infinirt__kv *kv = &pc->keys[index];
     INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", cfg->path[0] ? cfg->path : "(no file)", kv->line, pc->name,
                    kv->key, kv->value, what);
-}
-
-static int has_suffix(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        INFINIRT__INFO("no plugin folder %s: no plugins to scan", dir);
-        return;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "libinfinirt_", 12) == 0 && has_suffix(e->d_name, ".so")) {
-            names = xgrow(names, &cap, n, sizeof *names);
-            names[n++] = xstrdup(e->d_name);
-        }
-    }
-    closedir(d);
-    /* readdir order is arbitrary; sort so the report is stable. */
-    qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n; i++) {
-        char name[256];
-        size_t len = strlen(names[i]) - 12 - 3;
-        snprintf(name, sizeof name, "%.*s", (int)len, names[i] + 12);
-        if (!valid_plugin_name(name)) {
-            INFINIRT__INFO("plugin folder %s: %s skipped (not a plugin name)", dir, names[i]);
-        } else if (find_plugin(cfg, name) == NULL) {
-            /* Found and not named in the file: loaded with its defaults. */
-            infinirt__plugin_conf *pc = find_or_add_plugin(cfg, name, 0);
-            snprintf(pc->library, sizeof pc->library, "%s/%s", dir, names[i]);
-        }
-        free(names[i]);
-    }
-    free(names);
 }
 
 /* Whether name is in the comma list. */
@@ -548,7 +345,7 @@ static bool in_list(const char *list, const char *name)
 /* [loader] plugins = LIST: only these load; every other plugin found is
  * reported as not loaded, with the reason.  A listed name that is nowhere
  * is added, so the report says its file was not found. */
-static void apply_only(infinirt__config *cfg)
+void infinirt__config_apply_only(infinirt__config *cfg)
 {
     if (cfg->only == NULL)
         return;
@@ -560,7 +357,7 @@ static void apply_only(infinirt__config *cfg)
                      cfg->path, cfg->only_line);
         }
     }
-    char *list = xstrdup(cfg->only), *save = NULL;
+    char *list = infinirt__config_strdup(cfg->only), *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ' || *tok == '\t')
             tok++;
@@ -569,87 +366,23 @@ static void apply_only(infinirt__config *cfg)
             tok[--n] = '\0';
         if (n == 0)
             continue;
-        if (!valid_plugin_name(tok))
+        if (!infinirt__config_plugin_name_ok(tok))
             INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path, cfg->only_line,
                            tok);
-        else if (find_plugin(cfg, tok) == NULL)
-            find_or_add_plugin(cfg, tok, cfg->only_line);
+        else if (infinirt__config_find_plugin(cfg, tok) == NULL)
+            infinirt__config_add_plugin(cfg, tok, cfg->only_line);
     }
     free(list);
 }
 
-/* 1: read; 0: no file there; -1: a file that cannot be used (reported). */
-static int try_file(infinirt__config *cfg, const char *path, const char *what, char *why, size_t why_size)
+size_t infinirt__config_parse(infinirt__config *cfg, const char *text, size_t len, int *problems)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0 && errno == ENOENT) {
-        snprintf(why, why_size, "does not exist");
-        INFINIRT__DEBUG("config: no %s at %s", what, path);
-        return 0;
-    }
-    if (infinirt__config_read_file(cfg, path, why, why_size) != 0)
-        return -1;
-    INFINIRT__INFO("config: read %s %s", what, cfg->path);
-    return 1;
-}
-
-int infinirt__config_load(infinirt__config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->log_level = -1;
-    cfg->default_type = INFINI_DEVICE_CPU;
-    cfg->default_id = 0;
-    infinirt__alloc_config_default(&cfg->alloc);
-
-    char path[PATH_MAX], why[256];
-    int found = 0;
-    const char *env = secure_getenv("INFINIRT_CONFIG");
-    if (env != NULL && env[0] != '\0') {
-        /* The operator named this file: using another one instead would
-         * run with settings nobody asked for. */
-        if (try_file(cfg, env, "INFINIRT_CONFIG file", why, sizeof why) != 1) {
-            INFINIRT__ERROR("INFINIRT_CONFIG=%s %s; infinirt does not start (fix the file, or unset "
-                            "INFINIRT_CONFIG to use the usual search)",
-                            env, why);
-            return -1;
-        }
-        found = 1;
-    }
-    /* A file in a usual place that cannot be used is reported and skipped,
-     * as if it were not there. */
-    if (!found) {
-        const char *xdg = secure_getenv("XDG_CONFIG_HOME");
-        const char *home = secure_getenv("HOME");
-        if (xdg != NULL && xdg[0] == '/')
-            snprintf(path, sizeof path, "%s/infinirt/infinirt.ini", xdg);
-        else if (home != NULL && home[0] != '\0')
-            snprintf(path, sizeof path, "%s/.config/infinirt/infinirt.ini", home);
-        else
-            path[0] = '\0';
-        if (path[0] != '\0' && (found = try_file(cfg, path, "user config", why, sizeof why)) < 0)
-            INFINIRT__WARN("config: user config %s %s; ignored", path, why);
-    }
-    if (found != 1) {
-        snprintf(path, sizeof path, "%s/%s/infinirt/infinirt.ini", infinirt__loader_dir(),
-                 INFINIRT_SYSCONF_FROM_LIBDIR);
-        if ((found = try_file(cfg, path, "installed config", why, sizeof why)) < 0)
-            INFINIRT__WARN("config: installed config %s %s; ignored", path, why);
-    }
-    if (cfg->plugin_dir[0] == '\0')
-        snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(), INFINIRT_PLUGIN_SUBDIR);
-    if (found != 1) {
-        INFINIRT__INFO("config: no file found; loading every plugin in %s", cfg->plugin_dir);
-        cfg->path[0] = '\0';
-    }
-    /* Every plugin in the folder is considered, named in the file or not:
-     * a file that sets one plugin's keys does not hide the others. */
-    infinirt__config_scan_plugins(cfg, cfg->plugin_dir);
-    apply_only(cfg);
-    /* A plugin named in the file without `library` lives in plugin_dir. */
-    for (size_t i = 0; i < cfg->nplugins; i++) {
-        infinirt__plugin_conf *pc = &cfg->plugins[i];
-        if (pc->library[0] == '\0')
-            snprintf(pc->library, sizeof pc->library, "%s/libinfinirt_%s.so", cfg->plugin_dir, pc->name);
-    }
-    return 0;
+    reader r = {
+        .sink = {.section = on_section, .key = on_key, .problem = on_problem},
+        .cfg = cfg,
+        .path = cfg->path,
+    };
+    size_t found = infinirt__ini_parse(text, len, &r.sink);
+    *problems = r.problems;
+    return found;
 }
