@@ -388,7 +388,8 @@ infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void *
     pthread_mutex_unlock(&infinirt__capture_mu);
     if (st != INFINI_STATUS_SUCCESS) {
         char name[64];
-        return infinirt__fail(st, fn, "%zu bytes for a capture on %s", size, infinirt__dev_name(dev, name, sizeof name));
+        return infinirt__fail(st, fn, "%zu bytes for a capture on %s", size,
+                              infinirt__dev_name(dev, name, sizeof name));
     }
     *out = p;
     return INFINI_STATUS_SUCCESS;

@@ -21,7 +21,8 @@ _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__allo
 
 void infinirt__alloc_locked_call(const char *call)
 {
-    INFINIRT__ERROR("allocator: backend call %s made with %u allocator lock(s) held", call, infinirt__alloc_locks_held);
+    INFINIRT__ERROR("allocator: backend call %s made with %u allocator lock(s) held", call,
+                    infinirt__alloc_locks_held);
     abort();
 }
 #endif

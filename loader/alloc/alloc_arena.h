@@ -38,7 +38,7 @@ typedef struct infinirt__pool_backend infinirt__pool_backend;
 extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__alloc_locks_held;
 __attribute__((noreturn)) void infinirt__alloc_locked_call(const char *call);
 #define INFINIRT__ALLOC_LOCKS(delta) ((void)(infinirt__alloc_locks_held += (unsigned)(delta)))
-#define INFINIRT__ALLOC_UNLOCKED(call)                                                                                 \
+#define INFINIRT__ALLOC_UNLOCKED(call) \
     ((void)(__builtin_expect(infinirt__alloc_locks_held == 0, 1) || (infinirt__alloc_locked_call(call), 0)))
 #else
 #define INFINIRT__ALLOC_LOCKS(delta) ((void)0)
