@@ -36,8 +36,7 @@ static int parse_devices(const char *value, int **out, int *count)
     return 0;
 }
 
-infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, infinirt_cuda__config_t *cfg,
-                                           char *msg, size_t msg_size)
+infiniStatus_t cuda__config_parse(const infinirtPluginInitArgs *args, cuda__config_t *cfg, char *msg, size_t msg_size)
 {
     (void)msg; /* no value fails init any more */
     (void)msg_size;
@@ -68,7 +67,7 @@ infiniStatus_t infinirt_cuda__config_parse(const infinirtPluginInitArgs *args, i
     return INFINI_STATUS_SUCCESS;
 }
 
-void infinirt_cuda__config_free(infinirt_cuda__config_t *cfg)
+void cuda__config_free(cuda__config_t *cfg)
 {
     free(cfg->devices);
     cfg->devices = NULL;

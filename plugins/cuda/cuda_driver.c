@@ -15,19 +15,19 @@
 
 #include "cuda_internal.h"
 
-infinirt_cuda__driver_t infinirt_cuda__drv;
-infinirt_cuda__driver_names_t infinirt_cuda__drv_names;
+cuda__driver_t cuda__drv;
+cuda__driver_names_t cuda__drv_names;
 
 /* Set at init, read from any thread afterwards: the loader's logger stays
  * valid for the life of the process. */
 static void (*log_fn)(int, const char *, const char *, ...);
 
-void infinirt_cuda__set_logger(void (*log)(int, const char *, const char *, ...))
+void cuda__set_logger(void (*log)(int, const char *, const char *, ...))
 {
     log_fn = log;
 }
 
-void infinirt_cuda__log(int level, const char *fmt, ...)
+void cuda__log(int level, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -39,20 +39,19 @@ void infinirt_cuda__log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    log_fn(level, INFINIRT_CUDA__NAME, "%s", line);
+    log_fn(level, CUDA__NAME, "%s", line);
 }
 
-const char *infinirt_cuda__error_name(CUresult r)
+const char *cuda__error_name(CUresult r)
 {
     const char *name = NULL;
 
-    if (infinirt_cuda__drv.GetErrorName == NULL || infinirt_cuda__drv.GetErrorName(r, &name) != CUDA_SUCCESS ||
-        name == NULL)
+    if (cuda__drv.GetErrorName == NULL || cuda__drv.GetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
         return "CUDA_ERROR_UNKNOWN_CODE";
     return name;
 }
 
-infiniStatus_t infinirt_cuda__status_of(CUresult r)
+infiniStatus_t cuda__status_of(CUresult r)
 {
     switch (r) {
     case CUDA_SUCCESS:
@@ -127,26 +126,25 @@ static int sticky(CUresult r)
     }
 }
 
-infiniStatus_t infinirt_cuda__check(CUresult r, const char *call, int dev)
+infiniStatus_t cuda__check(CUresult r, const char *call, int dev)
 {
     const char *text = NULL;
     char where[32] = "";
 
     if (r == CUDA_SUCCESS)
         return INFINI_STATUS_SUCCESS;
-    if (infinirt_cuda__drv.GetErrorString == NULL || infinirt_cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS ||
-        text == NULL)
+    if (cuda__drv.GetErrorString == NULL || cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS || text == NULL)
         text = "no description";
     if (dev >= 0)
         snprintf(where, sizeof where, "device %d: ", dev);
     /* Out of memory is not final: the loader releases its cache and retries,
      * so it is a warning here and the loader reports a real failure. */
-    infinirt_cuda__log(r == CUDA_ERROR_OUT_OF_MEMORY ? INFINIRT_PLUGIN_LOG_WARN : INFINIRT_PLUGIN_LOG_ERROR,
-                       "%s%s failed: %s (%s)%s", where, call, infinirt_cuda__error_name(r), text,
-                       sticky(r) ? "; a sticky error: the device's CUDA context is unusable until the process "
-                                   "restarts (every later call on it fails the same way)"
-                                 : "");
-    return infinirt_cuda__status_of(r);
+    cuda__log(r == CUDA_ERROR_OUT_OF_MEMORY ? INFINIRT_PLUGIN_LOG_WARN : INFINIRT_PLUGIN_LOG_ERROR,
+              "%s%s failed: %s (%s)%s", where, call, cuda__error_name(r), text,
+              sticky(r) ? "; a sticky error: the device's CUDA context is unusable until the process "
+                          "restarts (every later call on it fails the same way)"
+                        : "");
+    return cuda__status_of(r);
 }
 
 /* dlsym returns a data pointer; POSIX guarantees it converts to a function
@@ -166,13 +164,13 @@ static int resolve(void *lib, const char *sym, const char *alt, void *fn_out, co
     return 0;
 }
 
-void infinirt_cuda__driver_forget(void)
+void cuda__driver_forget(void)
 {
-    memset(&infinirt_cuda__drv, 0, sizeof infinirt_cuda__drv);
-    memset(&infinirt_cuda__drv_names, 0, sizeof infinirt_cuda__drv_names);
+    memset(&cuda__drv, 0, sizeof cuda__drv);
+    memset(&cuda__drv_names, 0, sizeof cuda__drv_names);
 }
 
-int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int *no_device)
+int cuda__driver_load(const char *path, char *msg, size_t msg_size, int *no_device)
 {
     const char *missing = NULL;
     int version = 0;
@@ -194,13 +192,13 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
 
     /* The version first: a driver too old to have some symbol below gets
      * "driver too old" rather than "missing cuXxx". */
-    if (resolve(lib, "cuDriverGetVersion", NULL, &infinirt_cuda__drv.DriverGetVersion,
-                &infinirt_cuda__drv_names.DriverGetVersion) != 0) {
+    if (resolve(lib, "cuDriverGetVersion", NULL, &cuda__drv.DriverGetVersion, &cuda__drv_names.DriverGetVersion) !=
+        0) {
         *no_device = 0;
         snprintf(msg, msg_size, "%s is not an NVIDIA driver library (no cuDriverGetVersion)", path);
         goto fail;
     }
-    r = infinirt_cuda__drv.DriverGetVersion(&version);
+    r = cuda__drv.DriverGetVersion(&version);
     if (r == CUDA_ERROR_STUB_LIBRARY) {
         /* The toolkit's link-time stub (lib64/stubs/libcuda.so) found first
          * on the library path: it answers everything with this error. */
@@ -213,20 +211,20 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
         snprintf(msg, msg_size, "%s: cuDriverGetVersion failed (CUresult %d)", path, (int)r);
         goto fail;
     }
-    if (version < INFINIRT_CUDA__MIN_DRIVER_VERSION) {
+    if (version < CUDA__MIN_DRIVER_VERSION) {
         snprintf(msg, msg_size,
                  "driver too old for this build: driver supports CUDA %d.%d, plugin built with CUDA %d.%d "
                  "needs a driver for CUDA %d.%d or newer",
                  version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10,
-                 INFINIRT_CUDA__MIN_DRIVER_VERSION / 1000, INFINIRT_CUDA__MIN_DRIVER_VERSION % 1000 / 10);
+                 CUDA__MIN_DRIVER_VERSION / 1000, CUDA__MIN_DRIVER_VERSION % 1000 / 10);
         goto fail;
     }
 
-#define INFINIRT_CUDA__RESOLVE_(field, sym, alt, type)                                                              \
-    if (missing == NULL && resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) \
+#define CUDA__RESOLVE_(field, sym, alt, type)                                                     \
+    if (missing == NULL && resolve(lib, sym, alt, &cuda__drv.field, &cuda__drv_names.field) != 0) \
         missing = sym;
-    INFINIRT_CUDA__DRIVER_FUNCS(INFINIRT_CUDA__RESOLVE_)
-#undef INFINIRT_CUDA__RESOLVE_
+    CUDA__DRIVER_FUNCS(CUDA__RESOLVE_)
+#undef CUDA__RESOLVE_
     if (missing != NULL) {
         /* The version said this driver is new enough, so this is a broken
          * or foreign library, not an old one: a real failure. */
@@ -238,29 +236,28 @@ int infinirt_cuda__driver_load(const char *path, char *msg, size_t msg_size, int
     /* Optional: a missing one leaves its field NULL, and the entries that
      * need it say so when called. */
     missing = NULL;
-#define INFINIRT_CUDA__RESOLVE_OPTIONAL_(field, sym, alt, type)                                    \
-    if (resolve(lib, sym, alt, &infinirt_cuda__drv.field, &infinirt_cuda__drv_names.field) != 0) { \
-        infinirt_cuda__drv_names.field = sym; /* for the entries' log lines */                     \
-        if (missing == NULL)                                                                       \
-            missing = sym;                                                                         \
+#define CUDA__RESOLVE_OPTIONAL_(field, sym, alt, type)                           \
+    if (resolve(lib, sym, alt, &cuda__drv.field, &cuda__drv_names.field) != 0) { \
+        cuda__drv_names.field = sym; /* for the entries' log lines */            \
+        if (missing == NULL)                                                     \
+            missing = sym;                                                       \
     }
-    INFINIRT_CUDA__OPTIONAL_FUNCS(INFINIRT_CUDA__RESOLVE_OPTIONAL_)
-#undef INFINIRT_CUDA__RESOLVE_OPTIONAL_
-    if (missing != NULL && strcmp(missing, "cuGraphInstantiateWithFlags") == 0 &&
-        infinirt_cuda__drv.GraphInstantiate != NULL)
+    CUDA__OPTIONAL_FUNCS(CUDA__RESOLVE_OPTIONAL_)
+#undef CUDA__RESOLVE_OPTIONAL_
+    if (missing != NULL && strcmp(missing, "cuGraphInstantiateWithFlags") == 0 && cuda__drv.GraphInstantiate != NULL)
         missing = NULL;
     if (missing != NULL)
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
-                           "%s (driver for CUDA %d.%d) does not export %s%s: the calls that need it "
-                           "answer NOT_IMPLEMENTED",
-                           path, version / 1000, version % 1000 / 10, missing,
-                           infinirt_cuda__drv.StreamBeginCapture == NULL ? " (no native stream capture)" : "");
-    infinirt_cuda__state.lib = lib;
-    infinirt_cuda__state.driver_version = version;
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                  "%s (driver for CUDA %d.%d) does not export %s%s: the calls that need it "
+                  "answer NOT_IMPLEMENTED",
+                  path, version / 1000, version % 1000 / 10, missing,
+                  cuda__drv.StreamBeginCapture == NULL ? " (no native stream capture)" : "");
+    cuda__state.lib = lib;
+    cuda__state.driver_version = version;
     return 0;
 
 fail:
-    infinirt_cuda__driver_forget();
+    cuda__driver_forget();
     /* Closing is safe here: nothing from the library has been called that
      * could have registered handlers or threads (cuInit has not run). */
     dlclose(lib);

@@ -16,10 +16,10 @@
  * The loader's allocator creates, queries, waits for and destroys its fence
  * events from any thread, also while another thread captures in global
  * mode, where CUDA forbids such calls: those entries run in relaxed capture
- * mode (infinirt_cuda__relax).  An event recorded inside a capture still
+ * mode (cuda__relax).  An event recorded inside a capture still
  * cannot be queried or waited for (CUDA_ERROR_CAPTURED_EVENT, and the
  * capture is invalidated; then CUDA_ERROR_INVALID_VALUE until recorded
- * again: both INVALID_STATE, infinirt_cuda__event_check); the loader never
+ * again: both INVALID_STATE, cuda__event_check); the loader never
  * records its fences on a capturing stream.
  */
 #include <stdlib.h>
@@ -35,25 +35,25 @@
  * driver answers so until the event is recorded again outside a capture
  * (H100, driver 580.159.04).  Not the caller's bad parameter, then:
  * INVALID_STATE, as CAPTURED_EVENT is. */
-infiniStatus_t infinirt_cuda__event_check(CUresult r, const char *fn, int dev)
+infiniStatus_t cuda__event_check(CUresult r, const char *fn, int dev)
 {
-    infiniStatus_t st = infinirt_cuda__check(r, fn, dev);
+    infiniStatus_t st = cuda__check(r, fn, dev);
 
     if (r == CUDA_ERROR_INVALID_VALUE) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
-                           "device %d: %s: the event's last record was in a stream capture; record it again "
-                           "outside a capture before using it",
-                           dev, fn);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                  "device %d: %s: the event's last record was in a stream capture; record it again "
+                  "outside a capture before using it",
+                  dev, fn);
         st = INFINI_STATUS_INVALID_STATE;
     }
     return st;
 }
 
-infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event)
+infiniStatus_t cuda__event_create(int dev, uint32_t flags, void **event)
 {
     unsigned int cu_flags = CU_EVENT_DEFAULT;
-    infinirt_cuda__scope_t sc;
-    infinirt_cuda__event_t *e;
+    cuda__scope_t sc;
+    cuda__event_t *e;
     infiniStatus_t st;
 
     if (flags & ~KNOWN_FLAGS)
@@ -66,12 +66,12 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
     e = malloc(sizeof *e);
     if (e == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st == INFINI_STATUS_SUCCESS) {
-        int relaxed = infinirt_cuda__relax();
-        st = INFINIRT_CUDA__CALL(dev, EventCreate, &e->ev, cu_flags);
-        infinirt_cuda__unrelax(relaxed);
-        infinirt_cuda__leave(&sc);
+        int relaxed = cuda__relax();
+        st = CUDA__CALL(dev, EventCreate, &e->ev, cu_flags);
+        cuda__unrelax(relaxed);
+        cuda__leave(&sc);
     }
     if (st != INFINI_STATUS_SUCCESS) {
         free(e);
@@ -82,12 +82,12 @@ infiniStatus_t infinirt_cuda__event_create(int dev, uint32_t flags, void **event
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
+infiniStatus_t cuda__event_destroy(int dev, void *event)
 {
     int relaxed;
-    infinirt_cuda__event_t *e = event;
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__event_t *e = event;
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS) {
         free(e); /* as below: the loader never passes it again */
@@ -95,10 +95,10 @@ infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
     }
     /* Queued records of the event still complete: the driver defers the
      * release of an event that is in use. */
-    relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, EventDestroy, e->ev);
-    infinirt_cuda__unrelax(relaxed);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    st = CUDA__CALL(dev, EventDestroy, e->ev);
+    cuda__unrelax(relaxed);
+    cuda__leave(&sc);
     /* The wrapper goes whatever the driver said: the loader drops its
      * handle even when this fails and never passes the event again, and a
      * failure here is a broken context (a sticky error), whose reset
@@ -107,86 +107,86 @@ infiniStatus_t infinirt_cuda__event_destroy(int dev, void *event)
     return st;
 }
 
-infiniStatus_t infinirt_cuda__event_record(int dev, void *event, void *stream)
+infiniStatus_t cuda__event_record(int dev, void *event, void *stream)
 {
-    infinirt_cuda__event_t *e = event;
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__event_t *e = event;
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, EventRecord, e->ev, infinirt_cuda__stream_of(stream));
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, EventRecord, e->ev, cuda__stream_of(stream));
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__event_query(int dev, void *event, int *complete)
+infiniStatus_t cuda__event_query(int dev, void *event, int *complete)
 {
     int relaxed;
-    infinirt_cuda__event_t *e = event;
-    infinirt_cuda__scope_t sc;
+    cuda__event_t *e = event;
+    cuda__scope_t sc;
     infiniStatus_t st;
     CUresult r;
 
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    relaxed = infinirt_cuda__relax();
-    r = infinirt_cuda__drv.EventQuery(e->ev);
-    infinirt_cuda__unrelax(relaxed);
+    relaxed = cuda__relax();
+    r = cuda__drv.EventQuery(e->ev);
+    cuda__unrelax(relaxed);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *complete = r == CUDA_SUCCESS;
     else
-        st = infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventQuery, dev);
-    infinirt_cuda__leave(&sc);
+        st = cuda__event_check(r, cuda__drv_names.EventQuery, dev);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__event_synchronize(int dev, void *event)
+infiniStatus_t cuda__event_synchronize(int dev, void *event)
 {
     int relaxed;
     CUresult r;
-    infinirt_cuda__event_t *e = event;
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__event_t *e = event;
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    relaxed = infinirt_cuda__relax();
-    r = infinirt_cuda__drv.EventSynchronize(e->ev);
-    infinirt_cuda__unrelax(relaxed);
-    st = infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventSynchronize, dev);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    r = cuda__drv.EventSynchronize(e->ev);
+    cuda__unrelax(relaxed);
+    st = cuda__event_check(r, cuda__drv_names.EventSynchronize, dev);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__event_elapsed_time(int dev, float *ms, void *start, void *end)
+infiniStatus_t cuda__event_elapsed_time(int dev, float *ms, void *start, void *end)
 {
-    infinirt_cuda__event_t *a = start, *b = end;
-    infinirt_cuda__scope_t sc;
+    cuda__event_t *a = start, *b = end;
+    cuda__scope_t sc;
     infiniStatus_t st;
     CUresult r;
 
     if ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING)
         return INFINI_STATUS_INVALID_STATE;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    r = infinirt_cuda__drv.EventElapsedTime(ms, a->ev, b->ev);
-    infinirt_cuda__leave(&sc);
+    r = cuda__drv.EventElapsedTime(ms, a->ev, b->ev);
+    cuda__leave(&sc);
     /* Answers, not failures: no log. */
     if (r == CUDA_ERROR_NOT_READY)
         return INFINI_STATUS_NOT_READY;
     if (r == CUDA_ERROR_INVALID_HANDLE)
         return INFINI_STATUS_INVALID_STATE; /* never recorded */
-    return infinirt_cuda__event_check(r, infinirt_cuda__drv_names.EventElapsedTime, dev);
+    return cuda__event_check(r, cuda__drv_names.EventElapsedTime, dev);
 }
 
 /* The handle the application holds: the CUevent itself, so that
  * cudaEventRecord / cudaStreamWaitEvent of other libraries take it. */
-infiniStatus_t infinirt_cuda__event_get_native(int dev, void *event, void **native)
+infiniStatus_t cuda__event_get_native(int dev, void *event, void **native)
 {
     (void)dev;
-    *native = ((infinirt_cuda__event_t *)event)->ev;
+    *native = ((cuda__event_t *)event)->ev;
     return INFINI_STATUS_SUCCESS;
 }

@@ -20,56 +20,55 @@
 #include "cuda_internal.h"
 
 /* NOT_IMPLEMENTED, logged, when the driver lacks `fn`. */
-#define NEED_(dev, fn)                                                                                              \
-    do {                                                                                                            \
-        if (infinirt_cuda__drv.fn == NULL) {                                                                        \
-            infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,                                                           \
-                               "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev),                  \
-                               __func__ + sizeof "infinirt_cuda__" - 1, infinirt_cuda__state.driver_version / 1000, \
-                               infinirt_cuda__state.driver_version % 1000 / 10, infinirt_cuda__drv_names.fn);       \
-            return INFINI_STATUS_NOT_IMPLEMENTED;                                                                   \
-        }                                                                                                           \
+#define NEED_(dev, fn)                                                                                               \
+    do {                                                                                                             \
+        if (cuda__drv.fn == NULL) {                                                                                  \
+            cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: %s: the driver (CUDA %d.%d) does not export %s", (dev), \
+                      __func__ + sizeof "cuda__" - 1, cuda__state.driver_version / 1000,                             \
+                      cuda__state.driver_version % 1000 / 10, cuda__drv_names.fn);                                   \
+            return INFINI_STATUS_NOT_IMPLEMENTED;                                                                    \
+        }                                                                                                            \
     } while (0)
 
-int infinirt_cuda__relax(void)
+int cuda__relax(void)
 {
     CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
 
-    if (infinirt_cuda__drv.ThreadExchangeStreamCaptureMode == NULL ||
-        infinirt_cuda__drv.ThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+    if (cuda__drv.ThreadExchangeStreamCaptureMode == NULL ||
+        cuda__drv.ThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
         return -1;
     return (int)m;
 }
 
-void infinirt_cuda__unrelax(int previous)
+void cuda__unrelax(int previous)
 {
     CUstreamCaptureMode m = (CUstreamCaptureMode)previous;
 
     if (previous >= 0)
-        (void)infinirt_cuda__drv.ThreadExchangeStreamCaptureMode(&m);
+        (void)cuda__drv.ThreadExchangeStreamCaptureMode(&m);
 }
 
-CUresult infinirt_cuda__capture_status(CUstream s, CUstreamCaptureStatus *status, uint64_t *id)
+CUresult cuda__capture_status(CUstream s, CUstreamCaptureStatus *status, uint64_t *id)
 {
     cuuint64_t cid = 0;
     CUresult r;
 
     *id = 0;
-    if (infinirt_cuda__drv.StreamGetCaptureInfo != NULL) {
-        r = infinirt_cuda__drv.StreamGetCaptureInfo(s, status, &cid);
+    if (cuda__drv.StreamGetCaptureInfo != NULL) {
+        r = cuda__drv.StreamGetCaptureInfo(s, status, &cid);
         if (r == CUDA_SUCCESS)
             *id = cid;
         return r;
     }
-    if (infinirt_cuda__drv.StreamIsCapturing != NULL)
-        return infinirt_cuda__drv.StreamIsCapturing(s, status);
+    if (cuda__drv.StreamIsCapturing != NULL)
+        return cuda__drv.StreamIsCapturing(s, status);
     return CUDA_ERROR_NOT_FOUND;
 }
 
-infiniStatus_t infinirt_cuda__stream_begin_capture(int dev, void *stream, int mode)
+infiniStatus_t cuda__stream_begin_capture(int dev, void *stream, int mode)
 {
     CUstreamCaptureMode cu_mode;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     switch (mode) {
@@ -83,26 +82,26 @@ infiniStatus_t infinirt_cuda__stream_begin_capture(int dev, void *stream, int mo
         cu_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
         break;
     default:
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown capture mode %d", dev, mode);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown capture mode %d", dev, mode);
         return INFINI_STATUS_BAD_PARAM;
     }
     /* The legacy stream cannot capture (CUDA refuses it too). */
     if (stream == NULL)
         return INFINI_STATUS_BAD_PARAM;
     NEED_(dev, StreamBeginCapture);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, StreamBeginCapture, (CUstream)stream, cu_mode);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, StreamBeginCapture, (CUstream)stream, cu_mode);
+    cuda__leave(&sc);
     return st;
 }
 
 /* The capture ends whatever the answer; a graph only on success (the
  * driver gives none for an invalidated or unjoined capture). */
-infiniStatus_t infinirt_cuda__stream_end_capture(int dev, void *stream, void **graph)
+infiniStatus_t cuda__stream_end_capture(int dev, void *stream, void **graph)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     CUgraph g = NULL;
     infiniStatus_t st;
 
@@ -110,47 +109,47 @@ infiniStatus_t infinirt_cuda__stream_end_capture(int dev, void *stream, void **g
     if (stream == NULL)
         return INFINI_STATUS_BAD_PARAM;
     NEED_(dev, StreamEndCapture);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, StreamEndCapture, (CUstream)stream, &g);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, StreamEndCapture, (CUstream)stream, &g);
+    cuda__leave(&sc);
     if (st == INFINI_STATUS_SUCCESS && g == NULL)
         st = INFINI_STATUS_INTERNAL_ERROR; /* a driver that breaks its word */
     if (st == INFINI_STATUS_SUCCESS)
         *graph = g;
-    else if (g != NULL && infinirt_cuda__drv.GraphDestroy != NULL)
-        (void)infinirt_cuda__drv.GraphDestroy(g);
+    else if (g != NULL && cuda__drv.GraphDestroy != NULL)
+        (void)cuda__drv.GraphDestroy(g);
     return st;
 }
 
 /* Capturing also while invalidated and not yet ended: the stream still
  * refuses work until the capture is ended. */
-infiniStatus_t infinirt_cuda__stream_is_capturing(int dev, void *stream, int *capturing, uint64_t *id)
+infiniStatus_t cuda__stream_is_capturing(int dev, void *stream, int *capturing, uint64_t *id)
 {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
     CUresult r;
 
     *capturing = 0;
     *id = 0;
     NEED_(dev, StreamGetCaptureInfo);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* The legacy stream never captures, but while a blocking stream does,
      * using it is an implicit dependency on the capture (CUDA fails it and
      * invalidates the capture): the ABI counts that as capturing. */
-    r = infinirt_cuda__capture_status(infinirt_cuda__stream_of(stream), &status, id);
-    infinirt_cuda__leave(&sc);
+    r = cuda__capture_status(cuda__stream_of(stream), &status, id);
+    cuda__leave(&sc);
     if (stream == NULL && r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
         *capturing = 1;
         *id = 0;
         return INFINI_STATUS_SUCCESS;
     }
     if (r != CUDA_SUCCESS)
-        return infinirt_cuda__check(r, infinirt_cuda__drv_names.StreamGetCaptureInfo, dev);
+        return cuda__check(r, cuda__drv_names.StreamGetCaptureInfo, dev);
     *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
     if (!*capturing)
         *id = 0;
@@ -164,15 +163,15 @@ static void log_reason(char *log, size_t log_size, const char *call, CUresult r)
 
     if (log == NULL || log_size == 0)
         return;
-    if (infinirt_cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS || text == NULL)
+    if (cuda__drv.GetErrorString(r, &text) != CUDA_SUCCESS || text == NULL)
         text = "no description";
-    snprintf(log, log_size, "%s failed: %s (%s)", call, infinirt_cuda__error_name(r), text);
+    snprintf(log, log_size, "%s failed: %s (%s)", call, cuda__error_name(r), text);
 }
 
-infiniStatus_t infinirt_cuda__graph_instantiate(int dev, void *graph, void **exec, char *log, size_t log_size)
+infiniStatus_t cuda__graph_instantiate(int dev, void *graph, void **exec, char *log, size_t log_size)
 {
-    const infinirt_cuda__driver_t *drv = &infinirt_cuda__drv;
-    infinirt_cuda__scope_t sc;
+    const cuda__driver_t *drv = &cuda__drv;
+    cuda__scope_t sc;
     CUgraphExec e = NULL;
     CUgraphNode bad = NULL;
     const char *call;
@@ -184,66 +183,66 @@ infiniStatus_t infinirt_cuda__graph_instantiate(int dev, void *graph, void **exe
     *exec = NULL;
     if (drv->GraphInstantiateWithFlags == NULL)
         NEED_(dev, GraphInstantiate);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (drv->GraphInstantiateWithFlags != NULL) {
-        call = infinirt_cuda__drv_names.GraphInstantiateWithFlags;
+        call = cuda__drv_names.GraphInstantiateWithFlags;
         r = drv->GraphInstantiateWithFlags(&e, (CUgraph)graph, 0);
     } else {
         /* The driver writes its own reason into log. */
-        call = infinirt_cuda__drv_names.GraphInstantiate;
+        call = cuda__drv_names.GraphInstantiate;
         r = drv->GraphInstantiate(&e, (CUgraph)graph, &bad, log, log != NULL ? log_size : 0);
     }
-    infinirt_cuda__leave(&sc);
+    cuda__leave(&sc);
     if (r != CUDA_SUCCESS) {
         if (log != NULL && log_size > 0 && log[0] == '\0')
             log_reason(log, log_size, call, r);
-        return infinirt_cuda__check(r, call, dev);
+        return cuda__check(r, call, dev);
     }
     *exec = e;
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt_cuda__graph_launch(int dev, void *exec, void *stream)
+infiniStatus_t cuda__graph_launch(int dev, void *exec, void *stream)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     NEED_(dev, GraphLaunch);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, GraphLaunch, (CUgraphExec)exec, infinirt_cuda__stream_of(stream));
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, GraphLaunch, (CUgraphExec)exec, cuda__stream_of(stream));
+    cuda__leave(&sc);
     return st;
 }
 
 /* Launches already queued still run: the driver keeps what they need. */
-infiniStatus_t infinirt_cuda__graph_exec_destroy(int dev, void *exec)
+infiniStatus_t cuda__graph_exec_destroy(int dev, void *exec)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     NEED_(dev, GraphExecDestroy);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, GraphExecDestroy, (CUgraphExec)exec);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, GraphExecDestroy, (CUgraphExec)exec);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__graph_destroy(int dev, void *graph)
+infiniStatus_t cuda__graph_destroy(int dev, void *graph)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     NEED_(dev, GraphDestroy);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, GraphDestroy, (CUgraph)graph);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, GraphDestroy, (CUgraph)graph);
+    cuda__leave(&sc);
     return st;
 }

@@ -20,7 +20,7 @@
  *
  * The raw allocations and frees are the loader's allocator at work, which
  * may run on any thread while another one captures: they run in relaxed
- * capture mode (infinirt_cuda__relax), so a capture in global mode is not
+ * capture mode (cuda__relax), so a capture in global mode is not
  * broken by them.  Copies and fills keep the caller's mode: they are the
  * application's work, and CUDA's rules for them apply.
  */
@@ -34,10 +34,10 @@ static CUdeviceptr dptr(const void *p)
     return (CUdeviceptr)(uintptr_t)p;
 }
 
-infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
+infiniStatus_t cuda__malloc_device(int dev, void **ptr, size_t size)
 {
     int relaxed;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     CUdeviceptr p = 0;
     infiniStatus_t st;
 
@@ -45,34 +45,34 @@ infiniStatus_t infinirt_cuda__malloc_device(int dev, void **ptr, size_t size)
         *ptr = NULL;
         return INFINI_STATUS_SUCCESS;
     }
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, MemAlloc, &p, size);
-    infinirt_cuda__unrelax(relaxed);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    st = CUDA__CALL(dev, MemAlloc, &p, size);
+    cuda__unrelax(relaxed);
+    cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     *ptr = (void *)(uintptr_t)p;
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
+infiniStatus_t cuda__free_device(int dev, void *ptr)
 {
     int relaxed;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, MemFree, dptr(ptr));
-    infinirt_cuda__unrelax(relaxed);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    st = CUDA__CALL(dev, MemFree, dptr(ptr));
+    cuda__unrelax(relaxed);
+    cuda__leave(&sc);
     return st;
 }
 
@@ -89,22 +89,22 @@ infiniStatus_t infinirt_cuda__free_device(int dev, void *ptr)
  */
 static int host_device(int dev)
 {
-    const infinirt_cuda__state_t *s = &infinirt_cuda__state;
+    const cuda__state_t *s = &cuda__state;
     CUcontext cur = NULL;
     int first;
 
-    if (infinirt_cuda__drv.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL)
+    if (cuda__drv.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL)
         for (int i = 0; i < s->count; i++)
             if (atomic_load_explicit(&s->devices[i].active, memory_order_acquire) && s->devices[i].ctx == cur)
                 return i;
-    first = atomic_load_explicit(&infinirt_cuda__state.first_active, memory_order_acquire);
+    first = atomic_load_explicit(&cuda__state.first_active, memory_order_acquire);
     return first >= 0 ? first : dev;
 }
 
-infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
+infiniStatus_t cuda__malloc_host(int dev, void **ptr, size_t size)
 {
     int relaxed;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0) {
@@ -112,23 +112,23 @@ infiniStatus_t infinirt_cuda__malloc_host(int dev, void **ptr, size_t size)
         return INFINI_STATUS_SUCCESS;
     }
     dev = host_device(dev);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* PORTABLE: pinned for every context, so a buffer allocated through one
      * GPU is fast with the others too (the API promises "that backend's
      * devices"). */
-    relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, MemHostAlloc, ptr, size, CU_MEMHOSTALLOC_PORTABLE);
-    infinirt_cuda__unrelax(relaxed);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    st = CUDA__CALL(dev, MemHostAlloc, ptr, size, CU_MEMHOSTALLOC_PORTABLE);
+    cuda__unrelax(relaxed);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
+infiniStatus_t cuda__free_host(int dev, void *ptr)
 {
     int relaxed;
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (ptr == NULL)
@@ -136,13 +136,37 @@ infiniStatus_t infinirt_cuda__free_host(int dev, void *ptr)
     /* Any context will do for portable memory; the one malloc_host would
      * pick exists already, so freeing creates none. */
     dev = host_device(dev);
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    relaxed = infinirt_cuda__relax();
-    st = INFINIRT_CUDA__CALL(dev, MemFreeHost, ptr);
-    infinirt_cuda__unrelax(relaxed);
-    infinirt_cuda__leave(&sc);
+    relaxed = cuda__relax();
+    st = CUDA__CALL(dev, MemFreeHost, ptr);
+    cuda__unrelax(relaxed);
+    cuda__leave(&sc);
+    return st;
+}
+
+/*
+ * cuMemGetInfo needs the device's context, and retaining a primary context
+ * costs hundreds of MiB of the device: a tool that lists every device's
+ * memory (infinirt-info) must not create one on each.  So a device whose
+ * context we have not retained is asked through NVML (no context), and the
+ * driver only when NVML cannot tell.  Once the context exists the driver
+ * answers: exact for this process, and no slower.
+ */
+infiniStatus_t cuda__get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    cuda__scope_t sc;
+    infiniStatus_t st;
+
+    if (!atomic_load_explicit(&cuda__state.devices[dev].active, memory_order_acquire) &&
+        cuda__nvml_mem_info(dev, free_bytes, total_bytes) == 0)
+        return INFINI_STATUS_SUCCESS;
+    st = cuda__enter(dev, &sc);
+    if (st != INFINI_STATUS_SUCCESS)
+        return st;
+    st = CUDA__CALL(dev, MemGetInfo, free_bytes, total_bytes);
+    cuda__leave(&sc);
     return st;
 }
 
@@ -158,12 +182,11 @@ static int device_of_ptr(const void *p, int *ordinal)
     void *data[2] = {&type, &ord};
 
     *ordinal = -1;
-    if (infinirt_cuda__drv.PointerGetAttributes(2, attrs, data, dptr(p)) != CUDA_SUCCESS ||
-        type != CU_MEMORYTYPE_DEVICE)
+    if (cuda__drv.PointerGetAttributes(2, attrs, data, dptr(p)) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
         return NOT_OURS;
     *ordinal = ord;
-    for (int i = 0; i < infinirt_cuda__state.count; i++)
-        if (infinirt_cuda__state.devices[i].ordinal == ord)
+    for (int i = 0; i < cuda__state.count; i++)
+        if (cuda__state.devices[i].ordinal == ord)
             return i;
     return NOT_OURS;
 }
@@ -176,9 +199,9 @@ static void peer_for_copy(int dev, const void *dst, const void *src)
     int ord, d = device_of_ptr(dst, &ord), s = device_of_ptr(src, &ord);
 
     if (d != NOT_OURS && d != dev)
-        (void)infinirt_cuda__peer_enable(dev, d);
+        (void)cuda__peer_enable(dev, d);
     if (s != NOT_OURS && s != dev && s != d)
-        (void)infinirt_cuda__peer_enable(dev, s);
+        (void)cuda__peer_enable(dev, s);
 }
 
 /* A fill of ptr queued in dev's context: valid when ptr is dev's own
@@ -190,18 +213,18 @@ static infiniStatus_t peer_for_fill(int dev, const void *ptr, const char *fn)
 
     if (d == NOT_OURS && ord < 0)
         return INFINI_STATUS_SUCCESS; /* host memory, or unknown: the driver decides */
-    if (d == dev || (d != NOT_OURS && infinirt_cuda__peer_enable(dev, d)))
+    if (d == dev || (d != NOT_OURS && cuda__peer_enable(dev, d)))
         return INFINI_STATUS_SUCCESS;
     if (d == NOT_OURS)
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
-                           "device %d: %s of %p refused: the memory is CUDA device %d's, which [plugin.cuda] "
-                           "devices does not expose, so no peer access to it can be enabled",
-                           dev, fn, ptr, ord);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                  "device %d: %s of %p refused: the memory is CUDA device %d's, which [plugin.cuda] "
+                  "devices does not expose, so no peer access to it can be enabled",
+                  dev, fn, ptr, ord);
     else
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
-                           "device %d: %s of %p refused: the memory is device %d's, and device %d cannot access "
-                           "it (no peer access between them); fill it on a stream of device %d",
-                           dev, fn, ptr, d, dev, d);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                  "device %d: %s of %p refused: the memory is device %d's, and device %d cannot access "
+                  "it (no peer access between them); fill it on a stream of device %d",
+                  dev, fn, ptr, d, dev, d);
     return INFINI_STATUS_BAD_PARAM;
 }
 
@@ -210,94 +233,93 @@ static int kind_ok(int kind)
     return kind >= INFINIRT_PLUGIN_MEMCPY_H2H && kind <= INFINIRT_PLUGIN_MEMCPY_D2D;
 }
 
-infiniStatus_t infinirt_cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
+infiniStatus_t cuda__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
-    CUstream s = infinirt_cuda__stream_of(stream);
-    infinirt_cuda__scope_t sc;
+    CUstream s = cuda__stream_of(stream);
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (!kind_ok(kind))
         return INFINI_STATUS_BAD_PARAM;
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (kind == INFINIRT_PLUGIN_MEMCPY_H2H) {
         /* In stream order: after the work queued before (which may write
          * src), and done before the work queued after, since we return
          * only once it is done. */
-        st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, s);
+        st = CUDA__CALL(dev, StreamSynchronize, s);
         if (st == INFINI_STATUS_SUCCESS)
             memcpy(dst, src, size);
     } else {
         if (kind == INFINIRT_PLUGIN_MEMCPY_D2D)
             peer_for_copy(dev, dst, src);
-        st = INFINIRT_CUDA__CALL(dev, MemcpyAsync, dptr(dst), dptr(src), size, s);
+        st = CUDA__CALL(dev, MemcpyAsync, dptr(dst), dptr(src), size, s);
     }
-    infinirt_cuda__leave(&sc);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
+infiniStatus_t cuda__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (!kind_ok(kind))
         return INFINI_STATUS_BAD_PARAM;
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* Unified addressing: cuMemcpy tells host from device memory (and one
      * device from another) by the pointers, host-to-host included. */
     if (kind == INFINIRT_PLUGIN_MEMCPY_D2D)
         peer_for_copy(dev, dst, src);
-    st = INFINIRT_CUDA__CALL(dev, Memcpy, dptr(dst), dptr(src), size);
+    st = CUDA__CALL(dev, Memcpy, dptr(dst), dptr(src), size);
     if (st == INFINI_STATUS_SUCCESS && (kind == INFINIRT_PLUGIN_MEMCPY_H2D || kind == INFINIRT_PLUGIN_MEMCPY_D2D))
-        st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
-    infinirt_cuda__leave(&sc);
+        st = CUDA__CALL(dev, StreamSynchronize, NULL);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
+infiniStatus_t cuda__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     st = peer_for_fill(dev, ptr, "memset_async");
     if (st == INFINI_STATUS_SUCCESS)
-        st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size,
-                                 infinirt_cuda__stream_of(stream));
-    infinirt_cuda__leave(&sc);
+        st = CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, cuda__stream_of(stream));
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size)
+infiniStatus_t cuda__memset(int dev, void *ptr, int value, size_t size)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* On the legacy stream, as cudaMemset; then waited for, since the fill
      * of device memory returns before it is done. */
     st = peer_for_fill(dev, ptr, "memset");
     if (st == INFINI_STATUS_SUCCESS)
-        st = INFINIRT_CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, NULL);
+        st = CUDA__CALL(dev, MemsetD8Async, dptr(ptr), (unsigned char)value, size, NULL);
     if (st == INFINI_STATUS_SUCCESS)
-        st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, NULL);
-    infinirt_cuda__leave(&sc);
+        st = CUDA__CALL(dev, StreamSynchronize, NULL);
+    cuda__leave(&sc);
     return st;
 }
 
@@ -310,20 +332,20 @@ infiniStatus_t infinirt_cuda__memset(int dev, void *ptr, int value, size_t size)
  * `devices =` does not expose are BAD_PARAM without a log line: the loader
  * asks for every foreign pointer, and then uses the current device.
  */
-infiniStatus_t infinirt_cuda__pointer_get_device(const void *ptr, int *dev)
+infiniStatus_t cuda__pointer_get_device(const void *ptr, int *dev)
 {
     CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     unsigned int type = 0;
     int ordinal = -1;
     void *data[2] = {&type, &ordinal};
-    CUresult r = infinirt_cuda__drv.PointerGetAttributes(2, attrs, data, dptr(ptr));
+    CUresult r = cuda__drv.PointerGetAttributes(2, attrs, data, dptr(ptr));
 
     if (r != CUDA_SUCCESS)
-        return infinirt_cuda__check(r, infinirt_cuda__drv_names.PointerGetAttributes, -1);
+        return cuda__check(r, cuda__drv_names.PointerGetAttributes, -1);
     if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
         return INFINI_STATUS_BAD_PARAM;
-    for (int i = 0; i < infinirt_cuda__state.count; i++)
-        if (infinirt_cuda__state.devices[i].ordinal == ordinal) {
+    for (int i = 0; i < cuda__state.count; i++)
+        if (cuda__state.devices[i].ordinal == ordinal) {
             *dev = i;
             return INFINI_STATUS_SUCCESS;
         }

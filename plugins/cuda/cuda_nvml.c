@@ -74,7 +74,7 @@ static struct {
     int nmatches;
 } g_nvml = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-void infinirt_cuda__nvml_configure(const char *path)
+void cuda__nvml_configure(const char *path)
 {
     /* Read by the load only, which runs after init has returned; a
      * harness that initialises the plugin again after the load gets the
@@ -110,18 +110,18 @@ static void load(void)
 
     if (lib == NULL) {
         const char *err = dlerror();
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
-                           "NVML not available (%s), so resource snapshots carry no "
-                           "utilisation: %s",
-                           path, err ? err : "unknown dlopen error");
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                  "NVML not available (%s), so resource snapshots carry no "
+                  "utilisation: %s",
+                  path, err ? err : "unknown dlopen error");
         return;
     }
     if (sym(lib, "nvmlInit_v2", &init) != 0 || sym(lib, "nvmlDeviceGetHandleByUUID", &g_nvml.by_uuid) != 0 ||
         sym(lib, "nvmlDeviceGetUtilizationRates", &g_nvml.rates) != 0) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
-                           "%s is not a usable NVML (it lacks nvmlInit_v2, "
-                           "nvmlDeviceGetHandleByUUID or nvmlDeviceGetUtilizationRates): no utilisation",
-                           path);
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                  "%s is not a usable NVML (it lacks nvmlInit_v2, "
+                  "nvmlDeviceGetHandleByUUID or nvmlDeviceGetUtilizationRates): no utilisation",
+                  path);
         dlclose(lib); /* nothing of it has run */
         return;
     }
@@ -130,16 +130,15 @@ static void load(void)
     (void)sym(lib, "nvmlDeviceGetMemoryInfo", &g_nvml.memory);
     /* The driver's PCI bus id of a device (cuda_driver.c resolved the
      * functions every call needs; this one only serves this file). */
-    (void)sym(infinirt_cuda__state.lib, "cuDeviceGetPCIBusId", &g_nvml.get_bus_id);
+    (void)sym(cuda__state.lib, "cuDeviceGetPCIBusId", &g_nvml.get_bus_id);
 
     nvml_return r = init();
     if (r != NVML_OK) {
         /* NVML may have started something: the library stays loaded. */
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%s: nvmlInit_v2 failed (%s): no utilisation", path,
-                           nvml_error(r));
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%s: nvmlInit_v2 failed (%s): no utilisation", path, nvml_error(r));
         return;
     }
-    infinirt_cuda__log(INFINIRT_PLUGIN_LOG_DEBUG, "NVML loaded from %s for utilisation figures", path);
+    cuda__log(INFINIRT_PLUGIN_LOG_DEBUG, "NVML loaded from %s for utilisation figures", path);
     g_nvml.usable = 1;
 }
 
@@ -147,7 +146,7 @@ static void load(void)
  * hex digits, NVML's spelling), else by PCI bus id.  Called with the lock. */
 static void resolve(int dev, nvml_match *m)
 {
-    const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
+    const cuda__device_t *d = &cuda__state.devices[dev];
     char uuid[64] = "", bus_id[32] = "";
     nvml_device h = NULL;
     const char *fn;
@@ -157,7 +156,7 @@ static void resolve(int dev, nvml_match *m)
     m->handle = NULL;
     m->by_uuid = 0;
     m->rates_failed_logged = 0;
-    if (infinirt_cuda__device_uuid(dev, uuid, sizeof uuid, &fn) == CUDA_SUCCESS) {
+    if (cuda__device_uuid(dev, uuid, sizeof uuid, &fn) == CUDA_SUCCESS) {
         if (g_nvml.by_uuid(uuid, &h) == NVML_OK && h != NULL) {
             m->handle = h;
             m->by_uuid = 1;
@@ -172,9 +171,9 @@ static void resolve(int dev, nvml_match *m)
             return;
         }
     }
-    infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
-                       "device %d (CUDA device %d, %s, PCI %s) is not one NVML lists: no utilisation for it", dev,
-                       d->ordinal, uuid[0] ? uuid : "no UUID", bus_id[0] ? bus_id : "unknown");
+    cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+              "device %d (CUDA device %d, %s, PCI %s) is not one NVML lists: no utilisation for it", dev, d->ordinal,
+              uuid[0] ? uuid : "no UUID", bus_id[0] ? bus_id : "unknown");
 }
 
 /* The NVML device of `dev` (matched on first use), or NULL; *by_uuid
@@ -185,7 +184,7 @@ static nvml_device device_of(int dev, int *by_uuid)
 
     pthread_mutex_lock(&g_nvml.lock);
     if (dev >= g_nvml.nmatches) {
-        int n = infinirt_cuda__state.count > dev ? infinirt_cuda__state.count : dev + 1;
+        int n = cuda__state.count > dev ? cuda__state.count : dev + 1;
         nvml_match *grown = realloc(g_nvml.matches, (size_t)n * sizeof *grown);
         if (grown == NULL) {
             pthread_mutex_unlock(&g_nvml.lock);
@@ -196,7 +195,7 @@ static nvml_device device_of(int dev, int *by_uuid)
         g_nvml.nmatches = n;
     }
     nvml_match *m = &g_nvml.matches[dev];
-    if (!m->resolved || m->cudev != infinirt_cuda__state.devices[dev].cudev)
+    if (!m->resolved || m->cudev != cuda__state.devices[dev].cudev)
         resolve(dev, m);
     h = m->handle;
     if (by_uuid != NULL)
@@ -216,13 +215,13 @@ static void note_rates_failed(int dev, nvml_return r)
     g_nvml.matches[dev].rates_failed_logged = 1;
     pthread_mutex_unlock(&g_nvml.lock);
     if (first)
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO,
-                           "device %d: nvmlDeviceGetUtilizationRates failed (%s): no "
-                           "utilisation for it",
-                           dev, nvml_error(r));
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO,
+                  "device %d: nvmlDeviceGetUtilizationRates failed (%s): no "
+                  "utilisation for it",
+                  dev, nvml_error(r));
 }
 
-infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization *util)
+infiniStatus_t cuda__get_utilization(int dev, infinirtPluginUtilization *util)
 {
     nvml_utilization u = {0, 0};
 
@@ -258,7 +257,7 @@ infiniStatus_t infinirt_cuda__get_utilization(int dev, infinirtPluginUtilization
  * such a device is found, if at all, by its PCI bus id, which names the
  * whole GPU, whose memory is not the instance's.
  */
-int infinirt_cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+int cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
 {
     nvml_memory mem = {0, 0, 0};
     int by_uuid = 0;
@@ -271,10 +270,10 @@ int infinirt_cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_byte
         return -1;
     nvml_return r = g_nvml.memory(h, &mem);
     if (r != NVML_OK || mem.free > mem.total) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_DEBUG,
-                           "device %d: nvmlDeviceGetMemoryInfo failed (%s): memory "
-                           "figures from the driver",
-                           dev, r != NVML_OK ? nvml_error(r) : "free above total");
+        cuda__log(INFINIRT_PLUGIN_LOG_DEBUG,
+                  "device %d: nvmlDeviceGetMemoryInfo failed (%s): memory "
+                  "figures from the driver",
+                  dev, r != NVML_OK ? nvml_error(r) : "free above total");
         return -1;
     }
     *free_bytes = (size_t)mem.free;

@@ -2,22 +2,21 @@
  * cuda_plugin.c - libinfinirt_cuda.so: the NVIDIA backend of infinirt.
  *
  * Init finds the driver (cuda_driver.c), reads [plugin.cuda]
- * (cuda_config.c) and builds the device table (cuda_context.c).  A machine
+ * (cuda_config.c) and builds the device table (cuda_device.c).  A machine
  * without the driver or without a GPU is a successful init with no device
  * and a message saying which; the other backends are not affected.
  *
- * This file also holds the device-level entries and, at the bottom, the ops
- * table and the one exported symbol.
+ * This file also holds get_device_info and, at the bottom, the ops table and
+ * the one exported symbol; the other device entries are in cuda_device.c.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 
-static infiniStatus_t cuda_init(const infinirtPluginInitArgs *args, int *device_count)
+static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *device_count)
 {
-    infinirt_cuda__config_t cfg;
+    cuda__config_t cfg;
     char scratch[512];
     char *msg = scratch;
     size_t msg_size = sizeof scratch;
@@ -34,55 +33,54 @@ static infiniStatus_t cuda_init(const infinirtPluginInitArgs *args, int *device_
         msg_size = args->message_size;
     }
     msg[0] = '\0';
-    infinirt_cuda__set_logger(args->log);
+    cuda__set_logger(args->log);
 
-    st = infinirt_cuda__config_parse(args, &cfg, msg, msg_size);
+    st = cuda__config_parse(args, &cfg, msg, msg_size);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    if (infinirt_cuda__driver_load(cfg.driver_library, msg, msg_size, &no_device) != 0) {
-        infinirt_cuda__config_free(&cfg);
+    if (cuda__driver_load(cfg.driver_library, msg, msg_size, &no_device) != 0) {
+        cuda__config_free(&cfg);
         return no_device ? INFINI_STATUS_SUCCESS : INFINI_STATUS_DEVICE_NOT_INITIALIZED;
     }
-    st = infinirt_cuda__devices_discover(&cfg, msg, msg_size);
-    infinirt_cuda__nvml_configure(cfg.nvml_library);
-    infinirt_cuda__config_free(&cfg);
+    st = cuda__devices_discover(&cfg, msg, msg_size);
+    cuda__nvml_configure(cfg.nvml_library);
+    cuda__config_free(&cfg);
     if (st != INFINI_STATUS_SUCCESS) {
-        infinirt_cuda__devices_release();
+        cuda__devices_release();
         /* The library stays loaded: cuInit has run, and unloading a driver
          * that may have started threads is not safe. */
-        infinirt_cuda__driver_forget();
+        cuda__driver_forget();
         return st;
     }
-    *device_count = infinirt_cuda__state.count;
+    *device_count = cuda__state.count;
     if (*device_count > 0)
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%d device(s), driver for CUDA %d.%d, built with CUDA %d.%d",
-                           *device_count, infinirt_cuda__state.driver_version / 1000,
-                           infinirt_cuda__state.driver_version % 1000 / 10, CUDA_VERSION / 1000,
-                           CUDA_VERSION % 1000 / 10);
+        cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%d device(s), driver for CUDA %d.%d, built with CUDA %d.%d",
+                  *device_count, cuda__state.driver_version / 1000, cuda__state.driver_version % 1000 / 10,
+                  CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     return INFINI_STATUS_SUCCESS;
 }
 
-static void cuda_shutdown(void)
+static void plugin_shutdown(void)
 {
-    infinirt_cuda__devices_release();
-    infinirt_cuda__driver_forget();
+    cuda__devices_release();
+    cuda__driver_forget();
 }
 
-static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *info)
+static infiniStatus_t get_device_info(int dev, infinirtPluginDeviceInfo *info)
 {
-    const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
+    const cuda__device_t *d = &cuda__state.devices[dev];
     int major = 0, minor = 0, sms = 0, domain = 0, bus = 0, slot = 0;
-    int v = infinirt_cuda__state.driver_version;
+    int v = cuda__state.driver_version;
     size_t total = 0;
     infiniStatus_t st;
 
     memset(info, 0, sizeof *info);
-    st = INFINIRT_CUDA__CALL(dev, DeviceGetName, info->name, (int)sizeof info->name, d->cudev);
+    st = CUDA__CALL(dev, DeviceGetName, info->name, (int)sizeof info->name, d->cudev);
     if (st == INFINI_STATUS_SUCCESS)
-        st = INFINIRT_CUDA__CALL(dev, DeviceTotalMem, &total, d->cudev);
+        st = CUDA__CALL(dev, DeviceTotalMem, &total, d->cudev);
 #define ATTR_(out, attr)             \
     if (st == INFINI_STATUS_SUCCESS) \
-        st = INFINIRT_CUDA__CALL(dev, DeviceGetAttribute, &(out), attr, d->cudev);
+        st = CUDA__CALL(dev, DeviceGetAttribute, &(out), attr, d->cudev);
     ATTR_(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
     ATTR_(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
     ATTR_(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -103,144 +101,66 @@ static infiniStatus_t cuda_get_device_info(int dev, infinirtPluginDeviceInfo *in
     return INFINI_STATUS_SUCCESS;
 }
 
-/* "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits (NVML's and nvidia-smi's
- * spelling).  cuDeviceGetUuid_v2 (CUDA 11.4) gives a MIG instance its own
- * UUID, the older name the whole GPU's; neither needs a context.  Quiet:
- * *fn names the driver call for the caller's message; a driver exporting
- * neither gives CUDA_ERROR_NOT_FOUND. */
-CUresult infinirt_cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn)
-{
-    const infinirt_cuda__device_t *d = &infinirt_cuda__state.devices[dev];
-    PFN_cuDeviceGetUuid_v11040 get = NULL;
-    void *p = dlsym(infinirt_cuda__state.lib, *fn = "cuDeviceGetUuid_v2");
-    CUuuid u;
-
-    if (p == NULL)
-        p = dlsym(infinirt_cuda__state.lib, *fn = "cuDeviceGetUuid");
-    if (p == NULL)
-        return CUDA_ERROR_NOT_FOUND;
-    memcpy(&get, &p, sizeof p);
-    CUresult r = get(&u, d->cudev);
-    if (r != CUDA_SUCCESS)
-        return r;
-    const unsigned char *b = (const unsigned char *)u.bytes;
-    snprintf(uuid, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-    return CUDA_SUCCESS;
-}
-
-/* A driver that cannot tell (NOT_SUPPORTED, or no UUID call at all) means
- * no UUID, not a failure. */
-static infiniStatus_t cuda_get_device_uuid(int dev, char *uuid, size_t size)
-{
-    const char *fn;
-    CUresult r = infinirt_cuda__device_uuid(dev, uuid, size, &fn);
-
-    if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_NOT_SUPPORTED)
-        return INFINI_STATUS_NOT_IMPLEMENTED;
-    if (r != CUDA_SUCCESS)
-        return infinirt_cuda__check(r, fn, dev);
-    return INFINI_STATUS_SUCCESS;
-}
-
-/*
- * cuMemGetInfo needs the device's context, and retaining a primary context
- * costs hundreds of MiB of the device: a tool that lists every device's
- * memory (infinirt-info) must not create one on each.  So a device whose
- * context we have not retained is asked through NVML (no context), and the
- * driver only when NVML cannot tell.  Once the context exists the driver
- * answers: exact for this process, and no slower.
- */
-static infiniStatus_t cuda_get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
-{
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st;
-
-    if (!atomic_load_explicit(&infinirt_cuda__state.devices[dev].active, memory_order_acquire) &&
-        infinirt_cuda__nvml_mem_info(dev, free_bytes, total_bytes) == 0)
-        return INFINI_STATUS_SUCCESS;
-    st = infinirt_cuda__enter(dev, &sc);
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    st = INFINIRT_CUDA__CALL(dev, MemGetInfo, free_bytes, total_bytes);
-    infinirt_cuda__leave(&sc);
-    return st;
-}
-
-static infiniStatus_t cuda_device_synchronize(int dev)
-{
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
-
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    /* Every stream of the device lives in its primary context (wrapped
-     * ones too: stream_create_from_native checks it). */
-    st = infinirt_cuda__check(infinirt_cuda__drv.CtxSynchronize(), infinirt_cuda__drv_names.CtxSynchronize, dev);
-    infinirt_cuda__leave(&sc);
-    return st;
-}
-
-static const infinirtPluginOps cuda_ops = {
+static const infinirtPluginOps ops = {
     .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
     .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
     .struct_size = sizeof(infinirtPluginOps),
-    .name = INFINIRT_CUDA__NAME,
+    .name = CUDA__NAME,
     .device_type = INFINI_DEVICE_NVIDIA,
 
-    .init = cuda_init,
-    .shutdown = cuda_shutdown,
-    .get_device_info = cuda_get_device_info,
-    .get_mem_info = cuda_get_mem_info,
-    .device_synchronize = cuda_device_synchronize,
+    .init = plugin_init,
+    .shutdown = plugin_shutdown,
+    .get_device_info = get_device_info,
+    .get_mem_info = cuda__get_mem_info,
+    .device_synchronize = cuda__device_synchronize,
 
-    .stream_create = infinirt_cuda__stream_create,
-    .stream_destroy = infinirt_cuda__stream_destroy,
-    .stream_synchronize = infinirt_cuda__stream_synchronize,
-    .stream_wait_event = infinirt_cuda__stream_wait_event,
-    .launch_host_func = infinirt_cuda__launch_host_func,
+    .stream_create = cuda__stream_create,
+    .stream_destroy = cuda__stream_destroy,
+    .stream_synchronize = cuda__stream_synchronize,
+    .stream_wait_event = cuda__stream_wait_event,
+    .launch_host_func = cuda__launch_host_func,
 
-    .event_create = infinirt_cuda__event_create,
-    .event_destroy = infinirt_cuda__event_destroy,
-    .event_record = infinirt_cuda__event_record,
-    .event_query = infinirt_cuda__event_query,
-    .event_synchronize = infinirt_cuda__event_synchronize,
-    .event_elapsed_time = infinirt_cuda__event_elapsed_time,
+    .event_create = cuda__event_create,
+    .event_destroy = cuda__event_destroy,
+    .event_record = cuda__event_record,
+    .event_query = cuda__event_query,
+    .event_synchronize = cuda__event_synchronize,
+    .event_elapsed_time = cuda__event_elapsed_time,
 
-    .malloc_device = infinirt_cuda__malloc_device,
-    .free_device = infinirt_cuda__free_device,
-    .malloc_host = infinirt_cuda__malloc_host,
-    .free_host = infinirt_cuda__free_host,
+    .malloc_device = cuda__malloc_device,
+    .free_device = cuda__free_device,
+    .malloc_host = cuda__malloc_host,
+    .free_host = cuda__free_host,
 
-    .memcpy = infinirt_cuda__memcpy,
-    .memcpy_async = infinirt_cuda__memcpy_async,
-    .memset = infinirt_cuda__memset,
-    .memset_async = infinirt_cuda__memset_async,
+    .memcpy = cuda__memcpy,
+    .memcpy_async = cuda__memcpy_async,
+    .memset = cuda__memset,
+    .memset_async = cuda__memset_async,
 
-    .stream_get_native = infinirt_cuda__stream_get_native,
-    .event_get_native = infinirt_cuda__event_get_native,
-    .stream_create_with_flags = infinirt_cuda__stream_create_with_flags,
-    .stream_create_from_native = infinirt_cuda__stream_create_from_native,
-    .stream_query = infinirt_cuda__stream_query,
-    .device_get_native = infinirt_cuda__device_get_native,
+    .stream_get_native = cuda__stream_get_native,
+    .event_get_native = cuda__event_get_native,
+    .stream_create_with_flags = cuda__stream_create_with_flags,
+    .stream_create_from_native = cuda__stream_create_from_native,
+    .stream_query = cuda__stream_query,
+    .device_get_native = cuda__device_get_native,
     /* mem_get_native: none, memory is addressable (the pointer, offset 0). */
-    .set_device = infinirt_cuda__set_device,
-    .pointer_get_device = infinirt_cuda__pointer_get_device,
+    .set_device = cuda__set_device,
+    .pointer_get_device = cuda__pointer_get_device,
 
     /* ABI 1.2: native capture and graphs (cuda_graph.c) */
-    .stream_begin_capture = infinirt_cuda__stream_begin_capture,
-    .stream_end_capture = infinirt_cuda__stream_end_capture,
-    .stream_is_capturing = infinirt_cuda__stream_is_capturing,
-    .graph_instantiate = infinirt_cuda__graph_instantiate,
-    .graph_launch = infinirt_cuda__graph_launch,
-    .graph_exec_destroy = infinirt_cuda__graph_exec_destroy,
-    .graph_destroy = infinirt_cuda__graph_destroy,
+    .stream_begin_capture = cuda__stream_begin_capture,
+    .stream_end_capture = cuda__stream_end_capture,
+    .stream_is_capturing = cuda__stream_is_capturing,
+    .graph_instantiate = cuda__graph_instantiate,
+    .graph_launch = cuda__graph_launch,
+    .graph_exec_destroy = cuda__graph_exec_destroy,
+    .graph_destroy = cuda__graph_destroy,
 
     /* ABI 1.2: utilisation for the resource snapshot (cuda_nvml.c) */
-    .get_utilization = infinirt_cuda__get_utilization,
+    .get_utilization = cuda__get_utilization,
 
     /* ABI 1.3: the device's UUID */
-    .get_device_uuid = cuda_get_device_uuid,
+    .get_device_uuid = cuda__get_device_uuid,
 };
 
-INFINIRT_PLUGIN_DEFINE_ENTRY(cuda_ops)
+INFINIRT_PLUGIN_DEFINE_ENTRY(ops)

@@ -34,13 +34,13 @@
 /* 1 when s was wrapped (and is forgotten now), 0 when it is ours. */
 static int unwrap(CUstream s)
 {
-    infinirt_cuda__state_t *st = &infinirt_cuda__state;
+    cuda__state_t *st = &cuda__state;
     int found = 0;
 
     pthread_mutex_lock(&st->wrapped_lock);
-    for (infinirt_cuda__wrapped_t **pp = &st->wrapped; *pp != NULL; pp = &(*pp)->next)
+    for (cuda__wrapped_t **pp = &st->wrapped; *pp != NULL; pp = &(*pp)->next)
         if ((*pp)->stream == s) {
-            infinirt_cuda__wrapped_t *w = *pp;
+            cuda__wrapped_t *w = *pp;
             *pp = w->next;
             free(w);
             found = 1;
@@ -50,31 +50,30 @@ static int unwrap(CUstream s)
     return found;
 }
 
-infiniStatus_t infinirt_cuda__stream_create_with_flags(int dev, uint32_t flags, void **stream)
+infiniStatus_t cuda__stream_create_with_flags(int dev, uint32_t flags, void **stream)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     CUstream s = NULL;
     infiniStatus_t st;
 
     if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown stream flags 0x%x", dev, (unsigned)flags);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: unknown stream flags 0x%x", dev, (unsigned)flags);
         return INFINI_STATUS_BAD_PARAM;
     }
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, StreamCreate, &s,
-                             (flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING
-                                                                           : CU_STREAM_DEFAULT);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, StreamCreate, &s,
+                    (flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT);
+    cuda__leave(&sc);
     if (st == INFINI_STATUS_SUCCESS)
         *stream = s;
     return st;
 }
 
-infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream)
+infiniStatus_t cuda__stream_create(int dev, void **stream)
 {
-    return infinirt_cuda__stream_create_with_flags(dev, 0, stream);
+    return cuda__stream_create_with_flags(dev, 0, stream);
 }
 
 /*
@@ -86,46 +85,46 @@ infiniStatus_t infinirt_cuda__stream_create(int dev, void **stream)
  * stream is what NULL already means, and the per-thread stream names a
  * different stream on every thread.
  */
-infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, void **stream)
+infiniStatus_t cuda__stream_create_from_native(int dev, void *native, void **stream)
 {
-    infinirt_cuda__state_t *state = &infinirt_cuda__state;
+    cuda__state_t *state = &cuda__state;
     CUstream s = (CUstream)native;
-    infinirt_cuda__wrapped_t *w;
-    infinirt_cuda__scope_t sc;
+    cuda__wrapped_t *w;
+    cuda__scope_t sc;
     CUcontext ctx = NULL;
     infiniStatus_t st;
 
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
-                           "device %d: cannot wrap stream %p: NULL and CU_STREAM_LEGACY are the default stream "
-                           "(use NULL), CU_STREAM_PER_THREAD differs on every thread",
-                           dev, native);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                  "device %d: cannot wrap stream %p: NULL and CU_STREAM_LEGACY are the default stream "
+                  "(use NULL), CU_STREAM_PER_THREAD differs on every thread",
+                  dev, native);
         return INFINI_STATUS_BAD_PARAM;
     }
     w = malloc(sizeof *w);
     if (w == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS) {
         free(w);
         return st;
     }
-    st = INFINIRT_CUDA__CALL(dev, StreamGetCtx, s, &ctx);
+    st = CUDA__CALL(dev, StreamGetCtx, s, &ctx);
     if (st == INFINI_STATUS_SUCCESS && ctx != sc.d->ctx) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
-                           "device %d: cannot wrap stream %p: it belongs to context %p, not to CUDA device %d's "
-                           "primary context %p",
-                           dev, native, (void *)ctx, sc.d->ordinal, (void *)sc.d->ctx);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR,
+                  "device %d: cannot wrap stream %p: it belongs to context %p, not to CUDA device %d's "
+                  "primary context %p",
+                  dev, native, (void *)ctx, sc.d->ordinal, (void *)sc.d->ctx);
         st = INFINI_STATUS_BAD_PARAM;
     }
-    infinirt_cuda__leave(&sc);
+    cuda__leave(&sc);
     if (st != INFINI_STATUS_SUCCESS) {
         free(w);
         return st;
     }
 
     pthread_mutex_lock(&state->wrapped_lock);
-    for (infinirt_cuda__wrapped_t *o = state->wrapped; o != NULL; o = o->next)
+    for (cuda__wrapped_t *o = state->wrapped; o != NULL; o = o->next)
         if (o->stream == s)
             st = INFINI_STATUS_BAD_PARAM;
     if (st == INFINI_STATUS_SUCCESS) {
@@ -135,7 +134,7 @@ infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, v
     }
     pthread_mutex_unlock(&state->wrapped_lock);
     if (st != INFINI_STATUS_SUCCESS) {
-        infinirt_cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: stream %p is wrapped already", dev, native);
+        cuda__log(INFINIRT_PLUGIN_LOG_ERROR, "device %d: stream %p is wrapped already", dev, native);
         free(w);
         return st;
     }
@@ -143,43 +142,43 @@ infiniStatus_t infinirt_cuda__stream_create_from_native(int dev, void *native, v
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt_cuda__stream_destroy(int dev, void *stream)
+infiniStatus_t cuda__stream_destroy(int dev, void *stream)
 {
-    infinirt_cuda__scope_t sc;
+    cuda__scope_t sc;
     infiniStatus_t st;
 
     /* The loader never passes the default stream here (it has no handle),
      * and the legacy stream cannot be destroyed. */
     if (stream == NULL)
         return INFINI_STATUS_BAD_PARAM;
-    st = infinirt_cuda__enter(dev, &sc);
+    st = cuda__enter(dev, &sc);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* The ABI promises the queued work completes before the stream goes;
      * cuStreamDestroy alone would return at once. */
-    st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, (CUstream)stream);
+    st = CUDA__CALL(dev, StreamSynchronize, (CUstream)stream);
     if (st == INFINI_STATUS_SUCCESS && !unwrap((CUstream)stream))
-        st = INFINIRT_CUDA__CALL(dev, StreamDestroy, (CUstream)stream);
-    infinirt_cuda__leave(&sc);
+        st = CUDA__CALL(dev, StreamDestroy, (CUstream)stream);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__stream_get_native(int dev, void *stream, void **native)
+infiniStatus_t cuda__stream_get_native(int dev, void *stream, void **native)
 {
     (void)dev;
     *native = stream;
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream)
+infiniStatus_t cuda__stream_synchronize(int dev, void *stream)
 {
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT_CUDA__CALL(dev, StreamSynchronize, infinirt_cuda__stream_of(stream));
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, StreamSynchronize, cuda__stream_of(stream));
+    cuda__leave(&sc);
     return st;
 }
 
@@ -194,20 +193,20 @@ infiniStatus_t infinirt_cuda__stream_synchronize(int dev, void *stream)
  * "not idle", without a query: the work captured so far has not run.  The
  * query itself runs in relaxed capture mode, like the event entries
  * (cuda_event.c), so that a capture elsewhere is not broken by it. */
-infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
+infiniStatus_t cuda__stream_query(int dev, void *stream, int *idle)
 {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
     uint64_t id;
     int relaxed;
     CUresult r;
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    r = infinirt_cuda__capture_status(infinirt_cuda__stream_of(stream), &status, &id);
+    r = cuda__capture_status(cuda__stream_of(stream), &status, &id);
     if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE)) {
-        infinirt_cuda__leave(&sc);
+        cuda__leave(&sc);
         *idle = 0;
         return INFINI_STATUS_SUCCESS;
     }
@@ -215,31 +214,31 @@ infiniStatus_t infinirt_cuda__stream_query(int dev, void *stream, int *idle)
      * still a "potentially unsafe" call, which a global capture on another
      * thread (or a non-relaxed one on this thread) refuses, and is
      * invalidated by (seen on an H100, driver 580.159.04). */
-    relaxed = infinirt_cuda__relax();
-    r = infinirt_cuda__drv.StreamQuery(infinirt_cuda__stream_of(stream));
-    infinirt_cuda__unrelax(relaxed);
+    relaxed = cuda__relax();
+    r = cuda__drv.StreamQuery(cuda__stream_of(stream));
+    cuda__unrelax(relaxed);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         *idle = r == CUDA_SUCCESS; /* an answer, not a failure: no log */
     else
-        st = infinirt_cuda__check(r, infinirt_cuda__drv_names.StreamQuery, dev);
-    infinirt_cuda__leave(&sc);
+        st = cuda__check(r, cuda__drv_names.StreamQuery, dev);
+    cuda__leave(&sc);
     return st;
 }
 
-infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *event)
+infiniStatus_t cuda__stream_wait_event(int dev, void *stream, void *event)
 {
-    infinirt_cuda__event_t *e = event;
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__event_t *e = event;
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* The event may come from another device's context; the driver allows
      * that and inserts the cross-device dependency itself.  A never-recorded
      * event is complete: the driver then waits for nothing. */
-    st = infinirt_cuda__event_check(infinirt_cuda__drv.StreamWaitEvent(infinirt_cuda__stream_of(stream), e->ev, 0),
-                                    infinirt_cuda__drv_names.StreamWaitEvent, dev);
-    infinirt_cuda__leave(&sc);
+    st = cuda__event_check(cuda__drv.StreamWaitEvent(cuda__stream_of(stream), e->ev, 0),
+                           cuda__drv_names.StreamWaitEvent, dev);
+    cuda__leave(&sc);
     return st;
 }
 
@@ -251,15 +250,15 @@ infiniStatus_t infinirt_cuda__stream_wait_event(int dev, void *stream, void *eve
  * infinirt functions on NVIDIA devices; that is stricter than the ABI's
  * "must not wait on the same stream" and is documented in docs/cuda.md.
  */
-infiniStatus_t infinirt_cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
+infiniStatus_t cuda__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
 {
-    infinirt_cuda__scope_t sc;
-    infiniStatus_t st = infinirt_cuda__enter(dev, &sc);
+    cuda__scope_t sc;
+    infiniStatus_t st = cuda__enter(dev, &sc);
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* CUhostFn and infinirtPluginHostFn are both void (*)(void *). */
-    st = INFINIRT_CUDA__CALL(dev, LaunchHostFunc, infinirt_cuda__stream_of(stream), fn, user_data);
-    infinirt_cuda__leave(&sc);
+    st = CUDA__CALL(dev, LaunchHostFunc, cuda__stream_of(stream), fn, user_data);
+    cuda__leave(&sc);
     return st;
 }

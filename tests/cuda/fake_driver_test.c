@@ -292,8 +292,8 @@ static int test_driver_symbols(void)
         fprintf(stderr, "%s does not export %s\n", CUDA_STUB_LIBCUDA, sym); \
         missing++;                                                          \
     }
-    INFINIRT_CUDA__DRIVER_FUNCS(CHECK_SYM_)
-    INFINIRT_CUDA__OPTIONAL_FUNCS(CHECK_SYM_)
+    CUDA__DRIVER_FUNCS(CHECK_SYM_)
+    CUDA__OPTIONAL_FUNCS(CHECK_SYM_)
 #undef CHECK_SYM_
     ASSERT_EQ(missing, 0);
     return TEST_OK;

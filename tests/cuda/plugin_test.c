@@ -29,8 +29,8 @@ static int test_handshake(void)
     ASSERT(sym != NULL);
     memcpy(&entry, &sym, sizeof sym);
     /* Internal names stay hidden: only the entry is exported. */
-    ASSERT(dlsym(dl, "infinirt_cuda__drv") == NULL);
-    ASSERT(dlsym(dl, "infinirt_cuda__enter") == NULL);
+    ASSERT(dlsym(dl, "cuda__drv") == NULL);
+    ASSERT(dlsym(dl, "cuda__enter") == NULL);
 
     ASSERT_STATUS(entry(INFINIRT_PLUGIN_ABI_MAJOR + 1, 0, &ops), INFINI_STATUS_DEVICE_ARCHITECTURE_NOT_SUPPORTED);
     ASSERT_PTR_EQ(ops, NULL);

@@ -42,8 +42,8 @@ int test_entry(void)
     {
         void *lib = dlopen(plugin_path, RTLD_NOW | RTLD_NOLOAD);
         ASSERT(lib != NULL);
-        ASSERT(dlsym(lib, "clp__discover") == NULL);
-        ASSERT(dlsym(lib, "clp__g") == NULL);
+        ASSERT(dlsym(lib, "opencl__discover") == NULL);
+        ASSERT(dlsym(lib, "opencl__g") == NULL);
         dlclose(lib);
     }
     return TEST_OK;

@@ -1,5 +1,5 @@
 /*
- * clp_event.c - events as markers.
+ * opencl_event.c - events as markers.
  *
  * A record enqueues clEnqueueMarkerWithWaitList on the stream's in-order
  * queue: the marker completes when everything queued before it has, and its
@@ -8,21 +8,21 @@
  * swapped under the event's mutex and handed out retained, so a record on
  * one thread never frees a marker another thread is waiting on.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 
 typedef struct {
-    clp__device *dev;
+    opencl__device *dev;
     uint32_t flags;
     pthread_mutex_t lock;
     cl_event marker; /* last record; NULL until recorded */
-} clp__event;
+} opencl__event;
 
-infiniStatus_t clp__event_create(int dev, uint32_t flags, void **event)
+infiniStatus_t opencl__event_create(int dev, uint32_t flags, void **event)
 {
-    clp__device *d = clp__dev(dev);
-    clp__event *e;
+    opencl__device *d = opencl__dev(dev);
+    opencl__event *e;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
@@ -36,9 +36,9 @@ infiniStatus_t clp__event_create(int dev, uint32_t flags, void **event)
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__event_destroy(int dev, void *event)
+infiniStatus_t opencl__event_destroy(int dev, void *event)
 {
-    clp__event *e = event;
+    opencl__event *e = event;
 
     (void)dev;
     if (e == NULL)
@@ -51,9 +51,9 @@ infiniStatus_t clp__event_destroy(int dev, void *event)
     return INFINI_STATUS_SUCCESS;
 }
 
-cl_event clp__event_marker(void *event)
+cl_event opencl__event_marker(void *event)
 {
-    clp__event *e = event;
+    opencl__event *e = event;
     cl_event m;
 
     pthread_mutex_lock(&e->lock);
@@ -64,27 +64,27 @@ cl_event clp__event_marker(void *event)
     return m;
 }
 
-infiniStatus_t clp__event_record(int dev, void *event, void *stream)
+infiniStatus_t opencl__event_record(int dev, void *event, void *stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__event *e = event;
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__event *e = event;
+    opencl__stream *s;
     cl_event m = NULL, old;
     infiniStatus_t st;
     cl_int err;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    st = clp__stream_resolve(d, stream, &s);
+    st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* On the default stream the record covers the blocking streams' earlier
      * work too (the loader's fences for synchronous frees rely on it). */
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+        return opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
     /* Submit now: a query loop or a wait from another queue must see the
      * marker make progress without anyone calling clFinish here. */
     clFlush(s->queue);
@@ -104,16 +104,16 @@ static infiniStatus_t marker_done(cl_event m, int *complete)
     cl_int err = clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
 
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
+        return opencl__cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
     if (status < 0)
-        return clp__cl_fail("event (the work it captured)", status);
+        return opencl__cl_fail("event (the work it captured)", status);
     *complete = status == CL_COMPLETE;
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__event_query(int dev, void *event, int *complete)
+infiniStatus_t opencl__event_query(int dev, void *event, int *complete)
 {
-    cl_event m = clp__event_marker(event);
+    cl_event m = opencl__event_marker(event);
     infiniStatus_t st;
 
     (void)dev;
@@ -126,9 +126,9 @@ infiniStatus_t clp__event_query(int dev, void *event, int *complete)
     return st;
 }
 
-infiniStatus_t clp__event_synchronize(int dev, void *event)
+infiniStatus_t opencl__event_synchronize(int dev, void *event)
 {
-    cl_event m = clp__event_marker(event);
+    cl_event m = opencl__event_marker(event);
     cl_int err;
 
     (void)dev;
@@ -136,7 +136,7 @@ infiniStatus_t clp__event_synchronize(int dev, void *event)
         return INFINI_STATUS_SUCCESS;
     err = clWaitForEvents(1, &m);
     clReleaseEvent(m);
-    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clWaitForEvents", err);
+    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : opencl__cl_fail("clWaitForEvents", err);
 }
 
 /* Whether the marker's queue was made with CL_QUEUE_PROFILING_ENABLE (a
@@ -161,18 +161,18 @@ static infiniStatus_t marker_end(cl_event m, cl_ulong *ns)
          * the time yet, or the queue never records times. */
         if (profiled(m))
             return INFINI_STATUS_NOT_READY;
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "event_elapsed_time: an event was recorded on a stream whose queue "
-                                            "was made without CL_QUEUE_PROFILING_ENABLE");
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "event_elapsed_time: an event was recorded on a stream whose queue "
+                                               "was made without CL_QUEUE_PROFILING_ENABLE");
         return INFINI_STATUS_INVALID_STATE;
     }
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
+        return opencl__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__event_elapsed_time(int dev, float *ms, void *start, void *end)
+infiniStatus_t opencl__event_elapsed_time(int dev, float *ms, void *start, void *end)
 {
-    clp__event *a = start, *b = end;
+    opencl__event *a = start, *b = end;
     cl_event ma = NULL, mb = NULL;
     cl_ulong ta = 0, tb = 0;
     int done_a = 0, done_b = 0;
@@ -181,8 +181,8 @@ infiniStatus_t clp__event_elapsed_time(int dev, float *ms, void *start, void *en
     (void)dev;
     if ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING)
         return INFINI_STATUS_INVALID_STATE;
-    ma = clp__event_marker(a);
-    mb = clp__event_marker(b);
+    ma = opencl__event_marker(a);
+    mb = opencl__event_marker(b);
     if (ma == NULL || mb == NULL)
         goto out;
     if ((st = marker_done(ma, &done_a)) != INFINI_STATUS_SUCCESS ||

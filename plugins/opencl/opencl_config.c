@@ -1,5 +1,5 @@
 /*
- * clp_config.c - the [plugin.opencl] keys.
+ * opencl_config.c - the [plugin.opencl] keys.
  *
  *   platform    = substring of the platform name, case-insensitive
  *   device_type = gpu, cpu, accelerator, custom, all (comma list; default all)
@@ -10,7 +10,7 @@
  * and the key's default is kept: one typo must not take the backend down,
  * and the warning says what is used instead.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -55,7 +55,7 @@ static int next_token(const char **p, char *tok, size_t tok_size)
     return 1;
 }
 
-static infiniStatus_t parse_type(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+static infiniStatus_t parse_type(const char *v, opencl__config *cfg, char *msg, size_t msg_size)
 {
     char tok[32];
     const char *p = v;
@@ -87,7 +87,7 @@ static infiniStatus_t parse_type(const char *v, clp__config *cfg, char *msg, siz
     return INFINI_STATUS_SUCCESS;
 }
 
-static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+static infiniStatus_t parse_devices(const char *v, opencl__config *cfg, char *msg, size_t msg_size)
 {
     const char *bad = v;
     size_t n = 0;
@@ -115,14 +115,14 @@ static infiniStatus_t parse_devices(const char *v, clp__config *cfg, char *msg, 
     return INFINI_STATUS_SUCCESS;
 }
 
-static infiniStatus_t parse_memory(const char *v, clp__config *cfg, char *msg, size_t msg_size)
+static infiniStatus_t parse_memory(const char *v, opencl__config *cfg, char *msg, size_t msg_size)
 {
     if (ieq(v, "auto"))
-        cfg->memory = CLP_MEM_AUTO;
+        cfg->memory = OPENCL__MEM_AUTO;
     else if (ieq(v, "svm"))
-        cfg->memory = CLP_MEM_SVM;
+        cfg->memory = OPENCL__MEM_SVM;
     else if (ieq(v, "buffer"))
-        cfg->memory = CLP_MEM_BUFFER;
+        cfg->memory = OPENCL__MEM_BUFFER;
     else {
         snprintf(msg, msg_size, "want auto, svm or buffer");
         return INFINI_STATUS_BAD_PARAM;
@@ -130,14 +130,15 @@ static infiniStatus_t parse_memory(const char *v, clp__config *cfg, char *msg, s
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config *cfg, char *msg, size_t msg_size)
+infiniStatus_t opencl__config_parse(const infinirtPluginInitArgs *args, opencl__config *cfg, char *msg,
+                                    size_t msg_size)
 {
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
     memset(cfg, 0, sizeof *cfg);
     cfg->type_mask = CL_DEVICE_TYPE_ALL;
     snprintf(cfg->type_text, sizeof cfg->type_text, "all");
-    cfg->memory = CLP_MEM_AUTO;
+    cfg->memory = OPENCL__MEM_AUTO;
 
     for (size_t i = 0; i < args->config_count && st == INFINI_STATUS_SUCCESS; i++) {
         const char *k = args->config[i].key, *v = args->config[i].value;
@@ -165,7 +166,7 @@ infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config
             used = cfg->devices == NULL ? "every device" : "the earlier list";
         } else if (ieq(k, "memory")) {
             st = parse_memory(v, cfg, why, sizeof why);
-            used = clp__mem_mode_name(cfg->memory);
+            used = opencl__mem_mode_name(cfg->memory);
         } else {
             for (size_t j = 0; j < sizeof loader_keys / sizeof loader_keys[0]; j++)
                 known |= ieq(k, loader_keys[j]);
@@ -181,11 +182,11 @@ infiniStatus_t clp__config_parse(const infinirtPluginInitArgs *args, clp__config
         }
     }
     if (st != INFINI_STATUS_SUCCESS)
-        clp__config_free(cfg);
+        opencl__config_free(cfg);
     return st;
 }
 
-void clp__config_free(clp__config *cfg)
+void opencl__config_free(opencl__config *cfg)
 {
     free(cfg->platform);
     free(cfg->devices);
@@ -194,12 +195,12 @@ void clp__config_free(clp__config *cfg)
     cfg->device_count = 0;
 }
 
-const char *clp__mem_mode_name(clp__mem_mode m)
+const char *opencl__mem_mode_name(opencl__mem_mode m)
 {
     switch (m) {
-    case CLP_MEM_SVM:
+    case OPENCL__MEM_SVM:
         return "svm";
-    case CLP_MEM_BUFFER:
+    case OPENCL__MEM_BUFFER:
         return "buffer";
     default:
         return "auto";

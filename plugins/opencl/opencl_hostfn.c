@@ -1,5 +1,5 @@
 /*
- * clp_hostfn.c - host functions in stream order.
+ * opencl_hostfn.c - host functions in stream order.
  *
  * OpenCL has no "run this on the host in queue order", so it is built from
  *   M = marker on the queue            completes when earlier work has
@@ -16,7 +16,7 @@
  * callback only queues the job.  One thread per stream that uses host
  * functions keeps host functions of different streams independent.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 
@@ -26,11 +26,11 @@ typedef struct host_job {
     void *user_data;
     cl_event user; /* U; the job owns one reference */
     cl_int status; /* M's final status */
-    clp__hostq *q;
+    opencl__hostq *q;
     struct host_job *next;
 } host_job;
 
-struct clp__hostq {
+struct opencl__hostq {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* jobs arrived, or stop */
@@ -48,8 +48,9 @@ static void run_job(host_job *job)
     if (status == CL_COMPLETE) {
         job->fn(job->user_data);
     } else {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "host function not run: earlier work on its stream failed with %s (%d)",
-                 clp__cl_error_name(status), (int)status);
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR,
+                    "host function not run: earlier work on its stream failed with %s (%d)",
+                    opencl__cl_error_name(status), (int)status);
         if (job->discard != NULL)
             job->discard(job->user_data);
     }
@@ -61,7 +62,7 @@ static void run_job(host_job *job)
 
 static void *worker(void *p)
 {
-    clp__hostq *q = p;
+    opencl__hostq *q = p;
 
     pthread_mutex_lock(&q->lock);
     for (;;) {
@@ -89,7 +90,7 @@ static void *worker(void *p)
 static void CL_CALLBACK post_job(cl_event marker, cl_int status, void *p)
 {
     host_job *job = p;
-    clp__hostq *q = job->q;
+    opencl__hostq *q = job->q;
 
     (void)marker;
     job->status = status;
@@ -104,9 +105,9 @@ static void CL_CALLBACK post_job(cl_event marker, cl_int status, void *p)
     pthread_mutex_unlock(&q->lock);
 }
 
-static infiniStatus_t hostq_get(clp__stream *s, clp__hostq **out)
+static infiniStatus_t hostq_get(opencl__stream *s, opencl__hostq **out)
 {
-    clp__hostq *q;
+    opencl__hostq *q;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
     pthread_mutex_lock(&s->dev->lock);
@@ -121,7 +122,8 @@ static infiniStatus_t hostq_get(clp__stream *s, clp__hostq **out)
         pthread_cond_init(&q->cond, NULL);
         pthread_cond_init(&q->idle, NULL);
         if (pthread_create(&q->thread, NULL, worker, q) != 0) {
-            clp__log(INFINIRT_PLUGIN_LOG_ERROR, "launch_host_func: cannot start the stream's host-function thread");
+            opencl__log(INFINIRT_PLUGIN_LOG_ERROR,
+                        "launch_host_func: cannot start the stream's host-function thread");
             pthread_cond_destroy(&q->idle);
             pthread_cond_destroy(&q->cond);
             pthread_mutex_destroy(&q->lock);
@@ -138,9 +140,9 @@ out:
     return st;
 }
 
-void clp__hostq_stop(clp__stream *s)
+void opencl__hostq_stop(opencl__stream *s)
 {
-    clp__hostq *q = s->hostq;
+    opencl__hostq *q = s->hostq;
 
     if (q == NULL)
         return;
@@ -159,11 +161,11 @@ void clp__hostq_stop(clp__stream *s)
     s->hostq = NULL;
 }
 
-infiniStatus_t clp__enqueue_host_fn(clp__stream *s, infinirtPluginHostFn fn, infinirtPluginHostFn discard,
-                                    void *user_data)
+infiniStatus_t opencl__enqueue_host_fn(opencl__stream *s, infinirtPluginHostFn fn, infinirtPluginHostFn discard,
+                                       void *user_data)
 {
     host_job *job;
-    clp__hostq *q;
+    opencl__hostq *q;
     cl_event user, marker = NULL;
     infiniStatus_t st;
     cl_int err = CL_SUCCESS;
@@ -176,11 +178,11 @@ infiniStatus_t clp__enqueue_host_fn(clp__stream *s, infinirtPluginHostFn fn, inf
     user = clCreateUserEvent(s->dev->context, &err);
     if (user == NULL) {
         free(job);
-        return clp__cl_fail_alloc("clCreateUserEvent", err);
+        return opencl__cl_fail_alloc("clCreateUserEvent", err);
     }
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
     if (err != CL_SUCCESS) {
-        st = clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+        st = opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
         goto fail_marker;
     }
     *job = (host_job){.fn = fn, .discard = discard, .user_data = user_data, .user = user, .q = q};
@@ -192,7 +194,7 @@ infiniStatus_t clp__enqueue_host_fn(clp__stream *s, infinirtPluginHostFn fn, inf
     pthread_mutex_unlock(&q->lock);
     err = clSetEventCallback(marker, CL_COMPLETE, post_job, job);
     if (err != CL_SUCCESS) {
-        st = clp__cl_fail("clSetEventCallback", err);
+        st = opencl__cl_fail("clSetEventCallback", err);
         pthread_mutex_lock(&q->lock);
         if (--q->pending == 0)
             pthread_cond_broadcast(&q->idle);
@@ -202,7 +204,7 @@ infiniStatus_t clp__enqueue_host_fn(clp__stream *s, infinirtPluginHostFn fn, inf
     }
     err = clEnqueueBarrierWithWaitList(s->queue, 1, &user, NULL);
     if (err != CL_SUCCESS)
-        st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+        st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
     clReleaseEvent(user);
     clReleaseEvent(marker);
     clFlush(s->queue);

@@ -1,5 +1,5 @@
 /*
- * clp_discover.c - enumerate platforms and devices, apply the config's
+ * opencl_discover.c - enumerate platforms and devices, apply the config's
  * filters, and describe each selected device.
  *
  * Order: platforms sorted by name then vendor (stable, so two copies of one
@@ -10,7 +10,7 @@
  *
  * Only cheap queries happen here; contexts and queues wait for first use.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -103,9 +103,10 @@ static int device_has_svm(cl_device_id d, const platform_info *p)
     return (caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) != 0;
 }
 
-/* Fill one clp__device from a candidate.  Returns BAD_PARAM (msg) when the
+/* Fill one opencl__device from a candidate.  Returns BAD_PARAM (msg) when the
  * memory mode cannot be honoured. */
-static infiniStatus_t describe(clp__device *d, const candidate *c, clp__mem_mode mode, char *msg, size_t msg_size)
+static infiniStatus_t describe(opencl__device *d, const candidate *c, opencl__mem_mode mode, char *msg,
+                               size_t msg_size)
 {
     char version[128];
     cl_ulong global = 0, max_alloc = 0;
@@ -121,14 +122,14 @@ static infiniStatus_t describe(clp__device *d, const candidate *c, clp__mem_mode
     d->global_mem = (size_t)global;
     d->max_alloc = (size_t)max_alloc;
 
-    if (mode == CLP_MEM_SVM && !svm) {
+    if (mode == OPENCL__MEM_SVM && !svm) {
         snprintf(msg, msg_size,
                  "[plugin.opencl] memory = svm, but device %d (%s, %s) has no coarse-grained "
                  "buffer SVM; use memory = buffer or auto",
                  d->index, d->name, version);
         return INFINI_STATUS_BAD_PARAM;
     }
-    d->svm = mode == CLP_MEM_BUFFER ? 0 : svm;
+    d->svm = mode == OPENCL__MEM_BUFFER ? 0 : svm;
     /* The version string can be long; cut it so svm/mode always fit. */
     snprintf(d->description, sizeof d->description, "platform: %.80s; %.100s; svm: %s; mode: %s", c->platform->name,
              version, svm ? "yes" : "no", d->svm ? "svm" : "buffer");
@@ -151,8 +152,8 @@ static infiniStatus_t list_platforms(platform_info **out, cl_uint *count, char *
         return INFINI_STATUS_SUCCESS;
     }
     if (err != CL_SUCCESS) {
-        snprintf(msg, msg_size, "clGetPlatformIDs failed: %s (%d)", clp__cl_error_name(err), (int)err);
-        return clp__cl_fail("clGetPlatformIDs", err);
+        snprintf(msg, msg_size, "clGetPlatformIDs failed: %s (%d)", opencl__cl_error_name(err), (int)err);
+        return opencl__cl_fail("clGetPlatformIDs", err);
     }
     ids = calloc(n, sizeof *ids);
     ps = calloc(n, sizeof *ps);
@@ -165,8 +166,8 @@ static infiniStatus_t list_platforms(platform_info **out, cl_uint *count, char *
     if (err != CL_SUCCESS) {
         free(ids);
         free(ps);
-        snprintf(msg, msg_size, "clGetPlatformIDs failed: %s (%d)", clp__cl_error_name(err), (int)err);
-        return clp__cl_fail("clGetPlatformIDs", err);
+        snprintf(msg, msg_size, "clGetPlatformIDs failed: %s (%d)", opencl__cl_error_name(err), (int)err);
+        return opencl__cl_fail("clGetPlatformIDs", err);
     }
     for (cl_uint i = 0; i < n; i++) {
         platform_info p;
@@ -204,8 +205,8 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
         return INFINI_STATUS_SUCCESS;
     if (err != CL_SUCCESS) {
         /* One broken platform must not hide the others. */
-        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
-                 clp__cl_error_name(err), (int)err);
+        opencl__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
+                    opencl__cl_error_name(err), (int)err);
         return INFINI_STATUS_SUCCESS;
     }
     ids = calloc(n, sizeof *ids);
@@ -220,8 +221,8 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
     err = clGetDeviceIDs(p->id, mask, n, ids, &n);
     if (err != CL_SUCCESS) {
         free(ids);
-        clp__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
-                 clp__cl_error_name(err), (int)err);
+        opencl__log(INFINIRT_PLUGIN_LOG_WARN, "platform \"%s\" skipped: clGetDeviceIDs failed: %s (%d)", p->name,
+                    opencl__cl_error_name(err), (int)err);
         return INFINI_STATUS_SUCCESS;
     }
     for (cl_uint i = 0; i < n; i++) {
@@ -234,7 +235,7 @@ static infiniStatus_t add_devices(const platform_info *p, cl_device_type mask, c
 }
 
 /* Why nothing matched: name every device the filters saw. */
-static void explain_none(const clp__config *cfg, const platform_info *ps, cl_uint np, char *msg, size_t msg_size)
+static void explain_none(const opencl__config *cfg, const platform_info *ps, cl_uint np, char *msg, size_t msg_size)
 {
     size_t len, all = 0;
 
@@ -271,7 +272,7 @@ static void explain_none(const clp__config *cfg, const platform_info *ps, cl_uin
         snprintf(msg + len, msg_size - len, ")");
 }
 
-infiniStatus_t clp__discover(const clp__config *cfg, int *count, char *msg, size_t msg_size)
+infiniStatus_t opencl__discover(const opencl__config *cfg, int *count, char *msg, size_t msg_size)
 {
     platform_info *ps = NULL;
     candidate *cands = NULL, *picked = NULL;
@@ -308,17 +309,17 @@ infiniStatus_t clp__discover(const clp__config *cfg, int *count, char *msg, size
         for (size_t i = 0; i < cfg->device_count; i++) {
             int idx = cfg->devices[i];
             if ((size_t)idx >= ncands) {
-                clp__log(INFINIRT_PLUGIN_LOG_WARN,
-                         "[plugin.opencl] devices: index %d skipped, only %zu device%s match the filters", idx,
-                         ncands, ncands == 1 ? "" : "s");
+                opencl__log(INFINIRT_PLUGIN_LOG_WARN,
+                            "[plugin.opencl] devices: index %d skipped, only %zu device%s match the filters", idx,
+                            ncands, ncands == 1 ? "" : "s");
                 continue;
             }
             for (size_t j = 0; j < i; j++)
                 if (cfg->devices[j] == idx) {
-                    clp__log(INFINIRT_PLUGIN_LOG_WARN,
-                             "[plugin.opencl] devices: index %d listed twice; it is exposed as two devices "
-                             "with separate contexts",
-                             idx);
+                    opencl__log(INFINIRT_PLUGIN_LOG_WARN,
+                                "[plugin.opencl] devices: index %d listed twice; it is exposed as two devices "
+                                "with separate contexts",
+                                idx);
                     break;
                 }
             picked[npicked++] = cands[idx];
@@ -336,25 +337,25 @@ infiniStatus_t clp__discover(const clp__config *cfg, int *count, char *msg, size
         cands = NULL;
     }
 
-    clp__g.devices = calloc(npicked, sizeof *clp__g.devices);
-    if (clp__g.devices == NULL) {
+    opencl__g.devices = calloc(npicked, sizeof *opencl__g.devices);
+    if (opencl__g.devices == NULL) {
         st = INFINI_STATUS_OUT_OF_MEMORY;
         goto out;
     }
     for (size_t i = 0; i < npicked; i++) {
-        clp__device *d = &clp__g.devices[i];
+        opencl__device *d = &opencl__g.devices[i];
 
         d->index = (int)i;
         pthread_mutex_init(&d->lock, NULL);
         atomic_init(&d->ready, 0);
         atomic_init(&d->held, 0);
         d->queues.next = d->queues.prev = &d->queues;
-        clp__g.count = (int)i + 1;
+        opencl__g.count = (int)i + 1;
         st = describe(d, &picked[i], cfg->memory, msg, msg_size);
         if (st != INFINI_STATUS_SUCCESS)
             goto out;
     }
-    *count = clp__g.count;
+    *count = opencl__g.count;
 
 out:
     free(picked);

@@ -1,9 +1,9 @@
 /*
- * clp_copy.c - memcpy and memset on SVM or buffer memory.
+ * opencl_copy.c - memcpy and memset on SVM or buffer memory.
  *
  * Device-side pointers may be anywhere inside a live raw allocation (the
  * loader's caching allocator hands out interior pointers), so every one is
- * resolved through clp__device_map to its allocation and offset.
+ * resolved through opencl__device_map to its allocation and offset.
  *
  * A device-side pointer outside every allocation of ours is memory the
  * application got elsewhere (the loader passes such foreign pointers on).
@@ -17,27 +17,27 @@
  * staged through host memory, synchronously, after the stream's earlier
  * work has finished.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define STAGE_CHUNK ((size_t)16 << 20)
 
-static infiniStatus_t find(const clp__stream *s, const void *p, const char *role, clp__alloc *a)
+static infiniStatus_t find(const opencl__stream *s, const void *p, const char *role, opencl__alloc *a)
 {
-    if (clp__map_lookup(&clp__device_map, p, a) == 0)
+    if (opencl__map_lookup(&opencl__device_map, p, a) == 0)
         return INFINI_STATUS_SUCCESS;
     if (s->dev->svm) {
         /* Foreign SVM memory of the queue's context. */
-        *a = (clp__alloc){
-            .base = (uintptr_t)p, .size = 0, .dev = s->dev, .raw = (void *)(uintptr_t)p, .kind = CLP_ALLOC_SVM};
+        *a = (opencl__alloc){
+            .base = (uintptr_t)p, .size = 0, .dev = s->dev, .raw = (void *)(uintptr_t)p, .kind = OPENCL__ALLOC_SVM};
         return INFINI_STATUS_SUCCESS;
     }
-    clp__log(INFINIRT_PLUGIN_LOG_ERROR,
-             "%s pointer %p is not inside a live allocation of this plugin; device %d uses buffer memory, where "
-             "only memory from this plugin can be used (foreign device pointers need SVM: memory = svm)",
-             role, p, s->dev->index);
+    opencl__log(INFINIRT_PLUGIN_LOG_ERROR,
+                "%s pointer %p is not inside a live allocation of this plugin; device %d uses buffer memory, where "
+                "only memory from this plugin can be used (foreign device pointers need SVM: memory = svm)",
+                role, p, s->dev->index);
     return INFINI_STATUS_BAD_PARAM;
 }
 
@@ -45,11 +45,11 @@ static infiniStatus_t find(const clp__stream *s, const void *p, const char *role
  * address is PROT_NONE and the driver would fault on it. */
 static infiniStatus_t check_host(const void *p, const char *role)
 {
-    clp__alloc a;
+    opencl__alloc a;
 
-    if (clp__map_lookup(&clp__device_map, p, &a) == 0) {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s pointer %p is device memory of this plugin (kind should be D2D)",
-                 role, p);
+    if (opencl__map_lookup(&opencl__device_map, p, &a) == 0) {
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "%s pointer %p is device memory of this plugin (kind should be D2D)",
+                    role, p);
         return INFINI_STATUS_BAD_PARAM;
     }
     return INFINI_STATUS_SUCCESS;
@@ -65,7 +65,7 @@ static infiniStatus_t finish_command(cl_event ev, int blocking)
     if (blocking)
         err = clWaitForEvents(1, &ev);
     clReleaseEvent(ev);
-    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clWaitForEvents", err);
+    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : opencl__cl_fail("clWaitForEvents", err);
 }
 
 typedef struct {
@@ -82,18 +82,18 @@ static void h2h_run(void *p)
     free(job);
 }
 
-static infiniStatus_t copy_on(clp__stream *s, void *dst, const void *src, size_t n, int kind, int blocking);
+static infiniStatus_t copy_on(opencl__stream *s, void *dst, const void *src, size_t n, int kind, int blocking);
 
 /* Device memory of another context: host staging, synchronous. */
-static infiniStatus_t copy_staged(clp__stream *s, void *dst, const void *src, size_t n, int kind,
-                                  const clp__alloc *ad, const clp__alloc *as)
+static infiniStatus_t copy_staged(opencl__stream *s, void *dst, const void *src, size_t n, int kind,
+                                  const opencl__alloc *ad, const opencl__alloc *as)
 {
     cl_int err = clFinish(s->queue);
     unsigned char *tmp;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clFinish", err);
+        return opencl__cl_fail("clFinish", err);
     if (kind == INFINIRT_PLUGIN_MEMCPY_H2D)
         return copy_on(&ad->dev->default_stream, dst, src, n, kind, 1);
     if (kind == INFINIRT_PLUGIN_MEMCPY_D2H)
@@ -114,11 +114,11 @@ static infiniStatus_t copy_staged(clp__stream *s, void *dst, const void *src, si
     return st;
 }
 
-static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_t n, int kind, int blocking)
+static infiniStatus_t copy_cmd(opencl__stream *s, void *dst, const void *src, size_t n, int kind, int blocking)
 {
     cl_context ctx = s->dev->context;
     cl_bool block = blocking ? CL_TRUE : CL_FALSE;
-    clp__alloc ad = {0}, as = {0};
+    opencl__alloc ad = {0}, as = {0};
     cl_event ev = NULL;
     infiniStatus_t st;
     cl_int err;
@@ -136,7 +136,7 @@ static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_
             if (job == NULL)
                 return INFINI_STATUS_OUT_OF_MEMORY;
             *job = (h2h_job){dst, src, n};
-            st = clp__enqueue_host_fn(s, h2h_run, free, job);
+            st = opencl__enqueue_host_fn(s, h2h_run, free, job);
             if (st != INFINI_STATUS_SUCCESS)
                 free(job);
             return st;
@@ -148,12 +148,12 @@ static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_
             return st;
         if (ad.dev->context != ctx)
             return copy_staged(s, dst, src, n, kind, &ad, NULL);
-        if (ad.kind == CLP_ALLOC_SVM)
+        if (ad.kind == OPENCL__ALLOC_SVM)
             err = clEnqueueSVMMemcpy(s->queue, block, dst, src, n, 0, NULL, NULL);
         else
             err = clEnqueueWriteBuffer(s->queue, ad.mem, block, (uintptr_t)dst - ad.base, n, src, 0, NULL, NULL);
         if (err != CL_SUCCESS)
-            return clp__cl_fail(ad.kind == CLP_ALLOC_SVM ? "clEnqueueSVMMemcpy" : "clEnqueueWriteBuffer", err);
+            return opencl__cl_fail(ad.kind == OPENCL__ALLOC_SVM ? "clEnqueueSVMMemcpy" : "clEnqueueWriteBuffer", err);
         break;
 
     case INFINIRT_PLUGIN_MEMCPY_D2H:
@@ -162,12 +162,12 @@ static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_
             return st;
         if (as.dev->context != ctx)
             return copy_staged(s, dst, src, n, kind, NULL, &as);
-        if (as.kind == CLP_ALLOC_SVM)
+        if (as.kind == OPENCL__ALLOC_SVM)
             err = clEnqueueSVMMemcpy(s->queue, block, dst, src, n, 0, NULL, NULL);
         else
             err = clEnqueueReadBuffer(s->queue, as.mem, block, (uintptr_t)src - as.base, n, dst, 0, NULL, NULL);
         if (err != CL_SUCCESS)
-            return clp__cl_fail(as.kind == CLP_ALLOC_SVM ? "clEnqueueSVMMemcpy" : "clEnqueueReadBuffer", err);
+            return opencl__cl_fail(as.kind == OPENCL__ALLOC_SVM ? "clEnqueueSVMMemcpy" : "clEnqueueReadBuffer", err);
         break;
 
     case INFINIRT_PLUGIN_MEMCPY_D2D:
@@ -176,22 +176,22 @@ static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_
             return st;
         if (ad.dev->context != ctx || as.dev->context != ctx)
             return copy_staged(s, dst, src, n, kind, &ad, &as);
-        if (ad.kind == CLP_ALLOC_SVM) {
+        if (ad.kind == OPENCL__ALLOC_SVM) {
             err = clEnqueueSVMMemcpy(s->queue, block, dst, src, n, 0, NULL, NULL);
             if (err != CL_SUCCESS)
-                return clp__cl_fail("clEnqueueSVMMemcpy", err);
+                return opencl__cl_fail("clEnqueueSVMMemcpy", err);
         } else {
             err = clEnqueueCopyBuffer(s->queue, as.mem, ad.mem, (uintptr_t)src - as.base, (uintptr_t)dst - ad.base, n,
                                       0, NULL, blocking ? &ev : NULL);
             if (err != CL_SUCCESS)
-                return clp__cl_fail("clEnqueueCopyBuffer", err);
+                return opencl__cl_fail("clEnqueueCopyBuffer", err);
             if ((st = finish_command(ev, blocking)) != INFINI_STATUS_SUCCESS)
                 return st;
         }
         break;
 
     default:
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "memcpy: unknown kind %d", kind);
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "memcpy: unknown kind %d", kind);
         return INFINI_STATUS_BAD_PARAM;
     }
     if (!blocking)
@@ -199,40 +199,40 @@ static infiniStatus_t copy_cmd(clp__stream *s, void *dst, const void *src, size_
     return INFINI_STATUS_SUCCESS;
 }
 
-/* The copy in blocking-stream order (clp_order.c).  A copy that copy_cmd
+/* The copy in blocking-stream order (opencl_order.c).  A copy that copy_cmd
  * refuses may leave the barrier of "before" queued: it only orders the
  * default queue behind work already there, which nothing can observe. */
-static infiniStatus_t copy_on(clp__stream *s, void *dst, const void *src, size_t n, int kind, int blocking)
+static infiniStatus_t copy_on(opencl__stream *s, void *dst, const void *src, size_t n, int kind, int blocking)
 {
     infiniStatus_t st;
 
     if (n == 0)
         return INFINI_STATUS_SUCCESS;
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS ||
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
         (st = copy_cmd(s, dst, src, n, kind, blocking)) != INFINI_STATUS_SUCCESS)
         return st;
-    return blocking ? INFINI_STATUS_SUCCESS : clp__order_after(s);
+    return blocking ? INFINI_STATUS_SUCCESS : opencl__order_after(s);
 }
 
-static infiniStatus_t fill_cmd(clp__stream *s, void *ptr, int value, size_t n, int blocking);
+static infiniStatus_t fill_cmd(opencl__stream *s, void *ptr, int value, size_t n, int blocking);
 
-/* The fill in blocking-stream order (clp_order.c). */
-static infiniStatus_t fill_on(clp__stream *s, void *ptr, int value, size_t n, int blocking)
+/* The fill in blocking-stream order (opencl_order.c). */
+static infiniStatus_t fill_on(opencl__stream *s, void *ptr, int value, size_t n, int blocking)
 {
     infiniStatus_t st;
 
     if (n == 0)
         return INFINI_STATUS_SUCCESS;
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS ||
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
         (st = fill_cmd(s, ptr, value, n, blocking)) != INFINI_STATUS_SUCCESS)
         return st;
-    return blocking ? INFINI_STATUS_SUCCESS : clp__order_after(s);
+    return blocking ? INFINI_STATUS_SUCCESS : opencl__order_after(s);
 }
 
-static infiniStatus_t fill_cmd(clp__stream *s, void *ptr, int value, size_t n, int blocking)
+static infiniStatus_t fill_cmd(opencl__stream *s, void *ptr, int value, size_t n, int blocking)
 {
     const cl_uchar pattern = (cl_uchar)value;
-    clp__alloc a;
+    opencl__alloc a;
     cl_event ev = NULL;
     infiniStatus_t st;
     cl_int err;
@@ -245,28 +245,28 @@ static infiniStatus_t fill_cmd(clp__stream *s, void *ptr, int value, size_t n, i
         /* Another device's memory: fill it on its own default queue. */
         err = clFinish(s->queue);
         if (err != CL_SUCCESS)
-            return clp__cl_fail("clFinish", err);
+            return opencl__cl_fail("clFinish", err);
         return fill_on(&a.dev->default_stream, ptr, value, n, 1);
     }
-    if (a.kind == CLP_ALLOC_SVM) {
+    if (a.kind == OPENCL__ALLOC_SVM) {
         err = clEnqueueSVMMemFill(s->queue, ptr, &pattern, 1, n, 0, NULL, blocking ? &ev : NULL);
         if (err != CL_SUCCESS)
-            return clp__cl_fail("clEnqueueSVMMemFill", err);
+            return opencl__cl_fail("clEnqueueSVMMemFill", err);
     } else {
         err = clEnqueueFillBuffer(s->queue, a.mem, &pattern, 1, (uintptr_t)ptr - a.base, n, 0, NULL,
                                   blocking ? &ev : NULL);
         if (err != CL_SUCCESS)
-            return clp__cl_fail("clEnqueueFillBuffer", err);
+            return opencl__cl_fail("clEnqueueFillBuffer", err);
     }
     if (!blocking)
         clFlush(s->queue);
     return finish_command(ev, blocking);
 }
 
-infiniStatus_t clp__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
+infiniStatus_t opencl__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
@@ -276,46 +276,46 @@ infiniStatus_t clp__memcpy(int dev, void *dst, const void *src, size_t size, int
             memcpy(dst, src, size);
         return INFINI_STATUS_SUCCESS;
     }
-    if ((st = clp__stream_resolve(d, NULL, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__stream_resolve(d, NULL, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     return copy_on(s, dst, src, size, kind, 1);
 }
 
-infiniStatus_t clp__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
+infiniStatus_t opencl__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if ((st = clp__stream_resolve(d, stream, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__stream_resolve(d, stream, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     return copy_on(s, dst, src, size, kind, 0);
 }
 
-infiniStatus_t clp__memset(int dev, void *ptr, int value, size_t size)
+infiniStatus_t opencl__memset(int dev, void *ptr, int value, size_t size)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if ((st = clp__stream_resolve(d, NULL, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__stream_resolve(d, NULL, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     return fill_on(s, ptr, value, size, 1);
 }
 
-infiniStatus_t clp__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
+infiniStatus_t opencl__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if ((st = clp__stream_resolve(d, stream, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__stream_resolve(d, stream, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     return fill_on(s, ptr, value, size, 0);
 }

@@ -1,17 +1,17 @@
 /*
- * clp_errors.c - OpenCL error names, their infinirt statuses, and logging.
+ * opencl_errors.c - OpenCL error names, their infinirt statuses, and logging.
  *
  * The table carries literal codes rather than the CL_* macros so it compiles
  * against headers of any OpenCL version (the 2.x/3.0 codes are guarded by
  * CL_TARGET_OPENCL_VERSION in cl.h).
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 /* X(code, NAME) */
-#define CLP_CL_ERROR_MAP(X)                              \
+#define OPENCL__CL_ERROR_MAP(X)                          \
     X(0, CL_SUCCESS)                                     \
     X(-1, CL_DEVICE_NOT_FOUND)                           \
     X(-2, CL_DEVICE_NOT_AVAILABLE)                       \
@@ -81,20 +81,20 @@
     X(-1058, CL_INVALID_PARTITION_COUNT_EXT)             \
     X(-1059, CL_INVALID_PARTITION_NAME_EXT)
 
-const char *clp__cl_error_name(cl_int err)
+const char *opencl__cl_error_name(cl_int err)
 {
     switch (err) {
-#define CLP_ERR_CASE_(code, name) \
-    case code:                    \
+#define OPENCL__ERR_CASE_(code, name) \
+    case code:                        \
         return #name;
-        CLP_CL_ERROR_MAP(CLP_ERR_CASE_)
-#undef CLP_ERR_CASE_
+        OPENCL__CL_ERROR_MAP(OPENCL__ERR_CASE_)
+#undef OPENCL__ERR_CASE_
     default:
         return "CL_UNKNOWN_ERROR";
     }
 }
 
-infiniStatus_t clp__cl_status(cl_int err)
+infiniStatus_t opencl__cl_status(cl_int err)
 {
     switch (err) {
     case 0:
@@ -115,29 +115,29 @@ infiniStatus_t clp__cl_status(cl_int err)
     }
 }
 
-void clp__log(int level, const char *fmt, ...)
+void opencl__log(int level, const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
 
-    if (clp__g.log == NULL)
+    if (opencl__g.log == NULL)
         return;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    clp__g.log(level, CLP_NAME, "%s", line);
+    opencl__g.log(level, OPENCL__NAME, "%s", line);
 }
 
-infiniStatus_t clp__cl_fail(const char *call, cl_int err)
+infiniStatus_t opencl__cl_fail(const char *call, cl_int err)
 {
-    clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s failed: %s (%d)", call, clp__cl_error_name(err), (int)err);
-    return clp__cl_status(err);
+    opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "%s failed: %s (%d)", call, opencl__cl_error_name(err), (int)err);
+    return opencl__cl_status(err);
 }
 
-infiniStatus_t clp__cl_fail_alloc(const char *call, cl_int err)
+infiniStatus_t opencl__cl_fail_alloc(const char *call, cl_int err)
 {
-    clp__log(INFINIRT_PLUGIN_LOG_ERROR, "%s failed: %s (%d)", call, clp__cl_error_name(err), (int)err);
+    opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "%s failed: %s (%d)", call, opencl__cl_error_name(err), (int)err);
     if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    return clp__cl_status(err);
+    return opencl__cl_status(err);
 }

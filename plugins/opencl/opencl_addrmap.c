@@ -1,5 +1,5 @@
 /*
- * clp_addrmap.c - address ranges -> allocations.
+ * opencl_addrmap.c - address ranges -> allocations.
  *
  * A sorted array under a rwlock: lookups (every copy and fill) take the read
  * lock and binary-search; inserts and removes (raw allocations, which the
@@ -8,22 +8,22 @@
  * reserved with mmap, so neither can collide with the other or with any
  * other pointer of the process.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-clp__map clp__device_map;
-clp__map clp__host_map;
+opencl__map opencl__device_map;
+opencl__map opencl__host_map;
 
-void clp__map_init(clp__map *m)
+void opencl__map_init(opencl__map *m)
 {
     pthread_rwlock_init(&m->lock, NULL);
     m->items = NULL;
     m->count = m->capacity = 0;
 }
 
-void clp__map_destroy(clp__map *m)
+void opencl__map_destroy(opencl__map *m)
 {
     free(m->items);
     m->items = NULL;
@@ -32,7 +32,7 @@ void clp__map_destroy(clp__map *m)
 }
 
 /* Index of the first item whose base is > addr (caller holds a lock). */
-static size_t upper_bound(const clp__map *m, uintptr_t addr)
+static size_t upper_bound(const opencl__map *m, uintptr_t addr)
 {
     size_t lo = 0, hi = m->count;
 
@@ -46,7 +46,7 @@ static size_t upper_bound(const clp__map *m, uintptr_t addr)
     return lo;
 }
 
-int clp__map_insert(clp__map *m, const clp__alloc *a)
+int opencl__map_insert(opencl__map *m, const opencl__alloc *a)
 {
     size_t at;
     int rc = -1;
@@ -54,7 +54,7 @@ int clp__map_insert(clp__map *m, const clp__alloc *a)
     pthread_rwlock_wrlock(&m->lock);
     if (m->count == m->capacity) {
         size_t cap = m->capacity ? m->capacity * 2 : 64;
-        clp__alloc *grown = realloc(m->items, cap * sizeof *grown);
+        opencl__alloc *grown = realloc(m->items, cap * sizeof *grown);
         if (grown == NULL)
             goto out;
         m->items = grown;
@@ -74,7 +74,7 @@ out:
     return rc;
 }
 
-int clp__map_remove(clp__map *m, uintptr_t base, clp__alloc *out)
+int opencl__map_remove(opencl__map *m, uintptr_t base, opencl__alloc *out)
 {
     size_t at;
     int rc = -1;
@@ -92,7 +92,7 @@ int clp__map_remove(clp__map *m, uintptr_t base, clp__alloc *out)
     return rc;
 }
 
-int clp__map_lookup(clp__map *m, const void *p, clp__alloc *out)
+int opencl__map_lookup(opencl__map *m, const void *p, opencl__alloc *out)
 {
     uintptr_t addr = (uintptr_t)p;
     size_t at;
@@ -108,7 +108,7 @@ int clp__map_lookup(clp__map *m, const void *p, clp__alloc *out)
     return rc;
 }
 
-int clp__map_pop(clp__map *m, clp__alloc *out)
+int opencl__map_pop(opencl__map *m, opencl__alloc *out)
 {
     int rc = -1;
 

@@ -1,8 +1,8 @@
 /*
- * clp_stream.c - streams (in-order profiling queues, or queues the
+ * opencl_stream.c - streams (in-order profiling queues, or queues the
  * application made and handed in), their query, and cross-queue waits.
- * Host functions are in clp_hostfn.c, the ordering of blocking streams with
- * the default one in clp_order.c.
+ * Host functions are in opencl_hostfn.c, the ordering of blocking streams with
+ * the default one in opencl_order.c.
  *
  * A wrapped queue is the application's: we take one reference and give it
  * back at stream_destroy, after clFinish.  It is in-order (streams run
@@ -14,12 +14,12 @@
  * marker completes a user event of the stream's context instead.  Neither
  * path blocks the host.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 
 /* Put s on the device's list of live queues (caller holds d->lock). */
-static void link_locked(clp__device *d, clp__stream *s)
+static void link_locked(opencl__device *d, opencl__stream *s)
 {
     s->next = d->queues.next;
     s->prev = &d->queues;
@@ -29,26 +29,26 @@ static void link_locked(clp__device *d, clp__stream *s)
         atomic_fetch_add_explicit(&d->blocking_streams, 1, memory_order_release);
 }
 
-infiniStatus_t clp__stream_create_with_flags(int dev, uint32_t flags, void **stream)
+infiniStatus_t opencl__stream_create_with_flags(int dev, uint32_t flags, void **stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING) {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_with_flags: unknown flags 0x%x",
-                 (unsigned)(flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING));
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_with_flags: unknown flags 0x%x",
+                    (unsigned)(flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING));
         return INFINI_STATUS_BAD_PARAM;
     }
-    st = clp__device_ready(d);
+    st = opencl__device_ready(d);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     s = calloc(1, sizeof *s);
     if (s == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
-    st = clp__queue_create(d, &s->queue);
+    st = opencl__queue_create(d, &s->queue);
     if (st != INFINI_STATUS_SUCCESS) {
         free(s);
         return st;
@@ -62,14 +62,14 @@ infiniStatus_t clp__stream_create_with_flags(int dev, uint32_t flags, void **str
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__stream_create(int dev, void **stream)
+infiniStatus_t opencl__stream_create(int dev, void **stream)
 {
-    return clp__stream_create_with_flags(dev, 0, stream);
+    return opencl__stream_create_with_flags(dev, 0, stream);
 }
 
 /* Why `native` cannot be wrapped on d, or NULL when it can.  Only queries:
  * nothing is changed before the answer is known. */
-static const char *foreign_queue_problem(clp__device *d, cl_command_queue q, cl_int *err)
+static const char *foreign_queue_problem(opencl__device *d, cl_command_queue q, cl_int *err)
 {
     cl_context ctx = NULL;
     cl_device_id id = NULL;
@@ -94,28 +94,28 @@ static const char *foreign_queue_problem(clp__device *d, cl_command_queue q, cl_
         return "the queue is out-of-order (a stream must be in-order)";
     if (props & CL_QUEUE_ON_DEVICE)
         return "the queue is a device-side queue";
-    for (clp__stream *s = d->queues.next; s != &d->queues; s = s->next)
+    for (opencl__stream *s = d->queues.next; s != &d->queues; s = s->next)
         if (s->queue == q)
             return "the queue is already a stream of this plugin";
     return NULL;
 }
 
-infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stream)
+infiniStatus_t opencl__stream_create_from_native(int dev, void *native, void **stream)
 {
-    clp__device *d = clp__dev(dev);
+    opencl__device *d = opencl__dev(dev);
     cl_command_queue q = native;
     const char *why;
-    clp__stream *s;
+    opencl__stream *s;
     infiniStatus_t st;
     cl_int err = CL_SUCCESS;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (q == NULL) {
-        clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native: NULL queue");
+        opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native: NULL queue");
         return INFINI_STATUS_BAD_PARAM;
     }
-    st = clp__device_ready(d);
+    st = opencl__device_ready(d);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     s = calloc(1, sizeof *s);
@@ -135,10 +135,11 @@ infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stre
     pthread_mutex_unlock(&d->lock);
     if (why != NULL) {
         if (err != CL_SUCCESS)
-            clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s: %s (%d)", native,
-                     dev, why, clp__cl_error_name(err), (int)err);
+            opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s: %s (%d)", native,
+                        dev, why, opencl__cl_error_name(err), (int)err);
         else
-            clp__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s", native, dev, why);
+            opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s", native, dev,
+                        why);
         free(s);
         return INFINI_STATUS_BAD_PARAM;
     }
@@ -146,10 +147,10 @@ infiniStatus_t clp__stream_create_from_native(int dev, void *native, void **stre
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__stream_destroy(int dev, void *stream)
+infiniStatus_t opencl__stream_destroy(int dev, void *stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s = stream;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s = stream;
     cl_int err;
 
     if (d == NULL)
@@ -163,17 +164,17 @@ infiniStatus_t clp__stream_destroy(int dev, void *stream)
         atomic_fetch_sub_explicit(&d->blocking_streams, 1, memory_order_release);
     pthread_mutex_unlock(&d->lock);
     err = clFinish(s->queue);
-    clp__hostq_stop(s);
+    opencl__hostq_stop(s);
     /* A wrapped queue loses only our reference: it stays the application's. */
     clReleaseCommandQueue(s->queue);
     free(s);
-    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clFinish", err);
+    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : opencl__cl_fail("clFinish", err);
 }
 
-infiniStatus_t clp__stream_synchronize(int dev, void *stream)
+infiniStatus_t opencl__stream_synchronize(int dev, void *stream)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
     cl_int err;
 
@@ -181,21 +182,21 @@ infiniStatus_t clp__stream_synchronize(int dev, void *stream)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (stream == NULL && !atomic_load_explicit(&d->ready, memory_order_acquire))
         return INFINI_STATUS_SUCCESS; /* default stream never used */
-    st = clp__stream_resolve(d, stream, &s);
+    st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     /* The default stream's work includes what the blocking streams held
      * before it (as cudaStreamSynchronize(0) with the legacy stream). */
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     err = clFinish(s->queue);
-    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : clp__cl_fail("clFinish", err);
+    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : opencl__cl_fail("clFinish", err);
 }
 
-infiniStatus_t clp__stream_query(int dev, void *stream, int *idle)
+infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     cl_event m = NULL;
     cl_int err, status = CL_QUEUED;
     infiniStatus_t st;
@@ -208,53 +209,53 @@ infiniStatus_t clp__stream_query(int dev, void *stream, int *idle)
         *idle = 1; /* default stream never used */
         return INFINI_STATUS_SUCCESS;
     }
-    st = clp__stream_resolve(d, stream, &s);
+    st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     /* A marker sees everything queued before it, by us or natively by the
      * application; the flush makes it progress without anyone waiting. */
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+        return opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
     clFlush(s->queue);
     err = clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     clReleaseEvent(m);
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
+        return opencl__cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
     if (status < 0)
-        return clp__cl_fail("stream_query (earlier work on the stream failed)", status);
+        return opencl__cl_fail("stream_query (earlier work on the stream failed)", status);
     *idle = status == CL_COMPLETE;
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__device_synchronize(int dev)
+infiniStatus_t opencl__device_synchronize(int dev)
 {
-    clp__device *d = clp__dev(dev);
+    opencl__device *d = opencl__dev(dev);
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    return clp__device_finish(d);
+    return opencl__device_finish(d);
 }
 
-infiniStatus_t clp__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
+infiniStatus_t opencl__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     infiniStatus_t st;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (fn == NULL)
         return INFINI_STATUS_NULL_POINTER;
-    st = clp__stream_resolve(d, stream, &s);
+    st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    if ((st = clp__order_before(s)) != INFINI_STATUS_SUCCESS ||
-        (st = clp__enqueue_host_fn(s, fn, NULL, user_data)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
+        (st = opencl__enqueue_host_fn(s, fn, NULL, user_data)) != INFINI_STATUS_SUCCESS)
         return st;
-    return clp__order_after(s);
+    return opencl__order_after(s);
 }
 
 /* ------------------------------------------------------------------- waits */
@@ -269,32 +270,32 @@ static void CL_CALLBACK bridge_complete(cl_event marker, cl_int status, void *p)
 }
 
 /* Make s wait for a marker of another context. */
-static infiniStatus_t wait_foreign(clp__stream *s, cl_event marker)
+static infiniStatus_t wait_foreign(opencl__stream *s, cl_event marker)
 {
     cl_int err = CL_SUCCESS;
     cl_event user = clCreateUserEvent(s->dev->context, &err);
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
     if (user == NULL)
-        return clp__cl_fail_alloc("clCreateUserEvent", err);
+        return opencl__cl_fail_alloc("clCreateUserEvent", err);
     clRetainEvent(user); /* the callback's reference */
     err = clSetEventCallback(marker, CL_COMPLETE, bridge_complete, user);
     if (err != CL_SUCCESS) {
         clReleaseEvent(user);
         clReleaseEvent(user);
-        return clp__cl_fail("clSetEventCallback", err);
+        return opencl__cl_fail("clSetEventCallback", err);
     }
     err = clEnqueueBarrierWithWaitList(s->queue, 1, &user, NULL);
     if (err != CL_SUCCESS)
-        st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+        st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
     clReleaseEvent(user);
     return st;
 }
 
-infiniStatus_t clp__stream_wait_event(int dev, void *stream, void *event)
+infiniStatus_t opencl__stream_wait_event(int dev, void *stream, void *event)
 {
-    clp__device *d = clp__dev(dev);
-    clp__stream *s;
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
     cl_event marker;
     cl_context ctx = NULL;
     infiniStatus_t st;
@@ -302,29 +303,29 @@ infiniStatus_t clp__stream_wait_event(int dev, void *stream, void *event)
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    marker = clp__event_marker(event);
+    marker = opencl__event_marker(event);
     if (marker == NULL)
         return INFINI_STATUS_SUCCESS; /* never recorded: complete */
-    st = clp__stream_resolve(d, stream, &s);
+    st = opencl__stream_resolve(d, stream, &s);
     if (st == INFINI_STATUS_SUCCESS)
-        st = clp__order_before(s);
+        st = opencl__order_before(s);
     if (st != INFINI_STATUS_SUCCESS)
         goto out;
     err = clGetEventInfo(marker, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
     if (err != CL_SUCCESS) {
-        st = clp__cl_fail("clGetEventInfo(CL_EVENT_CONTEXT)", err);
+        st = opencl__cl_fail("clGetEventInfo(CL_EVENT_CONTEXT)", err);
         goto out;
     }
     if (ctx == d->context) {
         err = clEnqueueBarrierWithWaitList(s->queue, 1, &marker, NULL);
         if (err != CL_SUCCESS)
-            st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+            st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
     } else {
         st = wait_foreign(s, marker);
     }
     clFlush(s->queue);
     if (st == INFINI_STATUS_SUCCESS)
-        st = clp__order_after(s);
+        st = opencl__order_after(s);
 out:
     clReleaseEvent(marker);
     return st;

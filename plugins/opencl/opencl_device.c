@@ -1,5 +1,5 @@
 /*
- * clp_device.c - per-device lazy state: context, default queue, live queues.
+ * opencl_device.c - per-device lazy state: context, default queue, live queues.
  *
  * Creating a context costs about a millisecond on PoCL and more on GPU
  * drivers (they may load firmware or start threads), so it is deferred to
@@ -7,21 +7,21 @@
  * flag is read without the lock on the fast path (acquire) and published
  * after the context and default queue exist (release).
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 
 /* Drivers report asynchronous errors here (e.g. a lost device). */
 static void CL_CALLBACK context_notify(const char *errinfo, const void *private_info, size_t cb, void *user_data)
 {
-    const clp__device *d = user_data;
+    const opencl__device *d = user_data;
 
     (void)private_info;
     (void)cb;
-    clp__log(INFINIRT_PLUGIN_LOG_WARN, "device %d (%s): driver reports: %s", d->index, d->name, errinfo);
+    opencl__log(INFINIRT_PLUGIN_LOG_WARN, "device %d (%s): driver reports: %s", d->index, d->name, errinfo);
 }
 
-infiniStatus_t clp__queue_create(clp__device *d, cl_command_queue *q)
+infiniStatus_t opencl__queue_create(opencl__device *d, cl_command_queue *q)
 {
     cl_int err = CL_SUCCESS;
 
@@ -31,16 +31,16 @@ infiniStatus_t clp__queue_create(clp__device *d, cl_command_queue *q)
         const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
         *q = clCreateCommandQueueWithProperties(d->context, d->id, props, &err);
         if (*q == NULL)
-            return clp__cl_fail_alloc("clCreateCommandQueueWithProperties", err);
+            return opencl__cl_fail_alloc("clCreateCommandQueueWithProperties", err);
     } else {
         *q = clCreateCommandQueue(d->context, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
         if (*q == NULL)
-            return clp__cl_fail_alloc("clCreateCommandQueue", err);
+            return opencl__cl_fail_alloc("clCreateCommandQueue", err);
     }
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t clp__device_ready(clp__device *d)
+infiniStatus_t opencl__device_ready(opencl__device *d)
 {
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
@@ -54,10 +54,10 @@ infiniStatus_t clp__device_ready(clp__device *d)
         goto out;
     d->context = clCreateContext(props, 1, &d->id, context_notify, d, &err);
     if (d->context == NULL) {
-        st = clp__cl_fail_alloc("clCreateContext", err);
+        st = opencl__cl_fail_alloc("clCreateContext", err);
         goto out;
     }
-    st = clp__queue_create(d, &d->default_stream.queue);
+    st = opencl__queue_create(d, &d->default_stream.queue);
     if (st != INFINI_STATUS_SUCCESS) {
         clReleaseContext(d->context);
         d->context = NULL;
@@ -69,23 +69,23 @@ infiniStatus_t clp__device_ready(clp__device *d)
     d->queues.next->prev = &d->default_stream;
     d->queues.next = &d->default_stream;
     atomic_store_explicit(&d->ready, 1, memory_order_release);
-    clp__log(INFINIRT_PLUGIN_LOG_DEBUG, "device %d (%s): context and default queue created", d->index, d->name);
+    opencl__log(INFINIRT_PLUGIN_LOG_DEBUG, "device %d (%s): context and default queue created", d->index, d->name);
 out:
     pthread_mutex_unlock(&d->lock);
     return st;
 }
 
-infiniStatus_t clp__stream_resolve(clp__device *d, void *stream, clp__stream **out)
+infiniStatus_t opencl__stream_resolve(opencl__device *d, void *stream, opencl__stream **out)
 {
     if (stream != NULL) {
         *out = stream;
         return INFINI_STATUS_SUCCESS;
     }
     *out = &d->default_stream;
-    return clp__device_ready(d);
+    return opencl__device_ready(d);
 }
 
-infiniStatus_t clp__device_finish(clp__device *d)
+infiniStatus_t opencl__device_finish(opencl__device *d)
 {
     cl_command_queue *qs = NULL;
     size_t n = 0, cap = 0;
@@ -97,7 +97,7 @@ infiniStatus_t clp__device_finish(clp__device *d)
     /* Snapshot the queues (retained) so clFinish runs without the lock:
      * stream_create/destroy on other threads must not wait behind it. */
     pthread_mutex_lock(&d->lock);
-    for (clp__stream *s = d->queues.next; s != &d->queues; s = s->next) {
+    for (opencl__stream *s = d->queues.next; s != &d->queues; s = s->next) {
         if (n == cap) {
             size_t c = cap ? cap * 2 : 8;
             cl_command_queue *grown = realloc(qs, c * sizeof *qs);
@@ -116,22 +116,22 @@ infiniStatus_t clp__device_finish(clp__device *d)
     for (size_t i = 0; i < n; i++) {
         cl_int err = clFinish(qs[i]);
         if (err != CL_SUCCESS && st == INFINI_STATUS_SUCCESS)
-            st = clp__cl_fail("clFinish", err);
+            st = opencl__cl_fail("clFinish", err);
         clReleaseCommandQueue(qs[i]);
     }
     free(qs);
     return st;
 }
 
-void clp__device_teardown(clp__device *d)
+void opencl__device_teardown(opencl__device *d)
 {
     if (atomic_load_explicit(&d->ready, memory_order_acquire)) {
         /* Streams the loader did not destroy are released too. */
         while (d->queues.next != &d->queues) {
-            clp__stream *s = d->queues.next;
+            opencl__stream *s = d->queues.next;
             d->queues.next = s->next;
             clFinish(s->queue);
-            clp__hostq_stop(s);
+            opencl__hostq_stop(s);
             clReleaseCommandQueue(s->queue);
             if (s != &d->default_stream)
                 free(s);

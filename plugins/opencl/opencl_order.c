@@ -1,5 +1,5 @@
 /*
- * clp_order.c - blocking streams, ordered with the default stream as CUDA
+ * opencl_order.c - blocking streams, ordered with the default stream as CUDA
  * orders streams with its legacy default stream (InfiniCore relies on it:
  * a synchronous D2H after kernels on its own stream reads their results).
  *
@@ -28,7 +28,7 @@
  * The device lock is held while markers and barriers are queued (they do
  * not block), so no queue is destroyed under us.
  */
-#include "clp_internal.h"
+#include "opencl_internal.h"
 
 #include <stdlib.h>
 
@@ -43,14 +43,14 @@ static int settled(cl_event e)
     return status == CL_COMPLETE || status < 0;
 }
 
-static int is_default(const clp__stream *s)
+static int is_default(const opencl__stream *s)
 {
     return s == &s->dev->default_stream;
 }
 
-infiniStatus_t clp__order_before(clp__stream *s)
+infiniStatus_t opencl__order_before(opencl__stream *s)
 {
-    clp__device *d = s->dev;
+    opencl__device *d = s->dev;
     cl_event local[8], *marks = local;
     size_t n = 0, cap = sizeof local / sizeof local[0];
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
@@ -60,14 +60,14 @@ infiniStatus_t clp__order_before(clp__stream *s)
         return INFINI_STATUS_SUCCESS;
 
     pthread_mutex_lock(&d->lock);
-    for (clp__stream *q = d->queues.next; q != &d->queues; q = q->next) {
+    for (opencl__stream *q = d->queues.next; q != &d->queues; q = q->next) {
         cl_event m = NULL;
 
         if (q == s || !q->blocking)
             continue;
         err = clEnqueueMarkerWithWaitList(q->queue, 0, NULL, &m);
         if (err != CL_SUCCESS) {
-            st = clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+            st = opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
             break;
         }
         if (settled(m)) {
@@ -97,7 +97,7 @@ infiniStatus_t clp__order_before(clp__stream *s)
     if (st == INFINI_STATUS_SUCCESS && n > 0) {
         err = clEnqueueBarrierWithWaitList(s->queue, (cl_uint)n, marks, NULL);
         if (err != CL_SUCCESS)
-            st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+            st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
     }
     for (size_t i = 0; i < n; i++)
         clReleaseEvent(marks[i]);
@@ -106,9 +106,9 @@ infiniStatus_t clp__order_before(clp__stream *s)
     return st;
 }
 
-infiniStatus_t clp__order_after(clp__stream *s)
+infiniStatus_t opencl__order_after(opencl__stream *s)
 {
-    clp__device *d = s->dev;
+    opencl__device *d = s->dev;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     cl_event m = NULL;
     cl_int err;
@@ -117,16 +117,16 @@ infiniStatus_t clp__order_after(clp__stream *s)
         return INFINI_STATUS_SUCCESS;
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
     if (err != CL_SUCCESS)
-        return clp__cl_fail("clEnqueueMarkerWithWaitList", err);
+        return opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
     clFlush(s->queue);
     if (!settled(m)) {
         pthread_mutex_lock(&d->lock);
-        for (clp__stream *q = d->queues.next; q != &d->queues; q = q->next) {
+        for (opencl__stream *q = d->queues.next; q != &d->queues; q = q->next) {
             if (q == s || !q->blocking)
                 continue;
             err = clEnqueueBarrierWithWaitList(q->queue, 1, &m, NULL);
             if (err != CL_SUCCESS && st == INFINI_STATUS_SUCCESS)
-                st = clp__cl_fail("clEnqueueBarrierWithWaitList", err);
+                st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
         }
         pthread_mutex_unlock(&d->lock);
     }
