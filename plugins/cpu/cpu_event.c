@@ -6,7 +6,7 @@
  * "is it complete" load the two counters and take no lock.
  */
 #define _GNU_SOURCE
-#include "cpu.h"
+#include "cpu_internal.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -18,7 +18,7 @@ double cpu__now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-cpu_event *cpu__event_new(int dev, uint32_t flags)
+static cpu_event *event_new(int dev, uint32_t flags)
 {
     cpu_event *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -124,4 +124,64 @@ bool cpu__event_park(cpu_event *e, uint64_t gen, cpu_parked *p)
     }
     pthread_mutex_unlock(&e->mu);
     return done;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+infiniStatus_t cpu__event_create(int dev, uint32_t flags, void **event)
+{
+    cpu_event *e = event_new(dev, flags);
+    if (e == NULL)
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    *event = e;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t cpu__event_destroy(int dev, void *event)
+{
+    cpu__event_put(event); /* queued records keep their own reference */
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t cpu__event_record(int dev, void *event, void *stream)
+{
+    return cpu__record(dev, stream, event);
+}
+
+infiniStatus_t cpu__event_query(int dev, void *event, int *complete)
+{
+    *complete = cpu__event_pending_gen(event) == 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t cpu__event_synchronize(int dev, void *event)
+{
+    CPU__REFUSE_IN_HOST_FN("event_synchronize");
+    uint64_t gen = cpu__event_pending_gen(event);
+    if (gen != 0)
+        cpu__event_wait_gen(event, gen);
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t cpu__event_elapsed_time(int dev, float *ms, void *start, void *end)
+{
+    cpu_event *a = start, *b = end;
+    double ta = 0, tb = 0;
+    int rec = 1, done = 1;
+    pthread_mutex_lock(&a->mu);
+    rec &= a->recorded > 0;
+    done &= a->completed >= a->recorded;
+    ta = a->completed_at_ms;
+    pthread_mutex_unlock(&a->mu);
+    pthread_mutex_lock(&b->mu);
+    rec &= b->recorded > 0;
+    done &= b->completed >= b->recorded;
+    tb = b->completed_at_ms;
+    pthread_mutex_unlock(&b->mu);
+    if (!rec || ((a->flags | b->flags) & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING))
+        return INFINI_STATUS_INVALID_STATE;
+    if (!done)
+        return INFINI_STATUS_NOT_READY;
+    *ms = (float)(tb - ta);
+    return INFINI_STATUS_SUCCESS;
 }

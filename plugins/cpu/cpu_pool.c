@@ -18,7 +18,7 @@
  * leave after a while with nothing to do.
  */
 #define _GNU_SOURCE
-#include "cpu.h"
+#include "cpu_internal.h"
 
 #include <errno.h>
 #include <time.h>

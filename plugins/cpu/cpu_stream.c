@@ -1,93 +1,19 @@
 /*
- * cpu_stream.c - streams.  Inline mode: objects without a queue, whose work
- * is done at once.  Async mode: an in-order ring of commands per stream, run
- * by the worker pool (cpu_pool.c); blocking streams ordered with the
- * device's default stream (the scheme is in cpu.h).
+ * cpu_stream.c - streams: the objects, their native table, and the stream
+ * entries (create, destroy, synchronize, query).  Inline mode: objects
+ * without a queue, whose work is done at once.  Async mode: each stream
+ * holds an in-order ring of commands, queued and run by cpu_queue.c on the
+ * worker pool (cpu_pool.c); the scheme is in cpu_internal.h.
  *
- * A stream's scheduling state, under its mutex:
- *   IDLE    no command, or none yet handed to the pool;
- *   QUEUED  on the pool's run queue;
- *   RUNNING a worker drains it (one at a time);
- *   PARKED  its first command waits (an event, another stream's count); it
- *           is linked on what it waits for, which queues it again.
- * Queueing on a QUEUED or RUNNING stream only appends to the ring: no
- * system call.  The worker sets IDLE in the same critical section that
- * counts the last command done, and touches the stream no more after it.
+ * Template: a vendor's <p>_stream.c holds the same entries over the
+ * driver's queues (a CUstream, a cl_command_queue); the objects, the native
+ * table and host functions as the CPU does them are CPU only.
  */
 #define _GNU_SOURCE
-#include "cpu.h"
+#include "cpu_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER };
-
-typedef struct cmd {
-    enum cmd_kind kind;
-    union {
-        struct {
-            void *dst;
-            const void *src;
-            size_t n;
-        } copy;
-        struct {
-            void *dst;
-            int value;
-            size_t n;
-        } fill;
-        struct {
-            infinirtPluginHostFn fn;
-            void *user;
-        } host;
-        struct {
-            cpu_event *e;
-            uint64_t gen;
-        } ev;
-        /* Wait until stream s has completed `count` commands. */
-        struct {
-            cpu_stream *s;
-            uint64_t count;
-        } after;
-    } u;
-} cmd;
-
-enum run_state { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
-
-/* The ring's first size, allocated with the first command; it doubles when
- * full and never shrinks, so a stream in steady use allocates nothing. */
-#define RING_FIRST 16
-/* Commands a worker runs from one stream before it lets others have a turn
- * (when others wait). */
-#define TURN 64
-/* How long a host thread spins on a stream's count before it sleeps. */
-#define WAIT_SPIN_NS 20000
-
-struct cpu_stream {
-    infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
-    cpu_device *dev;
-    bool blocking; /* ordered with the default stream */
-    bool is_default;
-    bool listed; /* in dev->streams (async mode) */
-    /* The owner, each CMD_AFTER aimed at the stream and each host thread
-     * waiting on it: the memory outlives stream_free while they last. */
-    atomic_int refs;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_done; /* a command completed while waiters > 0 */
-    int waiters;
-    cmd *ring; /* cap entries; count from `first` on */
-    uint32_t cap, first, count;
-    /* Commands queued / completed: written under mu, read without it. */
-    _Atomic uint64_t queued, done;
-    uint64_t after_default; /* blocking: the default stream's count we already wait for */
-    uint64_t covered;       /* blocking: our count the default stream already waits for */
-    int sched;              /* enum run_state (mu) */
-    bool rewake;            /* woken while RUNNING, before it could park */
-    cpu_parked park;        /* on what the first command waits for */
-    cpu_parked *parked;     /* streams waiting for our count (mu) */
-    cpu_stream *run_next;   /* on the pool's run queue (the pool's lock) */
-    cpu_stream *next;       /* in dev->streams (dev->lock) */
-};
 
 bool cpu__inline = true;
 /* Initial-exec: in the static TLS block (glibc keeps room there for
@@ -111,206 +37,20 @@ void cpu__call_host_fn(infinirtPluginHostFn fn, void *user)
     cpu__in_host_fn--;
 }
 
-cpu_stream **cpu__stream_run_next(cpu_stream *s)
-{
-    return &s->run_next;
-}
-
 /* ------------------------------------------------------------ lifetime */
 
-static void stream_acquire(cpu_stream *s)
+void cpu__stream_hold(cpu_stream *s)
 {
     atomic_fetch_add(&s->refs, 1);
 }
 
-static void stream_release(cpu_stream *s)
+void cpu__stream_put(cpu_stream *s)
 {
     if (atomic_fetch_sub(&s->refs, 1) == 1) {
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv_done);
         free(s->ring);
         free(s);
-    }
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Wait until s has completed `count` commands; with `idle`, also until no
- * worker holds s (so it may be freed).  Spins a short while first: a small
- * command completes sooner than a sleep and a wake-up take. */
-static void wait_count(cpu_stream *s, uint64_t count, bool idle)
-{
-    if (!idle) {
-        if (atomic_load_explicit(&s->done, memory_order_acquire) >= count)
-            return;
-        uint64_t until = now_ns() + WAIT_SPIN_NS;
-        for (unsigned i = 1; atomic_load_explicit(&s->done, memory_order_acquire) < count; i++) {
-            cpu_relax();
-            if ((i & 63) == 0 && now_ns() >= until)
-                break;
-        }
-        if (atomic_load_explicit(&s->done, memory_order_acquire) >= count)
-            return;
-    }
-    pthread_mutex_lock(&s->mu);
-    s->waiters++;
-    while (atomic_load_explicit(&s->done, memory_order_relaxed) < count || (idle && s->sched != ST_IDLE))
-        pthread_cond_wait(&s->cv_done, &s->mu);
-    s->waiters--;
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* --------------------------------------------------------------- parking */
-
-#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p)-offsetof(cpu_stream, park)))
-
-cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached)
-{
-    cpu_parked *taken = NULL;
-    for (cpu_parked **pp = list; *pp != NULL;) {
-        cpu_parked *p = *pp;
-        if (p->until <= reached) {
-            *pp = p->next;
-            p->next = taken;
-            taken = p;
-        } else {
-            pp = &p->next;
-        }
-    }
-    return taken;
-}
-
-/* Queue a stream whose wait is over; one still RUNNING (it linked itself
- * and has not parked yet) is told to look again. */
-void cpu__parked_wake(cpu_parked *taken)
-{
-    while (taken != NULL) {
-        cpu_parked *next = taken->next;
-        cpu_stream *s = PARKED_STREAM(taken);
-        pthread_mutex_lock(&s->mu);
-        bool push = s->sched == ST_PARKED;
-        if (push)
-            s->sched = ST_QUEUED;
-        else
-            s->rewake = true;
-        pthread_mutex_unlock(&s->mu);
-        if (push)
-            cpu__pool_push(s);
-        taken = next;
-    }
-}
-
-/* c heads s and waits: true when what it waits for is done; otherwise s is
- * linked on it, to be woken.  Called without s->mu (the target's lock is
- * taken instead, never both). */
-static bool wait_ready(cpu_stream *s, const cmd *c)
-{
-    if (c->kind == CMD_WAIT)
-        return cpu__event_park(c->u.ev.e, c->u.ev.gen, &s->park);
-    cpu_stream *t = c->u.after.s;
-    uint64_t count = c->u.after.count;
-    if (atomic_load_explicit(&t->done, memory_order_acquire) >= count)
-        return true;
-    pthread_mutex_lock(&t->mu);
-    bool done = atomic_load_explicit(&t->done, memory_order_relaxed) >= count;
-    if (!done) {
-        s->park.until = count;
-        s->park.next = t->parked;
-        t->parked = &s->park;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return done;
-}
-
-/* --------------------------------------------------------------- workers */
-
-static void run(const cmd *c)
-{
-    switch (c->kind) {
-    case CMD_COPY:
-        memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
-        break;
-    case CMD_FILL:
-        memset(c->u.fill.dst, c->u.fill.value, c->u.fill.n);
-        break;
-    case CMD_HOST_FN:
-        cpu__pool_fn_enter();
-        cpu__call_host_fn(c->u.host.fn, c->u.host.user);
-        cpu__pool_fn_leave();
-        break;
-    case CMD_RECORD:
-        cpu__event_complete(c->u.ev.e, c->u.ev.gen);
-        break;
-    case CMD_WAIT:
-    case CMD_AFTER:
-        break; /* wait_ready said it is over */
-    }
-}
-
-/* What a completed command held. */
-static void finish(const cmd *c)
-{
-    if (c->kind == CMD_RECORD || c->kind == CMD_WAIT)
-        cpu__event_put(c->u.ev.e);
-    else if (c->kind == CMD_AFTER)
-        stream_release(c->u.after.s);
-}
-
-void cpu__stream_run(cpu_stream *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->sched = ST_RUNNING;
-    for (int turn = 0;; turn++) {
-        if (s->count == 0) {
-            s->sched = ST_IDLE;
-            if (s->waiters > 0)
-                pthread_cond_broadcast(&s->cv_done); /* stream_free waits for IDLE */
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-        if (turn >= TURN) {
-            /* Others may be waiting for a worker: to the back of the queue. */
-            s->sched = ST_QUEUED;
-            pthread_mutex_unlock(&s->mu);
-            cpu__pool_push(s);
-            return;
-        }
-        cmd c = s->ring[s->first];
-        pthread_mutex_unlock(&s->mu);
-        if ((c.kind == CMD_WAIT || c.kind == CMD_AFTER) && !wait_ready(s, &c)) {
-            pthread_mutex_lock(&s->mu);
-            if (s->rewake) { /* it ended while we were linking */
-                s->rewake = false;
-                turn--;
-                continue;
-            }
-            s->sched = ST_PARKED;
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-        run(&c);
-        finish(&c);
-        pthread_mutex_lock(&s->mu);
-        /* Dequeued only after running, so `done` counts finished work. */
-        s->first = (s->first + 1) & (s->cap - 1);
-        s->count--;
-        uint64_t done = atomic_load_explicit(&s->done, memory_order_relaxed) + 1;
-        atomic_store_explicit(&s->done, done, memory_order_release);
-        if (s->waiters > 0)
-            pthread_cond_broadcast(&s->cv_done);
-        if (s->parked != NULL) {
-            cpu_parked *wake = cpu__parked_take(&s->parked, done);
-            if (wake != NULL) {
-                pthread_mutex_unlock(&s->mu);
-                cpu__parked_wake(wake);
-                pthread_mutex_lock(&s->mu);
-            }
-        }
     }
 }
 
@@ -321,7 +61,7 @@ static infiniStatus_t native_enqueue(void *stream, infinirtCpuWorkFn fn, void *u
     if (stream == NULL || fn == NULL)
         return INFINI_STATUS_NULL_POINTER;
     cpu_stream *s = stream;
-    return cpu__host_fn(s->dev->index, s, fn, user_data);
+    return cpu__launch_host_func(s->dev->index, s, fn, user_data);
 }
 
 static infiniStatus_t native_query(void *stream, int *idle)
@@ -329,8 +69,7 @@ static infiniStatus_t native_query(void *stream, int *idle)
     if (stream == NULL || idle == NULL)
         return INFINI_STATUS_NULL_POINTER;
     cpu_stream *s = stream;
-    cpu__stream_query(s->dev->index, s, idle);
-    return INFINI_STATUS_SUCCESS;
+    return cpu__stream_query(s->dev->index, s, idle);
 }
 
 static infiniStatus_t native_synchronize(void *stream)
@@ -338,7 +77,7 @@ static infiniStatus_t native_synchronize(void *stream)
     if (stream == NULL)
         return INFINI_STATUS_NULL_POINTER;
     cpu_stream *s = stream;
-    return cpu__stream_sync(s->dev->index, s);
+    return cpu__stream_synchronize(s->dev->index, s);
 }
 
 static const infinirtCpuStreamOps g_inline_ops = {
@@ -395,18 +134,8 @@ static infiniStatus_t stream_create(cpu_device *d, uint32_t flags, bool is_defau
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t cpu__stream_new(int dev, uint32_t flags, void **out)
+static void stream_free(cpu_stream *s)
 {
-    cpu_stream *s;
-    infiniStatus_t st = stream_create(cpu__device(dev), flags, false, &s);
-    if (st == INFINI_STATUS_SUCCESS)
-        *out = s;
-    return st;
-}
-
-void cpu__stream_free(void *stream)
-{
-    cpu_stream *s = stream;
     if (s->listed) {
         cpu_device *d = s->dev;
         pthread_mutex_lock(&d->lock);
@@ -418,9 +147,9 @@ void cpu__stream_free(void *stream)
         }
         pthread_mutex_unlock(&d->lock);
         /* Its work first, and until no worker holds it. */
-        wait_count(s, atomic_load_explicit(&s->queued, memory_order_acquire), true);
+        cpu__stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), true);
     }
-    stream_release(s);
+    cpu__stream_put(s);
 }
 
 void cpu__shutdown_streams(void)
@@ -434,8 +163,8 @@ void cpu__shutdown_streams(void)
         pthread_mutex_unlock(&d->lock);
         while (s != NULL) {
             cpu_stream *next = s->next;
-            wait_count(s, atomic_load(&s->queued), true);
-            stream_release(s);
+            cpu__stream_wait(s, atomic_load(&s->queued), true);
+            cpu__stream_put(s);
             s = next;
         }
     }
@@ -444,7 +173,7 @@ void cpu__shutdown_streams(void)
 }
 
 /* The device's default stream (async mode), created on first use. */
-static cpu_stream *default_stream(int dev)
+cpu_stream *cpu__default_stream(int dev)
 {
     cpu_device *d = cpu__device(dev);
     cpu_stream *s = atomic_load_explicit(&d->default_stream, memory_order_acquire);
@@ -455,265 +184,36 @@ static cpu_stream *default_stream(int dev)
         return NULL;
     if (atomic_compare_exchange_strong(&d->default_stream, &s, n))
         return n;
-    cpu__stream_free(n); /* another thread won the race; s is its stream */
+    stream_free(n); /* another thread won the race; s is its stream */
     return s;
 }
 
-/* ------------------------------------------------------------- ordering */
+/* ---------------------------------------------------------------- entries */
 
-/* A stream to wait for, and the count it must reach. */
-typedef struct after {
-    struct after *next;
+infiniStatus_t cpu__stream_create(int dev, void **stream)
+{
+    return cpu__stream_create_with_flags(dev, 0, stream);
+}
+
+infiniStatus_t cpu__stream_create_with_flags(int dev, uint32_t flags, void **stream)
+{
+    if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING)
+        return INFINI_STATUS_BAD_PARAM;
     cpu_stream *s;
-    uint64_t count;
-} after;
-
-static void free_afters(after *w, bool release)
-{
-    while (w != NULL) {
-        after *next = w->next;
-        if (release)
-            stream_release(w->s);
-        free(w);
-        w = next;
-    }
+    infiniStatus_t st = stream_create(cpu__device(dev), flags, false, &s);
+    if (st == INFINI_STATUS_SUCCESS)
+        *stream = s;
+    return st;
 }
 
-enum pending_set {
-    FOR_DEFAULT, /* blocking streams the default stream does not yet wait for */
-    FOR_SYNC,    /* a synchronous copy: blocking streams and the default one */
-    FOR_DEVICE,  /* a device synchronize: every stream */
-};
-
-/* The streams of d in `set` that have work not yet completed, with the
- * count to reach (each holding its stream); -1 out of memory. */
-static int pending_streams(cpu_device *d, enum pending_set set, after **out)
+infiniStatus_t cpu__stream_destroy(int dev, void *stream)
 {
-    after *list = NULL;
-    pthread_mutex_lock(&d->lock);
-    for (cpu_stream *s = d->streams; s != NULL; s = s->next) {
-        bool member = set == FOR_DEVICE || s->blocking || (set == FOR_SYNC && s->is_default);
-        if (!member)
-            continue;
-        uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
-        if (atomic_load_explicit(&s->done, memory_order_acquire) >= q)
-            continue;
-        if (set == FOR_DEFAULT) {
-            pthread_mutex_lock(&s->mu);
-            bool covered = q <= s->covered;
-            pthread_mutex_unlock(&s->mu);
-            if (covered)
-                continue;
-        }
-        after *w = malloc(sizeof *w);
-        if (w == NULL) {
-            pthread_mutex_unlock(&d->lock);
-            free_afters(list, true);
-            return -1;
-        }
-        stream_acquire(s);
-        *w = (after){list, s, q};
-        list = w;
-    }
-    pthread_mutex_unlock(&d->lock);
-    *out = list;
-    return 0;
-}
-
-/* Under s->mu: room for `more` commands (the ring doubles when full). */
-static bool ring_reserve(cpu_stream *s, uint32_t more)
-{
-    if (s->count + more <= s->cap)
-        return true;
-    uint32_t cap = s->cap != 0 ? s->cap : RING_FIRST;
-    while (cap < s->count + more) {
-        if (cap > UINT32_MAX / 2)
-            return false;
-        cap *= 2;
-    }
-    cmd *r = malloc((size_t)cap * sizeof *r);
-    if (r == NULL)
-        return false;
-    for (uint32_t i = 0; i < s->count; i++)
-        r[i] = s->ring[(s->first + i) & (s->cap - 1)];
-    free(s->ring);
-    s->ring = r;
-    s->cap = cap;
-    s->first = 0;
-    return true;
-}
-
-/* Under s->mu, with room reserved. */
-static void ring_push(cpu_stream *s, const cmd *c)
-{
-    s->ring[(s->first + s->count) & (s->cap - 1)] = *c;
-    s->count++;
-    uint64_t q = atomic_load_explicit(&s->queued, memory_order_relaxed) + 1;
-    atomic_store_explicit(&s->queued, q, memory_order_release);
-}
-
-/* Queue *t on s (async mode), behind the waits blocking-stream order asks
- * for.  A record on a stream with nothing pending completes here, on the
- * caller's thread: there is nothing for it to wait for. */
-static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
-{
-    cpu_device *d = s->dev;
-    after *waits = NULL;         /* the default stream's */
-    after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
-    if (s->is_default) {
-        if (pending_streams(d, FOR_DEFAULT, &waits) != 0)
-            return INFINI_STATUS_OUT_OF_MEMORY;
-    } else if (s->blocking) {
-        cpu_stream *D = atomic_load_explicit(&d->default_stream, memory_order_acquire);
-        if (D != NULL) {
-            uint64_t q = atomic_load_explicit(&D->queued, memory_order_acquire);
-            if (atomic_load_explicit(&D->done, memory_order_acquire) < q)
-                one = (after){NULL, D, q};
-        }
-    }
-
-    pthread_mutex_lock(&s->mu);
-    /* Decided under s->mu, in one section with appending *t, so a command
-     * that skips the wait comes after the one that queued it. */
-    bool need_one = one.s != NULL && one.count > s->after_default;
-    uint32_t n = 1 + (need_one ? 1 : 0);
-    for (after *w = waits; w != NULL; w = w->next)
-        n++;
-    if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
-        /* Completed after s->mu is let go: completing may queue streams
-         * parked on the event, and one stream lock is never held while
-         * taking another's here (enqueue on the default stream nests them
-         * the other way). */
-        pthread_mutex_unlock(&s->mu);
-        cpu__event_record_now(t->u.ev.e);
-        return INFINI_STATUS_SUCCESS;
-    }
-    if (n == 1 && s->count == 0 &&
-        ((t->kind == CMD_COPY && t->u.copy.n <= CPU_CALLER_RUN_MAX) ||
-         (t->kind == CMD_FILL && t->u.fill.n <= CPU_CALLER_RUN_MAX))) {
-        /* A small copy or fill on a stream with nothing pending is done
-         * here: handing it to a worker would cost the caller more than
-         * the work (a wake-up, and a handoff back at the synchronize),
-         * and nothing queued before it can still be running (commands
-         * leave the ring only once finished).  Under s->mu, so a command
-         * another thread queues meanwhile runs after it. */
-        run(t);
-        pthread_mutex_unlock(&s->mu);
-        return INFINI_STATUS_SUCCESS;
-    }
-    /* A worker must exist before anything is queued: a command no thread
-     * could run would hang its synchronize. */
-    if (cpu__pool_ready() != INFINI_STATUS_SUCCESS || !ring_reserve(s, n)) {
-        pthread_mutex_unlock(&s->mu);
-        free_afters(waits, true);
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    }
-    if (need_one) {
-        s->after_default = one.count;
-        stream_acquire(one.s);
-        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {one.s, one.count}});
-    }
-    for (after *w = waits; w != NULL; w = w->next)
-        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {w->s, w->count}});
-    /* What the queued command holds is taken last, when nothing can fail:
-     * a record's generation is never left without a completion. */
-    cmd c = *t;
-    if (c.kind == CMD_RECORD || c.kind == CMD_WAIT)
-        atomic_fetch_add(&c.u.ev.e->refs, 1);
-    if (c.kind == CMD_RECORD)
-        c.u.ev.gen = cpu__event_next_gen(c.u.ev.e);
-    ring_push(s, &c);
-    /* Only now (the waits are queued, and cannot complete while we hold
-     * s->mu) may other default-stream commands skip those streams. */
-    for (after *w = waits; w != NULL; w = w->next) {
-        pthread_mutex_lock(&w->s->mu);
-        if (w->count > w->s->covered)
-            w->s->covered = w->count;
-        pthread_mutex_unlock(&w->s->mu);
-    }
-    bool push = s->sched == ST_IDLE;
-    if (push)
-        s->sched = ST_QUEUED;
-    pthread_mutex_unlock(&s->mu);
-    if (push)
-        cpu__pool_push(s);
-    free_afters(waits, false); /* their references went to the commands */
+    (void)dev;
+    stream_free(stream);
     return INFINI_STATUS_SUCCESS;
 }
 
-static infiniStatus_t submit(int dev, void *stream, const cmd *t)
-{
-    cpu_stream *s = stream != NULL ? stream : default_stream(dev);
-    if (s == NULL)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    return enqueue(s, t);
-}
-
-/* Wait on the host for the streams of a pending_streams list. */
-static void wait_afters(after *list)
-{
-    for (after *w = list; w != NULL; w = w->next)
-        wait_count(w->s, w->count, false);
-    free_afters(list, true);
-}
-
-/* ------------------------------------------------------------ operations */
-
-infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n)
-{
-    if (cpu__inline) {
-        memmove(dst, src, n);
-        return INFINI_STATUS_SUCCESS;
-    }
-    cmd t = {.kind = CMD_COPY, .u.copy = {dst, src, n}};
-    return submit(dev, stream, &t);
-}
-
-infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n)
-{
-    if (cpu__inline) {
-        memset(dst, value, n);
-        return INFINI_STATUS_SUCCESS;
-    }
-    cmd t = {.kind = CMD_FILL, .u.fill = {dst, value, n}};
-    return submit(dev, stream, &t);
-}
-
-infiniStatus_t cpu__host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user)
-{
-    if (cpu__inline) {
-        cpu__call_host_fn(fn, user);
-        return INFINI_STATUS_SUCCESS;
-    }
-    cmd t = {.kind = CMD_HOST_FN, .u.host = {fn, user}};
-    return submit(dev, stream, &t);
-}
-
-infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e)
-{
-    if (cpu__inline) {
-        cpu__event_record_now(e);
-        return INFINI_STATUS_SUCCESS;
-    }
-    cmd t = {.kind = CMD_RECORD, .u.ev = {e, 0}};
-    return submit(dev, stream, &t);
-}
-
-infiniStatus_t cpu__wait_event(int dev, void *stream, cpu_event *e)
-{
-    uint64_t gen = cpu__event_pending_gen(e);
-    if (gen == 0)
-        return INFINI_STATUS_SUCCESS; /* nothing to wait for: never recorded, or complete */
-    if (cpu__inline) {
-        /* Only a record another thread is completing right now. */
-        cpu__event_wait_gen(e, gen);
-        return INFINI_STATUS_SUCCESS;
-    }
-    cmd t = {.kind = CMD_WAIT, .u.ev = {e, gen}};
-    return submit(dev, stream, &t);
-}
-
-infiniStatus_t cpu__stream_sync(int dev, void *stream)
+infiniStatus_t cpu__stream_synchronize(int dev, void *stream)
 {
     CPU__REFUSE_IN_HOST_FN("stream_synchronize");
     if (cpu__inline)
@@ -721,45 +221,21 @@ infiniStatus_t cpu__stream_sync(int dev, void *stream)
     cpu_stream *s = stream;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return INFINI_STATUS_SUCCESS; /* no default stream yet: nothing was queued */
-    wait_count(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
+    cpu__stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
     return INFINI_STATUS_SUCCESS;
 }
 
-void cpu__stream_query(int dev, void *stream, int *idle)
+/* Also counts what was queued natively (infinirt_cpu.h), which the loader
+ * does not see. */
+infiniStatus_t cpu__stream_query(int dev, void *stream, int *idle)
 {
     *idle = 1;
     if (cpu__inline)
-        return;
+        return INFINI_STATUS_SUCCESS;
     cpu_stream *s = stream;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
-        return;
+        return INFINI_STATUS_SUCCESS;
     uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
     *idle = atomic_load_explicit(&s->done, memory_order_acquire) >= q;
-}
-
-/* The streams are held by reference while waited for, not under d->lock:
- * a host function running on one of them may itself queue work (which
- * takes d->lock). */
-infiniStatus_t cpu__device_sync(int dev)
-{
-    CPU__REFUSE_IN_HOST_FN("device_synchronize");
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
-    after *list;
-    if (pending_streams(cpu__device(dev), FOR_DEVICE, &list) != 0)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    wait_afters(list);
-    return INFINI_STATUS_SUCCESS;
-}
-
-infiniStatus_t cpu__sync_point(int dev, const char *call)
-{
-    CPU__REFUSE_IN_HOST_FN(call);
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
-    after *list;
-    if (pending_streams(cpu__device(dev), FOR_SYNC, &list) != 0)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    wait_afters(list);
     return INFINI_STATUS_SUCCESS;
 }

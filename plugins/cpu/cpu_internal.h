@@ -1,5 +1,5 @@
 /*
- * cpu.h - internals of the CPU reference plugin.
+ * cpu_internal.h - internals of the CPU reference plugin.
  *
  * Two modes, chosen by `streams` in [plugin.cpu]:
  *
@@ -12,7 +12,8 @@
  *    caller's thread right after an "async" copy and rely on this.
  *
  *  - async: streams are cheap objects, each with an in-order ring of
- *    commands, run by a bounded pool of worker threads (cpu_pool.c): a
+ *    commands (cpu_queue.c), run by a bounded pool of worker threads
+ *    (cpu_pool.c): a
  *    stream with work is queued on the pool once, and one worker at a time
  *    drains it, so its order holds and work runs off the caller's thread,
  *    as on a GPU.  For exercising asynchronous code (the allocator's
@@ -34,6 +35,13 @@
  * Native path (include/infinirt_cpu.h): a stream object begins with a
  * pointer to a public table of functions, so a library holding the stream
  * handle queues work on it directly, in order with the rest.
+ *
+ * Names (plugins/README.md): what the files of this plugin share is named
+ * cpu__* (CPU__* for macros); file-local functions are static and
+ * unprefixed; only infinirtPluginEntry is exported (hidden visibility).
+ * Template: a vendor's <p>_internal.h holds the same kind of thing: the
+ * device struct, the objects behind stream and event handles, and one
+ * declaration per entry the files share with <p>_plugin.c's table.
  */
 #ifndef INFINIRT_PLUGIN_CPU_INTERNAL_H_
 #define INFINIRT_PLUGIN_CPU_INTERNAL_H_
@@ -42,6 +50,7 @@
 #include "infinirt_plugin.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,8 +59,8 @@ typedef struct cpu_stream cpu_stream;
 typedef struct cpu_event cpu_event;
 
 /* Async mode: a copy or fill of at most this many bytes, on a stream with
- * nothing pending, runs on the caller's thread (cpu_stream.c, enqueue). */
-#define CPU_CALLER_RUN_MAX (16u * 1024u)
+ * nothing pending, runs on the caller's thread (cpu_queue.c, enqueue). */
+#define CPU__CALLER_RUN_MAX (16u * 1024u)
 
 /* One pause of a spin-wait loop (the pool's idle workers, waiting callers). */
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,6 +78,8 @@ typedef struct cpu_parked {
     struct cpu_parked *next;
     uint64_t until;
 } cpu_parked;
+
+#define CPU__MAX_DEVICES 64
 
 typedef struct {
     int index;
@@ -94,9 +105,52 @@ struct cpu_event {
     int device;
 };
 
+/* Async mode: one stream.  `pub` first, so the handle is the public view
+ * (infinirt_cpu.h); the rest is the queue's (cpu_queue.c). */
+struct cpu_stream {
+    infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
+    cpu_device *dev;
+    bool blocking; /* ordered with the default stream */
+    bool is_default;
+    bool listed; /* in dev->streams (async mode) */
+    /* The owner, each CMD_AFTER aimed at the stream and each host thread
+     * waiting on it: the memory outlives stream_free while they last. */
+    atomic_int refs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_done; /* a command completed while waiters > 0 */
+    int waiters;
+    struct cpu_cmd *ring; /* cap entries; count from `first` on (cpu_queue.c) */
+    uint32_t cap, first, count;
+    /* Commands queued / completed: written under mu, read without it. */
+    _Atomic uint64_t queued, done;
+    uint64_t after_default; /* blocking: the default stream's count we already wait for */
+    uint64_t covered;       /* blocking: our count the default stream already waits for */
+    int sched;              /* enum run_state of cpu_queue.c (mu) */
+    bool rewake;            /* woken while RUNNING, before it could park */
+    cpu_parked park;        /* on what the first command waits for */
+    cpu_parked *parked;     /* streams waiting for our count (mu) */
+    cpu_stream *run_next;   /* on the pool's run queue (the pool's lock) */
+    cpu_stream *next;       /* in dev->streams (dev->lock) */
+};
+
 extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
 /* streams = inline: set once by init, read-only afterwards. */
 extern bool cpu__inline;
+
+/* The init args this plugin reads: the ABI 1.0 fields, through
+ * message_size.  config_warnv (1.4) is read only by infinirtPluginConfigWarn,
+ * which checks the size itself.  Smaller args: cpu__init_args_too_small. */
+#define CPU__INIT_ARGS_SIZE (offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t))
+infiniStatus_t cpu__init_args_too_small(const infinirtPluginInitArgs *args);
+
+/* [plugin.cpu] (cpu_config.c): a bad value is reported and its default kept. */
+typedef struct {
+    int devices;
+    size_t memory_limit; /* 0: none */
+    bool inline_mode;
+    int workers, max_workers;
+} cpu__config;
+void cpu__config_parse(const infinirtPluginInitArgs *args, cpu__config *cfg);
 
 /* Nonzero while this thread runs a host function (either mode).  Calls that
  * wait (synchronize, a synchronous copy or fill) are refused there: waiting
@@ -132,35 +186,41 @@ void cpu__stream_run(cpu_stream *s);
 /* The link queueing s on the pool. */
 cpu_stream **cpu__stream_run_next(cpu_stream *s);
 
-/* Parking (cpu_stream.c): take from *list, under the lock that guards it,
+/* Parking (cpu_queue.c): take from *list, under the lock that guards it,
  * the streams whose `until` is <= reached; wake them after unlocking. */
 cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached);
 void cpu__parked_wake(cpu_parked *taken);
 
+/* Devices (cpu_device.c). */
 cpu_device *cpu__device(int dev);
 int cpu__device_count(void);
+void cpu__devices_init(int count, size_t memory_limit);
+infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags);
+infiniStatus_t cpu__device_get_native(int dev, void **device, void **context);
 
-/* Streams (cpu_stream.c).  `stream` NULL is the device's default stream.
+/* Stream objects (cpu_stream.c).  A reference for each holder (the handle,
+ * a command aimed at the stream, a waiting thread); the last put frees. */
+void cpu__stream_hold(cpu_stream *s);
+void cpu__stream_put(cpu_stream *s);
+/* The device's default stream (async mode), created on first use; NULL
+ * when out of memory. */
+cpu_stream *cpu__default_stream(int dev);
+void cpu__shutdown_streams(void);
+
+/* The queue (cpu_queue.c).  `stream` NULL is the device's default stream.
  * Each returns SUCCESS or OUT_OF_MEMORY (nothing queued). */
-infiniStatus_t cpu__stream_new(int dev, uint32_t flags, void **out);
-void cpu__stream_free(void *stream); /* waits for its work first */
 infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n);
 infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n);
-infiniStatus_t cpu__host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user);
 infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e);
-infiniStatus_t cpu__wait_event(int dev, void *stream, cpu_event *e);
-infiniStatus_t cpu__stream_sync(int dev, void *stream);
-void cpu__stream_query(int dev, void *stream, int *idle);
-/* Wait for every stream of the device (the work queued when called). */
-infiniStatus_t cpu__device_sync(int dev);
+/* Wait until s has completed `count` commands; with `idle`, also until no
+ * worker holds s (so it may be freed). */
+void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle);
 /* Before a synchronous copy or fill (`call`, for the refusal's message):
  * wait for the work queued on the default stream and on every blocking
  * stream of dev. */
 infiniStatus_t cpu__sync_point(int dev, const char *call);
-void cpu__shutdown_streams(void);
 
 /* Events (cpu_event.c). */
-cpu_event *cpu__event_new(int dev, uint32_t flags);
 void cpu__event_put(cpu_event *e);
 double cpu__now_ms(void);
 uint64_t cpu__event_next_gen(cpu_event *e);           /* a record queued: its generation */
@@ -173,5 +233,36 @@ void cpu__event_wait_gen(cpu_event *e, uint64_t gen);
 /* A worker reached a wait for generation gen: true when it is complete;
  * otherwise p is linked on the event, to be woken when it is. */
 bool cpu__event_park(cpu_event *e, uint64_t gen, cpu_parked *p);
+
+/* The entries of the ops table, by file (cpu_plugin.c holds init,
+ * shutdown and get_device_info). */
+infiniStatus_t cpu__device_synchronize(int dev); /* cpu_queue.c */
+
+infiniStatus_t cpu__stream_create(int dev, void **stream);
+infiniStatus_t cpu__stream_create_with_flags(int dev, uint32_t flags, void **stream);
+infiniStatus_t cpu__stream_destroy(int dev, void *stream);
+infiniStatus_t cpu__stream_synchronize(int dev, void *stream);
+infiniStatus_t cpu__stream_query(int dev, void *stream, int *idle);
+infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event);                        /* cpu_queue.c */
+infiniStatus_t cpu__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user); /* cpu_queue.c */
+
+infiniStatus_t cpu__event_create(int dev, uint32_t flags, void **event);
+infiniStatus_t cpu__event_destroy(int dev, void *event);
+infiniStatus_t cpu__event_record(int dev, void *event, void *stream);
+infiniStatus_t cpu__event_query(int dev, void *event, int *complete);
+infiniStatus_t cpu__event_synchronize(int dev, void *event);
+infiniStatus_t cpu__event_elapsed_time(int dev, float *ms, void *start, void *end);
+
+infiniStatus_t cpu__get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
+/* The machine's RAM (sysinfo), for device info and mem info. */
+size_t cpu__machine_total(void);
+infiniStatus_t cpu__malloc_device(int dev, void **ptr, size_t size);
+infiniStatus_t cpu__free_device(int dev, void *ptr);
+infiniStatus_t cpu__malloc_host(int dev, void **ptr, size_t size);
+infiniStatus_t cpu__free_host(int dev, void *ptr);
+infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int kind);
+infiniStatus_t cpu__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
+infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size);
+infiniStatus_t cpu__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
 
 #endif /* INFINIRT_PLUGIN_CPU_INTERNAL_H_ */

@@ -1,0 +1,59 @@
+/*
+ * cpu_device.c - the device table and the device entries: logical devices
+ * on host memory, each with its own memory_limit and streams.
+ *
+ * Template: a vendor's <p>_device.c holds the driver's devices (found at
+ * init, their contexts made on first use) and the entries that take only a
+ * device: device_synchronize, device_get_native, get_device_flags,
+ * set_device where the driver has a current device.  The CPU's
+ * device_synchronize is its queue's (cpu_queue.c).
+ */
+#include "cpu_internal.h"
+
+#include <string.h>
+
+static cpu_device g_devices[CPU__MAX_DEVICES];
+static int g_count;
+
+/* The loader passes only device indices it checked (infinirt_plugin.h):
+ * no entry validates dev. */
+cpu_device *cpu__device(int dev)
+{
+    return &g_devices[dev];
+}
+
+int cpu__device_count(void)
+{
+    return g_count;
+}
+
+void cpu__devices_init(int count, size_t memory_limit)
+{
+    for (int i = 0; i < count; i++) {
+        cpu_device *d = &g_devices[i];
+        memset(d, 0, sizeof *d);
+        d->index = i;
+        d->memory_limit = memory_limit;
+        atomic_init(&d->used, 0);
+        atomic_init(&d->default_stream, NULL);
+        pthread_mutex_init(&d->lock, NULL);
+    }
+    g_count = count;
+}
+
+/* With streams = inline every operation, native ones included, is done
+ * before the call that queued it returns: the loader then counts nothing
+ * and fences nothing on the device. */
+infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags)
+{
+    (void)dev;
+    *flags = cpu__inline ? INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t cpu__device_get_native(int dev, void **device, void **context)
+{
+    *device = NULL; /* host memory and threads: no native device object */
+    *context = NULL;
+    return INFINI_STATUS_SUCCESS;
+}
