@@ -8,11 +8,16 @@
 #define _GNU_SOURCE
 #include "common.h"
 #include "infinirt_cpu.h"
+#include "infinirt_plugin.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -906,5 +911,77 @@ int test_cpu_native_work_free_streams_counted(void)
         free(want);
         free(got);
     }
+    return TEST_OK;
+}
+
+/* --------------------------------------------- ABI fields, called directly */
+
+static char abi_log[512];
+
+static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
+{
+    va_list ap;
+    (void)level;
+    (void)plugin;
+    va_start(ap, fmt);
+    vsnprintf(abi_log, sizeof abi_log, fmt, ap);
+    va_end(ap);
+}
+
+/* plugins/README.md, "ABI fields", on the CPU plugin's table called
+ * without the loader (as a tool or a test harness may): init args shorter
+ * than ABI 1.0's are refused with the reason in the log, args of exactly
+ * that size are served, and a device index outside [0, count) is
+ * DEVICE_NOT_FOUND from every entry that looks a device up.  No infinirt
+ * call is made, so the loader never loads the same library. */
+int test_cpu_abi_fields(void)
+{
+    void *lib = dlopen(CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT(lib != NULL);
+    void *sym = dlsym(lib, INFINIRT_PLUGIN_ENTRY_NAME);
+    ASSERT(sym != NULL);
+    infinirtPluginEntryFn entry;
+    memcpy(&entry, &sym, sizeof sym);
+    const infinirtPluginOps *ops = NULL;
+    ASSERT_OK(entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops));
+    const infinirtPluginKeyValue kv[] = {{"devices", "2"}, {"streams", "async"}};
+    char msg[256] = "";
+    infinirtPluginInitArgs args = {
+        .struct_size = offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t) - 1,
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .config = kv,
+        .config_count = 2,
+        .log = abi_log_fn,
+        .message = msg,
+        .message_size = sizeof msg,
+    };
+    int count = -1;
+    ASSERT_STATUS(ops->init(&args, &count), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STR_CONTAINS(abi_log, "init args of");
+    args.struct_size++;
+    ASSERT_OK(ops->init(&args, &count));
+    ASSERT_EQ(count, 2);
+    infinirtPluginDeviceInfo info;
+    size_t fr, tot;
+    void *a = NULL, *b = NULL;
+    uint32_t flags;
+    int idle;
+    unsigned char x = 1, y = 0;
+    for (int dev = -1; dev <= 2; dev += 3) {
+        ASSERT_STATUS(ops->get_device_info(dev, &info), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->get_mem_info(dev, &fr, &tot), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->device_synchronize(dev), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->device_get_native(dev, &a, &b), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->get_device_flags(dev, &flags), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->malloc_device(dev, &a, 64), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->stream_create(dev, &a), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->stream_synchronize(dev, NULL), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->stream_query(dev, NULL, &idle), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->memcpy(dev, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->memcpy_async(dev, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H, NULL),
+                      INFINI_STATUS_DEVICE_NOT_FOUND);
+    }
+    ASSERT_EQ(y, 0);
+    ops->shutdown();
     return TEST_OK;
 }

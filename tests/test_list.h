@@ -180,7 +180,8 @@
     X(cpu, host_fn_reentry_inline)             \
     X(cpu, idle_small_copy_on_caller)          \
     X(cpu, native_work_free_streams_counted)   \
-    X(cpu, pool_first_work_one_thread)
+    X(cpu, pool_first_work_one_thread)         \
+    X(cpu, abi_fields)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -15,11 +15,9 @@
 static cpu_device g_devices[CPU__MAX_DEVICES];
 static int g_count;
 
-/* The loader passes only device indices it checked (infinirt_plugin.h):
- * no entry validates dev. */
 cpu_device *cpu__device(int dev)
 {
-    return &g_devices[dev];
+    return dev >= 0 && dev < g_count ? &g_devices[dev] : NULL;
 }
 
 int cpu__device_count(void)
@@ -46,13 +44,16 @@ void cpu__devices_init(int count, size_t memory_limit)
  * and fences nothing on the device. */
 infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags)
 {
-    (void)dev;
+    if (cpu__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     *flags = cpu__inline ? INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN : 0;
     return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t cpu__device_get_native(int dev, void **device, void **context)
 {
+    if (cpu__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     *device = NULL; /* host memory and threads: no native device object */
     *context = NULL;
     return INFINI_STATUS_SUCCESS;

@@ -137,12 +137,6 @@ extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
 /* streams = inline: set once by init, read-only afterwards. */
 extern bool cpu__inline;
 
-/* The init args this plugin reads: the ABI 1.0 fields, through
- * message_size.  config_warnv (1.4) is read only by infinirtPluginConfigWarn,
- * which checks the size itself.  Smaller args: cpu__init_args_too_small. */
-#define CPU__INIT_ARGS_SIZE (offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t))
-infiniStatus_t cpu__init_args_too_small(const infinirtPluginInitArgs *args);
-
 /* [plugin.cpu] (cpu_config.c): a bad value is reported and its default kept. */
 typedef struct {
     int devices;

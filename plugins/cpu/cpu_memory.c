@@ -54,6 +54,8 @@ static size_t machine_available(void)
 infiniStatus_t cpu__get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
 {
     cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     size_t total = cpu__machine_total(), avail = machine_available();
     if (d->memory_limit != 0) {
         size_t used = atomic_load(&d->used);
@@ -91,6 +93,8 @@ static void raw_free(void *ptr)
 infiniStatus_t cpu__malloc_device(int dev, void **ptr, size_t size)
 {
     cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (d->memory_limit != 0) {
         /* Reserve first, so concurrent allocations never overshoot. */
         size_t before = atomic_fetch_add(&d->used, size);
@@ -108,6 +112,8 @@ infiniStatus_t cpu__malloc_device(int dev, void **ptr, size_t size)
 infiniStatus_t cpu__free_device(int dev, void *ptr)
 {
     cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (d->memory_limit != 0)
         atomic_fetch_sub(&d->used, raw_size(ptr));
     raw_free(ptr);

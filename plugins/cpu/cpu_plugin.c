@@ -21,6 +21,13 @@ void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
 
 static char g_cpu_model[128];
 
+/* The init args this plugin reads end with message_size (ABI 1.0); what
+ * came later (config_warnv) is read only by infinirtPluginConfigWarn, which
+ * checks struct_size itself.  Smaller args are refused with BAD_PARAM, and
+ * as the message buffer is among the missing fields, the log says why
+ * (plugins/README.md, "ABI fields"). */
+#define INIT_ARGS_SIZE (offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t))
+
 static void read_cpu_model(void)
 {
     snprintf(g_cpu_model, sizeof g_cpu_model, "host CPU");
@@ -44,21 +51,14 @@ static void read_cpu_model(void)
     fclose(f);
 }
 
-/* The init args this plugin reads end with message_size (ABI 1.0): smaller
- * args are refused, and with no message buffer to explain in, the reason is
- * logged when the args reach that far (see plugins/README.md, "ABI fields"). */
-infiniStatus_t cpu__init_args_too_small(const infinirtPluginInitArgs *args)
-{
-    if (args->struct_size >= offsetof(infinirtPluginInitArgs, log) + sizeof args->log && args->log != NULL)
-        args->log(INFINIRT_PLUGIN_LOG_ERROR, "cpu", "init args of %u bytes: this plugin reads %zu (ABI 1.0)",
-                  (unsigned)args->struct_size, (size_t)CPU__INIT_ARGS_SIZE);
-    return INFINI_STATUS_BAD_PARAM;
-}
-
 static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *device_count)
 {
-    if (args->struct_size < CPU__INIT_ARGS_SIZE)
-        return cpu__init_args_too_small(args);
+    if (args->struct_size < INIT_ARGS_SIZE) {
+        if (args->struct_size >= offsetof(infinirtPluginInitArgs, message) && args->log != NULL)
+            args->log(INFINIRT_PLUGIN_LOG_ERROR, "cpu", "init args of %u bytes: ABI 1.0's are %zu", args->struct_size,
+                      INIT_ARGS_SIZE);
+        return INFINI_STATUS_BAD_PARAM;
+    }
     cpu__log = args->log;
     cpu__config cfg;
     cpu__config_parse(args, &cfg);
@@ -85,6 +85,8 @@ static void plugin_shutdown(void)
 static infiniStatus_t get_device_info(int dev, infinirtPluginDeviceInfo *info)
 {
     cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "CPU %d (%s)", dev, g_cpu_model);
     size_t total = cpu__machine_total();

@@ -438,6 +438,8 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
 
 static infiniStatus_t submit(int dev, void *stream, const cmd *t)
 {
+    if (stream == NULL && cpu__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     cpu_stream *s = stream != NULL ? stream : cpu__default_stream(dev);
     if (s == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
@@ -518,7 +520,10 @@ infiniStatus_t cpu__device_synchronize(int dev)
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
     after *list;
-    if (pending_streams(cpu__device(dev), FOR_DEVICE, &list) != 0)
+    cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (pending_streams(d, FOR_DEVICE, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;
@@ -530,7 +535,10 @@ infiniStatus_t cpu__sync_point(int dev, const char *call)
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
     after *list;
-    if (pending_streams(cpu__device(dev), FOR_SYNC, &list) != 0)
+    cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (pending_streams(d, FOR_SYNC, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;

@@ -199,8 +199,11 @@ infiniStatus_t cpu__stream_create_with_flags(int dev, uint32_t flags, void **str
 {
     if (flags & ~INFINIRT_PLUGIN_STREAM_NON_BLOCKING)
         return INFINI_STATUS_BAD_PARAM;
+    cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     cpu_stream *s;
-    infiniStatus_t st = stream_create(cpu__device(dev), flags, false, &s);
+    infiniStatus_t st = stream_create(d, flags, false, &s);
     if (st == INFINI_STATUS_SUCCESS)
         *stream = s;
     return st;
@@ -219,6 +222,8 @@ infiniStatus_t cpu__stream_synchronize(int dev, void *stream)
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
     cpu_stream *s = stream;
+    if (s == NULL && cpu__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return INFINI_STATUS_SUCCESS; /* no default stream yet: nothing was queued */
     cpu__stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
@@ -233,6 +238,8 @@ infiniStatus_t cpu__stream_query(int dev, void *stream, int *idle)
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
     cpu_stream *s = stream;
+    if (s == NULL && cpu__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return INFINI_STATUS_SUCCESS;
     uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);

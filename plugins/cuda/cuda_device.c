@@ -109,13 +109,20 @@ infiniStatus_t cuda__devices_discover(const cuda__config_t *cfg, char *msg, size
     return select_devices(cfg, present, msg, msg_size);
 }
 
+cuda__device_t *cuda__device(int dev)
+{
+    return dev >= 0 && dev < cuda__state.count ? &cuda__state.devices[dev] : NULL;
+}
+
 /* First use of a device: retain its primary context.  The NULL stream is
  * the context's own legacy default stream, so nothing else is created. */
 infiniStatus_t cuda__activate(int dev)
 {
-    cuda__device_t *d = &cuda__state.devices[dev];
+    cuda__device_t *d = cuda__device(dev);
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
 
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     if (atomic_load_explicit(&d->active, memory_order_acquire))
         return INFINI_STATUS_SUCCESS;
     pthread_mutex_lock(&d->lock);
@@ -134,8 +141,8 @@ infiniStatus_t cuda__activate(int dev)
 
 infiniStatus_t cuda__enter(int dev, cuda__scope_t *sc)
 {
-    cuda__device_t *d = &cuda__state.devices[dev];
-    infiniStatus_t st = cuda__activate(dev);
+    cuda__device_t *d = cuda__device(dev);
+    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -161,8 +168,8 @@ void cuda__leave(const cuda__scope_t *sc)
  * current one and stays so, as after cudaSetDevice. */
 infiniStatus_t cuda__set_device(int dev)
 {
-    cuda__device_t *d = &cuda__state.devices[dev];
-    infiniStatus_t st = cuda__activate(dev);
+    cuda__device_t *d = cuda__device(dev);
+    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
     CUcontext cur = NULL;
 
     if (st != INFINI_STATUS_SUCCESS)
@@ -178,8 +185,8 @@ infiniStatus_t cuda__set_device(int dev)
  * nowhere. */
 infiniStatus_t cuda__device_get_native(int dev, void **device, void **context)
 {
-    cuda__device_t *d = &cuda__state.devices[dev];
-    infiniStatus_t st = cuda__activate(dev);
+    cuda__device_t *d = cuda__device(dev);
+    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -307,11 +314,13 @@ infiniStatus_t cuda__device_synchronize(int dev)
  * neither gives CUDA_ERROR_NOT_FOUND. */
 CUresult cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn)
 {
-    const cuda__device_t *d = &cuda__state.devices[dev];
+    const cuda__device_t *d = cuda__device(dev);
     PFN_cuDeviceGetUuid_v11040 get = NULL;
     void *p = dlsym(cuda__state.lib, *fn = "cuDeviceGetUuid_v2");
     CUuuid u;
 
+    if (d == NULL)
+        return CUDA_ERROR_INVALID_DEVICE;
     if (p == NULL)
         p = dlsym(cuda__state.lib, *fn = "cuDeviceGetUuid");
     if (p == NULL)
@@ -331,8 +340,11 @@ CUresult cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn)
 infiniStatus_t cuda__get_device_uuid(int dev, char *uuid, size_t size)
 {
     const char *fn;
-    CUresult r = cuda__device_uuid(dev, uuid, size, &fn);
+    CUresult r;
 
+    if (cuda__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    r = cuda__device_uuid(dev, uuid, size, &fn);
     if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_NOT_SUPPORTED)
         return INFINI_STATUS_NOT_IMPLEMENTED;
     if (r != CUDA_SUCCESS)

@@ -202,6 +202,9 @@ void cuda__config_free(cuda__config_t *cfg);
  * *fn names the driver call used (CUDA_ERROR_NOT_FOUND: the driver exports
  * no UUID call). */
 CUresult cuda__device_uuid(int dev, char *uuid, size_t size, const char **fn);
+/* The device for a plugin-local index; NULL outside [0, count) (the one
+ * check of `dev`, see plugins/README.md). */
+cuda__device_t *cuda__device(int dev);
 /* Build the device table from the driver's devices and cfg's selection. */
 infiniStatus_t cuda__devices_discover(const cuda__config_t *cfg, char *msg, size_t msg_size);
 /*

@@ -159,7 +159,9 @@ infiniStatus_t cuda__get_mem_info(int dev, size_t *free_bytes, size_t *total_byt
     cuda__scope_t sc;
     infiniStatus_t st;
 
-    if (!atomic_load_explicit(&cuda__state.devices[dev].active, memory_order_acquire) &&
+    if (cuda__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (!atomic_load_explicit(&cuda__device(dev)->active, memory_order_acquire) &&
         cuda__nvml_mem_info(dev, free_bytes, total_bytes) == 0)
         return INFINI_STATUS_SUCCESS;
     st = cuda__enter(dev, &sc);

@@ -225,6 +225,8 @@ infiniStatus_t cuda__get_utilization(int dev, infinirtPluginUtilization *util)
 {
     nvml_utilization u = {0, 0};
 
+    if (cuda__device(dev) == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     memset(util, 0, sizeof *util);
     pthread_once(&g_nvml.once, load);
     if (!g_nvml.usable)

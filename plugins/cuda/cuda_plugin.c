@@ -14,6 +14,13 @@
 
 #include "cuda_internal.h"
 
+/* The init args this plugin reads end with message_size (ABI 1.0); what
+ * came later (config_warnv) is read only by infinirtPluginConfigWarn, which
+ * checks struct_size itself.  Smaller args are refused with BAD_PARAM, and
+ * as the message buffer is among the missing fields, the log says why
+ * (plugins/README.md, "ABI fields"). */
+#define INIT_ARGS_SIZE (offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t))
+
 static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *device_count)
 {
     cuda__config_t cfg;
@@ -26,8 +33,12 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
     if (args == NULL || device_count == NULL)
         return INFINI_STATUS_NULL_POINTER;
     *device_count = 0;
-    if (args->struct_size < sizeof *args)
+    if (args->struct_size < INIT_ARGS_SIZE) {
+        if (args->struct_size >= offsetof(infinirtPluginInitArgs, message) && args->log != NULL)
+            args->log(INFINIRT_PLUGIN_LOG_ERROR, CUDA__NAME, "init args of %u bytes: ABI 1.0's are %zu",
+                      args->struct_size, INIT_ARGS_SIZE);
         return INFINI_STATUS_BAD_PARAM;
+    }
     if (args->message != NULL && args->message_size > 0) {
         msg = args->message;
         msg_size = args->message_size;
@@ -68,12 +79,14 @@ static void plugin_shutdown(void)
 
 static infiniStatus_t get_device_info(int dev, infinirtPluginDeviceInfo *info)
 {
-    const cuda__device_t *d = &cuda__state.devices[dev];
+    const cuda__device_t *d = cuda__device(dev);
     int major = 0, minor = 0, sms = 0, domain = 0, bus = 0, slot = 0;
     int v = cuda__state.driver_version;
     size_t total = 0;
     infiniStatus_t st;
 
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     memset(info, 0, sizeof *info);
     st = CUDA__CALL(dev, DeviceGetName, info->name, (int)sizeof info->name, d->cudev);
     if (st == INFINI_STATUS_SUCCESS)

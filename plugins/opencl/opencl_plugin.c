@@ -17,6 +17,13 @@
 
 opencl__state opencl__g;
 
+/* The init args this plugin reads end with message_size (ABI 1.0); what
+ * came later (config_warnv) is read only by infinirtPluginConfigWarn, which
+ * checks struct_size itself.  Smaller args are refused with BAD_PARAM, and
+ * as the message buffer is among the missing fields, the log says why
+ * (plugins/README.md, "ABI fields"). */
+#define INIT_ARGS_SIZE (offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t))
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -27,8 +34,7 @@ static double now_ms(void)
 
 static void set_message(const infinirtPluginInitArgs *args, const char *msg)
 {
-    if (args->struct_size < offsetof(infinirtPluginInitArgs, message_size) + sizeof args->message_size ||
-        args->message == NULL || args->message_size == 0)
+    if (args->message == NULL || args->message_size == 0)
         return;
     snprintf(args->message, args->message_size, "%s", msg);
 }
@@ -65,6 +71,12 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
     if (args == NULL || device_count == NULL)
         return INFINI_STATUS_NULL_POINTER;
     *device_count = 0;
+    if (args->struct_size < INIT_ARGS_SIZE) {
+        if (args->struct_size >= offsetof(infinirtPluginInitArgs, message) && args->log != NULL)
+            args->log(INFINIRT_PLUGIN_LOG_ERROR, OPENCL__NAME, "init args of %u bytes: ABI 1.0's are %zu",
+                      args->struct_size, INIT_ARGS_SIZE);
+        return INFINI_STATUS_BAD_PARAM;
+    }
     if (opencl__g.devices != NULL)
         return INFINI_STATUS_INVALID_STATE; /* init twice without shutdown */
     opencl__g.log = args->log;

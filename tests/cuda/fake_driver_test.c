@@ -399,6 +399,56 @@ static int test_device_uuid(void)
     return TEST_OK;
 }
 
+/* The ABI fields every plugin handles the same way (plugins/README.md,
+ * "ABI fields"): init args shorter than ABI 1.0's are refused, with the
+ * reason in the log; args of exactly that size (a loader from before
+ * config_warnv) are served; a device index outside [0, count) is
+ * DEVICE_NOT_FOUND from every entry that starts from one. */
+static int test_abi_fields(void)
+{
+    cuda_plugin p;
+    const infinirtPluginKeyValue kv[] = {{"driver_library", FAKE_CUDA_PATH}};
+    infinirtPluginInitArgs args = {
+        .struct_size = offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t) - 1,
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .abi_minor = 0,
+        .config = kv,
+        .config_count = 1,
+        .plugin_path = INFINIRT_CUDA_PLUGIN_PATH,
+        .log = test_log,
+        .message = p.msg,
+        .message_size = sizeof p.msg,
+    };
+    infinirtPluginDeviceInfo info;
+    infinirtPluginUtilization util;
+    size_t fr, tot;
+    void *a, *b;
+    char uuid[64];
+
+    CHECK(plugin_open(&p));
+    CHECK(fake_bind());
+    setenv("FAKE_CUDA_MODE", "ok", 1);
+    test_log_clear();
+    ASSERT_STATUS(p.ops->init(&args, &p.count), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STR_CONTAINS(test_log_buf, "init args of");
+    args.struct_size++;
+    ASSERT_OK(p.ops->init(&args, &p.count));
+    ASSERT_EQ(p.count, 3);
+    for (int dev = -1; dev <= 3; dev += 4) {
+        ASSERT_STATUS(p.ops->get_device_info(dev, &info), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->get_mem_info(dev, &fr, &tot), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->device_synchronize(dev), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->device_get_native(dev, &a, &b), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->set_device(dev), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->get_device_uuid(dev, uuid, sizeof uuid), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->get_utilization(dev, &util), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->malloc_device(dev, &a, 64), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(p.ops->stream_create(dev, &a), INFINI_STATUS_DEVICE_NOT_FOUND);
+    }
+    CHECK(fake_close(&p));
+    return TEST_OK;
+}
+
 /* --------------------------------------------------------- contexts */
 
 /* Primary contexts are retained on first use, once, and released at
@@ -1840,6 +1890,7 @@ static const test_entry tests[] = {
     {"config", test_config},
     {"devices_subset", test_devices_subset},
     {"device_uuid", test_device_uuid},
+    {"abi_fields", test_abi_fields},
     {"lazy_context", test_lazy_context},
     {"context_switch", test_context_switch},
     {"streams", test_streams},

@@ -55,7 +55,8 @@
     X(native_kernel)    \
     X(stream_query)     \
     X(from_native)      \
-    X(blocking_order)
+    X(blocking_order)   \
+    X(abi_fields)
 
 #define TEST_DECLARE_(name) int test_##name(void);
 TEST_LIST(TEST_DECLARE_)

@@ -14,6 +14,9 @@
 #include "plugin_harness.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 
 int test_entry(void)
 {
@@ -264,4 +267,47 @@ int main(int argc, char **argv)
         return 2;
     }
     return failed ? TEST_FAIL : TEST_OK;
+}
+
+/* plugins/README.md, "ABI fields": init args shorter than ABI 1.0's are
+ * refused, the reason in the log (the message buffer is among the missing
+ * fields); args of exactly that size (a loader from before config_warnv)
+ * are served. */
+static char abi_log[512];
+
+static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
+{
+    va_list ap;
+
+    (void)level;
+    (void)plugin;
+    va_start(ap, fmt);
+    vsnprintf(abi_log, sizeof abi_log, fmt, ap);
+    va_end(ap);
+}
+
+int test_abi_fields(void)
+{
+    char msg[512] = "";
+    int count = -1;
+    infinirtPluginInitArgs args = {
+        .struct_size = offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t) - 1,
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .abi_minor = 0,
+        .log = abi_log_fn,
+        .message = msg,
+        .message_size = sizeof msg,
+    };
+
+    CHECK(load_plugin());
+    stop();
+    cl_touched = 1;
+    ASSERT_STATUS(ops->init(&args, &count), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STR_CONTAINS(abi_log, "init args of");
+    args.struct_size++;
+    ASSERT_OK(ops->init(&args, &count));
+    ASSERT_GE(count, 0);
+    ASSERT_STATUS(ops->get_device_info(count, &(infinirtPluginDeviceInfo){0}), INFINI_STATUS_DEVICE_NOT_FOUND);
+    ops->shutdown();
+    return TEST_OK;
 }
