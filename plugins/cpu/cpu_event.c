@@ -3,7 +3,13 @@
  * generation, and completing it (on a worker, on the caller's thread when
  * its stream is idle, or at once in inline mode) raises `completed` and
  * stamps the time.  Writers hold the event's mutex; readers that only ask
- * "is it complete" load the two counters and take no lock.
+ * "is it complete" load the two counters and take no lock.  The event
+ * entries are at the bottom; the queue side of records and waits is in
+ * cpu_queue.c.
+ *
+ * Template: a vendor's <p>_event.c holds the same entries over the
+ * driver's events (a CUevent, an OpenCL marker); the generation counters
+ * are how a backend without native events gets them.
  */
 #define _GNU_SOURCE
 #include "cpu_internal.h"

@@ -16,6 +16,9 @@
  * stream): when every worker is inside one and a stream is waiting, the
  * pool starts another thread, up to `max_workers`.  Threads past `workers`
  * leave after a while with nothing to do.
+ *
+ * Template: CPU only (an extra of this backend).  A device with its own
+ * queues needs no threads of its own.
  */
 #define _GNU_SOURCE
 #include "cpu_internal.h"

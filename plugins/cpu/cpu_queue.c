@@ -511,35 +511,32 @@ infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
     return submit(dev, stream, &t);
 }
 
-/* The streams are held by reference while waited for, not under d->lock:
- * a host function running on one of them may itself queue work (which
- * takes d->lock). */
-infiniStatus_t cpu__device_synchronize(int dev)
+/* Wait on the host for the streams of dev in `set` (`call` names the entry,
+ * for the refusal from a host function).  The streams are held by
+ * reference while waited for, not under d->lock: a host function running
+ * on one of them may itself queue work (which takes d->lock). */
+static infiniStatus_t wait_pending(int dev, const char *call, enum pending_set set)
 {
-    CPU__REFUSE_IN_HOST_FN("device_synchronize");
+    CPU__REFUSE_IN_HOST_FN(call);
     if (cpu__inline)
         return INFINI_STATUS_SUCCESS;
-    after *list;
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if (pending_streams(d, FOR_DEVICE, &list) != 0)
+    after *list;
+    if (pending_streams(d, set, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;
 }
 
+/* The device entry lives here: on the CPU it is the queue's drain. */
+infiniStatus_t cpu__device_synchronize(int dev)
+{
+    return wait_pending(dev, "device_synchronize", FOR_DEVICE);
+}
+
 infiniStatus_t cpu__sync_point(int dev, const char *call)
 {
-    CPU__REFUSE_IN_HOST_FN(call);
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
-    after *list;
-    cpu_device *d = cpu__device(dev);
-    if (d == NULL)
-        return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if (pending_streams(d, FOR_SYNC, &list) != 0)
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    wait_afters(list);
-    return INFINI_STATUS_SUCCESS;
+    return wait_pending(dev, call, FOR_SYNC);
 }

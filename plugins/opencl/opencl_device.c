@@ -1,5 +1,6 @@
 /*
- * opencl_device.c - per-device lazy state: context, default queue, live queues.
+ * opencl_device.c - per-device lazy state: context, default queue, live
+ * queues; and device_synchronize, which finishes them all.
  *
  * Creating a context costs about a millisecond on PoCL and more on GPU
  * drivers (they may load firmware or start threads), so it is deferred to
@@ -142,4 +143,13 @@ void opencl__device_teardown(opencl__device *d)
         atomic_store(&d->ready, 0);
     }
     pthread_mutex_destroy(&d->lock);
+}
+
+infiniStatus_t opencl__device_synchronize(int dev)
+{
+    opencl__device *d = opencl__dev(dev);
+
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    return opencl__device_finish(d);
 }

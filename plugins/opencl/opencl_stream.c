@@ -230,15 +230,6 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t opencl__device_synchronize(int dev)
-{
-    opencl__device *d = opencl__dev(dev);
-
-    if (d == NULL)
-        return INFINI_STATUS_DEVICE_NOT_FOUND;
-    return opencl__device_finish(d);
-}
-
 infiniStatus_t opencl__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
 {
     opencl__device *d = opencl__dev(dev);
