@@ -64,11 +64,11 @@ typedef struct cpu_event cpu_event;
 
 /* One pause of a spin-wait loop (the pool's idle workers, waiting callers). */
 #if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
+#define CPU__RELAX() __builtin_ia32_pause()
 #elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
+#define CPU__RELAX() __asm__ __volatile__("yield")
 #else
-#define cpu_relax() ((void)0)
+#define CPU__RELAX() ((void)0)
 #endif
 
 /* A stream parked on an event (or on another stream's count): a link in the

@@ -4,7 +4,7 @@
  * A run queue of streams that have work, and up to `workers` threads
  * taking streams from it (started one by one, when work finds no idle
  * worker: creating a stream starts nothing).  A stream is on the queue at
- * most once and run by at most one worker at a time (cpu_stream.c keeps
+ * most once and run by at most one worker at a time (cpu_queue.c keeps
  * its state), so its order holds.
  *
  * A worker with nothing to do spins for a short while before it sleeps, so
@@ -184,7 +184,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&g_pool.mu);
         uint64_t until = now_ns() + SPIN_NS;
         for (unsigned i = 1; atomic_load_explicit(&g_pool.queued, memory_order_relaxed) == 0; i++) {
-            cpu_relax();
+            CPU__RELAX();
             if ((i & 63) == 0 && now_ns() >= until)
                 break;
         }

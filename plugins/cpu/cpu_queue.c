@@ -90,7 +90,7 @@ void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle)
             return;
         uint64_t until = now_ns() + WAIT_SPIN_NS;
         for (unsigned i = 1; atomic_load_explicit(&s->done, memory_order_acquire) < count; i++) {
-            cpu_relax();
+            CPU__RELAX();
             if ((i & 63) == 0 && now_ns() >= until)
                 break;
         }
