@@ -14,10 +14,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -916,16 +914,13 @@ int test_cpu_native_work_free_streams_counted(void)
 
 /* --------------------------------------------- ABI fields, called directly */
 
-static char abi_log[512];
+/* Counts the log lines about short init args (the format is enough). */
+static int abi_logged;
 
 static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
 {
-    va_list ap;
-    (void)level;
     (void)plugin;
-    va_start(ap, fmt);
-    vsnprintf(abi_log, sizeof abi_log, fmt, ap);
-    va_end(ap);
+    abi_logged += level == INFINIRT_PLUGIN_LOG_ERROR && strstr(fmt, "init args of") != NULL;
 }
 
 /* plugins/README.md, "ABI fields", on the CPU plugin's table called
@@ -957,7 +952,7 @@ int test_cpu_abi_fields(void)
     };
     int count = -1;
     ASSERT_STATUS(ops->init(&args, &count), INFINI_STATUS_BAD_PARAM);
-    ASSERT_STR_CONTAINS(abi_log, "init args of");
+    ASSERT_EQ(abi_logged, 1);
     args.struct_size++;
     ASSERT_OK(ops->init(&args, &count));
     ASSERT_EQ(count, 2);

@@ -14,9 +14,7 @@
 #include "plugin_harness.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 
 int test_entry(void)
 {
@@ -273,17 +271,13 @@ int main(int argc, char **argv)
  * refused, the reason in the log (the message buffer is among the missing
  * fields); args of exactly that size (a loader from before config_warnv)
  * are served. */
-static char abi_log[512];
+/* Counts the log lines about short init args (the format is enough). */
+static int abi_logged;
 
 static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
 {
-    va_list ap;
-
-    (void)level;
     (void)plugin;
-    va_start(ap, fmt);
-    vsnprintf(abi_log, sizeof abi_log, fmt, ap);
-    va_end(ap);
+    abi_logged += level == INFINIRT_PLUGIN_LOG_ERROR && strstr(fmt, "init args of") != NULL;
 }
 
 int test_abi_fields(void)
@@ -303,7 +297,7 @@ int test_abi_fields(void)
     stop();
     cl_touched = 1;
     ASSERT_STATUS(ops->init(&args, &count), INFINI_STATUS_BAD_PARAM);
-    ASSERT_STR_CONTAINS(abi_log, "init args of");
+    ASSERT_EQ(abi_logged, 1);
     args.struct_size++;
     ASSERT_OK(ops->init(&args, &count));
     ASSERT_GE(count, 0);
