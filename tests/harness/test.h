@@ -1,16 +1,32 @@
 /*
- * test.h - the infinirt test harness: assertion macros that print both
- * values, and the skip convention.
+ * test.h - the infinirt test harness (tests/harness): assertion macros that
+ * print both values, the skip convention, and the one runner every test
+ * program shares (runner.c).
  *
  * A test is `int test_NAME(void)` returning TEST_OK, or TEST_SKIP (exit code
  * 77, registered as CTest's SKIP_RETURN_CODE) where the hardware it needs is
  * absent.  A failed assertion prints file:line, the expression and both
- * values, and returns TEST_FAIL from the test function.
+ * values, runs the failure hook (test_set_failure_hook) and ends the process
+ * with _exit(TEST_FAIL): the test stops there, in any thread, and no atexit
+ * handler or library destructor runs (one could wait forever on a stream a
+ * failed test left held).
+ *
+ * A suite is a table of (name, function), built from an X-macro list in the
+ * suite's *_list.h; its main() is one call of test_main(), which gives
+ *   PROG NAME     run one test in this process (CTest registers each alone)
+ *   PROG --list   print every name
+ *   PROG --all    run every test, each in a child process with a time limit
+ *                 (INFINIRT_TEST_TIMEOUT seconds, 120 by default), and print
+ *                 "N passed, N failed, N skipped"; no argument does the same
+ *   PROG --tap    the same run, reported as TAP version 13
+ * tests/CMakeLists.txt registers every test of a list with CTest by one
+ * function, infinirt_add_suite (tests/harness/CMakeLists.txt).
  */
 #ifndef INFINIRT_TEST_H_
 #define INFINIRT_TEST_H_
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +35,50 @@
 #define TEST_FAIL 1
 #define TEST_SKIP 77
 
-#define TEST_FAILED_(fmt, ...)                                                      \
-    do {                                                                            \
-        fprintf(stderr, "%s:%d: FAIL: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        return TEST_FAIL;                                                           \
-    } while (0)
+typedef struct {
+    const char *name;
+    int (*fn)(void);
+} test_case;
 
+/* Table rows from a list: X(name) gives "name" -> test_name, X(group, name)
+ * gives "group.name" -> test_group_name. */
+#define TEST_ENTRY(name) {#name, test_##name},
+#define TEST_ENTRY2(group, name) {#group "." #name, test_##group##_##name},
+#define TEST_DECLARE(name) int test_##name(void);
+#define TEST_DECLARE2(group, name) int test_##group##_##name(void);
+
+typedef struct {
+    const test_case *tests;
+    size_t count;
+    /* Optional, in the test's process after the test returned rc: the
+     * verdict (the conformance suite opens the gates a test left closed and
+     * fails a test whose gate timed out). */
+    int (*finish)(int rc);
+    /* Optional: run by a failed assertion before the process ends. */
+    void (*on_failure)(void);
+    /* Optional: the exit code of --all and --tap from the counts (default:
+     * 1 when a test failed, else 0). */
+    int (*after_all)(int passed, int failed, int skipped);
+} test_suite;
+
+#define TEST_SUITE_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+/* The shared main: see the top of this file.  Exit code: a test's own (0,
+ * 1 or 77), or --all's verdict; 2 for a usage error or an unknown name. */
+int test_main(int argc, char **argv, const test_suite *suite);
+
+/* What a failed assertion runs before the process ends (NULL: nothing). */
+void test_set_failure_hook(void (*hook)(void));
+
+/* Report a failed assertion at file:line and end the process (see above). */
+__attribute__((noreturn, format(printf, 3, 4))) void test_fail_(const char *file, int line, const char *fmt, ...);
+
+/* The name of an infiniStatus_t value ("SUCCESS", "BAD_PARAM", ...), from
+ * the public header's INFINI_STATUS_MAP: what ASSERT_OK prints, for test
+ * programs with and without the loader linked. */
+const char *test_status_name(int status);
+
+#define TEST_FAILED_(fmt, ...) test_fail_(__FILE__, __LINE__, fmt, __VA_ARGS__)
 #define ASSERT(expr)                                     \
     do {                                                 \
         if (!(expr))                                     \
@@ -87,18 +141,18 @@
     do {                                                                                                \
         int st_ = (int)(call);                                                                          \
         if (st_ != 0)                                                                                   \
-            TEST_FAILED_("%s returned %d (%s)", #call, st_, infinirtGetErrorName((infiniStatus_t)st_)); \
+            TEST_FAILED_("%s returned %d (%s)", #call, st_, test_status_name(st_)); \
     } while (0)
 /* An infinirt call that must return a given status. */
 #define ASSERT_STATUS(call, want)                                                                                    \
     do {                                                                                                             \
         int st_ = (int)(call), w_ = (int)(want);                                                                     \
         if (st_ != w_)                                                                                               \
-            TEST_FAILED_("%s returned %d (%s), want %d (%s)", #call, st_, infinirtGetErrorName((infiniStatus_t)st_), \
-                         w_, infinirtGetErrorName((infiniStatus_t)w_));                                              \
+            TEST_FAILED_("%s returned %d (%s), want %d (%s)", #call, st_, test_status_name(st_), \
+                         w_, test_status_name(w_));                                              \
     } while (0)
 
-/* Propagate a sub-check's failure or skip. */
+/* Propagate a sub-check's skip (or a failure it returns without asserting). */
 #define CHECK(call)        \
     do {                   \
         int r_ = (call);   \
