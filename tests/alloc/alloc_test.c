@@ -3,26 +3,21 @@
  * against a fake backend (fake_backend.c): the alloc/free pair, stream
  * order and out of memory here; bad pointers, lookups and the pool's modes
  * in alloc_test_modes.c; the randomized and multithreaded ones in
- * alloc_test_model.c.  Usage: alloc_test NAME | --list.
+ * alloc_test_model.c.  The list is alloc_list.h; the runner harness/test.h.
  */
 #define _GNU_SOURCE
+#include "alloc_list.h"
 #include "alloc_test.h"
 #include "log.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The tests link the allocator without the loader's API file. */
+/* The allocator names statuses in its log lines; these tests link it
+ * without the loader's API file, so the harness's table answers. */
 const char *infinirtGetErrorName(infiniStatus_t status)
 {
-    switch ((int)status) {
-#define NAME_CASE_(name, value, text) \
-    case value:                       \
-        return #name;
-        INFINI_STATUS_MAP(NAME_CASE_)
-#undef NAME_CASE_
-    }
-    return "UNKNOWN_STATUS";
+    return test_status_name((int)status);
 }
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
@@ -399,54 +394,9 @@ static int test_bounded_cache(void)
 
 /* --------------------------------------------------------------- runner */
 
-#define ALLOC_TESTS(X)         \
-    X(basic)                   \
-    X(random_model)            \
-    X(random_model_oom)        \
-    X(stream_order_async)      \
-    X(stream_order_sync)       \
-    X(free_fence_fails)        \
-    X(oom_retry)               \
-    X(oom_waits_for_fences)    \
-    X(oom_last_resort)         \
-    X(strict_near_capacity)    \
-    X(huge_request_fails_fast) \
-    X(oom_keeps_capacity)      \
-    X(bounded_cache)           \
-    X(max_alloc_size)          \
-    X(bad_free)                \
-    X(lookup_interior)         \
-    X(passthrough)             \
-    X(release_on_free)         \
-    X(max_cached)              \
-    X(trim_and_peak)           \
-    X(stream_retired)          \
-    X(threads)                 \
-    X(hash_collisions)         \
-    X(whole_block_frees)       \
-    X(invariants_stress)       \
-    X(invariants_threads)      \
-    X(hash_prefetch_during_grow)
-
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        int (*fn)(void);
-    } tests[] = {
-#define ENTRY_(n) {#n, test_##n},
-        ALLOC_TESTS(ENTRY_)
-#undef ENTRY_
-    };
-    size_t count = sizeof tests / sizeof tests[0];
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (size_t i = 0; i < count; i++)
-            printf("%s\n", tests[i].name);
-        return 0;
-    }
-    for (size_t i = 0; argc == 2 && i < count; i++)
-        if (strcmp(argv[1], tests[i].name) == 0)
-            return tests[i].fn();
-    fprintf(stderr, "usage: %s NAME | --list\n", argv[0]);
-    return 2;
+    static const test_case tests[] = {ALLOC_TESTS(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }
