@@ -1,16 +1,17 @@
 /*
  * lifecycle_test.c - infinirt across fork() and process exit.
  *
- *   lifecycle-test NAME    run one test (CTest registers each on its own)
+ *   lifecycle-test NAME    run one test (CTest registers each on its own;
+ *                          the list is lifecycle_list.h)
  *
- * A program of its own rather than runner tests: the runner forks each test
- * and leaves with _exit, which skips exactly the atexit handlers these tests
- * are about, and each test here needs a process whose loader has not been
- * initialised yet.  Every child runs under a deadline, so a hang fails the
+ * A program of its own rather than infinirt-tests tests: each test here
+ * needs a process whose loader has not been initialised yet, and ends it
+ * the way these tests are about.  Every child runs under a deadline, so a hang fails the
  * test instead of stalling CTest.  The device is INFINIRT_TEST_DEVICE's.
  */
 #define _GNU_SOURCE
 #include "common.h"
+#include "lifecycle_list.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -302,32 +303,16 @@ static int test_after_exit(void)
 
 /* ------------------------------------------------------------ main */
 
-static const struct {
-    const char *name;
-    int (*fn)(void);
-} k_tests[] = {
-    {"fork_exit", test_fork_exit},
-    {"fork_child_calls", test_fork_child_calls},
-    {"fork_before_init", test_fork_before_init},
-    {"after_exit", test_after_exit},
-};
+/* After each test: a failed one may leave a stream held. */
+static int finish(int rc)
+{
+    tc_open_all_gates();
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
-    size_t n = sizeof k_tests / sizeof k_tests[0];
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s TEST\n", argv[0]);
-        for (size_t i = 0; i < n; i++)
-            fprintf(stderr, "  %s\n", k_tests[i].name);
-        return 2;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(argv[1], k_tests[i].name) == 0) {
-            int rc = k_tests[i].fn();
-            tc_open_all_gates(); /* a failed test may leave a stream held */
-            return rc;
-        }
-    }
-    fprintf(stderr, "no test named %s\n", argv[1]);
-    return 2;
+    static const test_case tests[] = {LIFECYCLE_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), finish, tc_open_all_gates, NULL};
+    return test_main(argc, argv, &suite);
 }
