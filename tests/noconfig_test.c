@@ -16,12 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define infinirtGetErrorName local_error_name
-static const char *local_error_name(infiniStatus_t s)
-{
-    (void)s;
-    return "?";
-}
+/* The one test; CMake registers it as loader.no_config. */
+#define NOCONFIG_LIST(X) X(no_config)
+NOCONFIG_LIST(TEST_DECLARE)
 
 static int run(const char *cmd)
 {
@@ -31,18 +28,15 @@ static int run(const char *cmd)
     return rc;
 }
 
-int main(int argc, char **argv)
+int test_no_config(void)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s LOADER_FILE PLUGIN_DIR\n", argv[0]);
-        return 2;
-    }
+    const char *loader_file = INFINIRT_LOADER_FILE, *plugin_dir = INFINIRT_PLUGIN_DIR;
     char prefix[] = "/tmp/infinirt-noconfig-XXXXXX";
     ASSERT(mkdtemp(prefix) != NULL);
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s/lib/infinirt %s/home && cp %s %s/lib/libinfinirt.so && cp %s/*.so %s/lib/infinirt/", prefix,
-             prefix, argv[1], prefix, argv[2], prefix);
+             prefix, loader_file, prefix, plugin_dir, prefix);
     ASSERT_EQ(run(cmd), 0);
     /* Nothing to find: no INFINIRT_CONFIG, an empty home, no etc/ beside. */
     unsetenv("INFINIRT_CONFIG");
@@ -87,4 +81,11 @@ int main(int argc, char **argv)
     run(cmd);
     fprintf(stderr, "noconfig: ok\n");
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {NOCONFIG_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }

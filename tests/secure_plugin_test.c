@@ -7,7 +7,7 @@
  * privileges its caller does not have; this program defines getauxval, so
  * the loader's call reaches it and hears "yes" (glibc's own secure_getenv
  * reads its internal flag, so INFINIRT_CONFIG still steers this test).
- * Usage: secure-plugin-test CPU_PLUGIN FAKE_PLUGIN
+ * The plugins: CPU_PLUGIN and FAKE_PLUGIN, from the build.
  */
 #define _GNU_SOURCE
 #include "infinirt.h"
@@ -31,8 +31,13 @@ __attribute__((visibility("default"))) unsigned long getauxval(unsigned long typ
     return real != NULL ? real(type) : 0;
 }
 
-static int run(const char *cpu, const char *fake)
+/* The one test; CMake registers it as loader.secure_refuses_unsafe_plugin. */
+#define SECURE_LIST(X) X(secure_refuses_unsafe_plugin)
+SECURE_LIST(TEST_DECLARE)
+
+int test_secure_refuses_unsafe_plugin(void)
 {
+    const char *cpu = CPU_PLUGIN, *fake = FAKE_PLUGIN;
     char dir[] = "/tmp/infinirt-secure-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
     char lib[256], cfg[256], cmd[1200], text[1400];
@@ -72,11 +77,7 @@ static int run(const char *cpu, const char *fake)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CPU_PLUGIN FAKE_PLUGIN\n", argv[0]);
-        return 2;
-    }
-    int rc = run(argv[1], argv[2]);
-    printf("%s\n", rc == TEST_OK ? "ok" : "FAILED");
-    return rc;
+    static const test_case tests[] = {SECURE_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }
