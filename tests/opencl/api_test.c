@@ -4,13 +4,14 @@
  * cl_command_queue, memory is reached through infinirtMemGetNativeHandle,
  * an application's own queue is wrapped, and streams are blocking.
  *
- *   opencl_api_test NAME|all
+ *   opencl_api_test NAME | --list | --all   (api_list.h names the tests)
  *
  * Run under a config that loads the OpenCL plugin (CTest passes the
  * conformance suite's, per memory mode).  Exit 77 (skipped) without an
  * OpenCL device.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "api_list.h"
 #include "infinirt.h"
 #include "test.h"
 
@@ -560,39 +561,17 @@ static int test_blocking(void)
 
 /* ----------------------------------------------------------------- runner */
 
-static const struct {
-    const char *name;
-    int (*fn)(void);
-} tests[] = {
-    {"device_native", test_device_native}, {"kernel", test_kernel},     {"alloc_native", test_alloc_native},
-    {"from_native", test_from_native},     {"blocking", test_blocking},
-};
+/* After each test, and when an assertion fails: release what a test left
+ * held. */
+static int finish(int rc)
+{
+    holds_release_all();
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
-    int failed = 0, ran = 0, skipped = 0;
-
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s NAME|all\n", argv[0]);
-        return 2;
-    }
-    /* A hang is a failure, not a stuck CI job. */
-    alarm(100);
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int rc;
-
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], tests[i].name) != 0)
-            continue;
-        rc = tests[i].fn();
-        holds_release_all();
-        ran++;
-        fprintf(stderr, "%-14s %s\n", tests[i].name, rc == TEST_OK ? "ok" : rc == TEST_SKIP ? "skipped" : "FAILED");
-        skipped += rc == TEST_SKIP;
-        failed += rc != TEST_OK && rc != TEST_SKIP;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "unknown test \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failed ? TEST_FAIL : skipped == ran ? TEST_SKIP : TEST_OK;
+    static const test_case tests[] = {OPENCL_API_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), finish, holds_release_all, NULL};
+    return test_main(argc, argv, &suite);
 }

@@ -19,19 +19,6 @@ int cl_touched;
 pthread_t main_thread;
 static int initialised;
 
-const char *infinirtGetErrorName(infiniStatus_t st)
-{
-    switch (st) {
-#define NAME_CASE_(name, value, text) \
-    case INFINI_STATUS_##name:        \
-        return #name;
-        INFINI_STATUS_MAP(NAME_CASE_)
-#undef NAME_CASE_
-    default:
-        return "UNKNOWN";
-    }
-}
-
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[32768];
 

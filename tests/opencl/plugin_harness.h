@@ -3,8 +3,8 @@
  * test (dlopened, never dlclosed, as the loader does), init with key/value
  * pairs, a captured log, and host functions that block a stream.
  *
- * Tests are `int test_NAME(void)` returning TEST_OK, TEST_FAIL or TEST_SKIP
- * (77: no OpenCL device); TEST_LIST names them all, once.
+ * Tests are `int test_NAME(void)` returning TEST_OK or TEST_SKIP (77: no
+ * OpenCL device); plugin_list.h names them all, once.
  */
 #ifndef PLUGIN_HARNESS_H_
 #define PLUGIN_HARNESS_H_
@@ -19,48 +19,13 @@
 #include <CL/cl.h>
 
 #include "infinirt_plugin.h"
-/* For infinirtGetErrorName, which test.h's ASSERT_OK uses: the plugin tests
- * do not link the loader, so plugin_harness.c defines it. */
 #include "infinirt.h"
+#include "plugin_list.h"
 #include "test.h"
 
 #define MiB ((size_t)1 << 20)
 
-#define TEST_LIST(X)    \
-    X(entry)            \
-    X(init_default)     \
-    X(no_platform)      \
-    X(filter_gpu)       \
-    X(filter_platform)  \
-    X(filter_devices)   \
-    X(bad_values)       \
-    X(unknown_key)      \
-    X(max_alloc)        \
-    X(memory_buffer)    \
-    X(kind_mismatch)    \
-    X(memory_svm)       \
-    X(memory_auto)      \
-    X(foreign_buffer)   \
-    X(foreign_svm)      \
-    X(malloc_host)      \
-    X(event_timing)     \
-    X(host_func)        \
-    X(wait_event)       \
-    X(cross_device)     \
-    X(device_sync)      \
-    X(threads)          \
-    X(shutdown_pending) \
-    X(native_handles)   \
-    X(native_mem)       \
-    X(native_kernel)    \
-    X(stream_query)     \
-    X(from_native)      \
-    X(blocking_order)   \
-    X(abi_fields)
-
-#define TEST_DECLARE_(name) int test_##name(void);
-TEST_LIST(TEST_DECLARE_)
-#undef TEST_DECLARE_
+OPENCL_PLUGIN_LIST(TEST_DECLARE)
 
 extern const char *plugin_path;     /* argv[2] or the built plugin */
 extern infinirtPluginEntryFn entry; /* after load_plugin */

@@ -222,49 +222,23 @@ int test_max_alloc(void)
 
 /* ------------------------------------------------------------------- runner */
 
-static const struct {
-    const char *name;
-    int (*fn)(void);
-} tests[] = {
-#define TEST_ENTRY_(name) {#name, test_##name},
-    TEST_LIST(TEST_ENTRY_)
-#undef TEST_ENTRY_
-};
+/* After each test: shut the plugin down if the test left it running. */
+static int finish(int rc)
+{
+    stop();
+    return rc;
+}
 
+/* opencl_plugin_test NAME [PLUGIN_PATH]: the runner's usage (harness/test.h),
+ * and the plugin to test (the built one by default). */
 int main(int argc, char **argv)
 {
-    const size_t count = sizeof tests / sizeof tests[0];
-    int failed = 0, ran = 0;
-
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s NAME|all [PLUGIN_PATH]\ntests:", argv[0]);
-        for (size_t i = 0; i < count; i++)
-            fprintf(stderr, " %s", tests[i].name);
-        fprintf(stderr, "\n");
-        return 2;
-    }
-    if (argc > 2)
-        plugin_path = argv[2];
+    static const test_case tests[] = {OPENCL_PLUGIN_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), finish, NULL, NULL};
+    if (argc == 3)
+        plugin_path = argv[--argc];
     main_thread = pthread_self();
-    for (size_t i = 0; i < count; i++) {
-        int rc;
-
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], tests[i].name) != 0)
-            continue;
-        rc = tests[i].fn();
-        stop();
-        ran++;
-        fprintf(stderr, "%-18s %s\n", tests[i].name, rc == TEST_OK ? "ok" : rc == TEST_SKIP ? "skipped" : "FAILED");
-        if (rc == TEST_SKIP && strcmp(argv[1], "all") != 0)
-            return TEST_SKIP;
-        if (rc != TEST_OK && rc != TEST_SKIP)
-            failed++;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "unknown test \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failed ? TEST_FAIL : TEST_OK;
+    return test_main(argc, argv, &suite);
 }
 
 /* plugins/README.md, "ABI fields": init args shorter than ABI 1.0's are
