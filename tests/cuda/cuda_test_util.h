@@ -15,20 +15,6 @@
 #include "infinirt_plugin.h"
 #include "test.h"
 
-/* test.h's ASSERT_OK names statuses through the loader's API; these tests
- * do not link the loader, so they carry their own copy. */
-static inline const char *infinirtGetErrorName(infiniStatus_t st)
-{
-    switch (st) {
-#define CASE_(name, value, text) \
-    case INFINI_STATUS_##name:   \
-        return #name;
-        INFINI_STATUS_MAP(CASE_)
-#undef CASE_
-    }
-    return "UNKNOWN_STATUS";
-}
-
 /* ---- log capture: every line the plugin logs, as "LEVEL message\n" ---- */
 static char test_log_buf[16384];
 static size_t test_log_len;
@@ -132,29 +118,6 @@ static inline void fill_pattern(void *buf, size_t n, unsigned seed)
     unsigned char *b = buf;
     for (size_t i = 0; i < n; i++)
         b[i] = (unsigned char)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
-}
-
-/* ---- the runner: argv[1] names the test ---- */
-typedef struct {
-    const char *name;
-    int (*fn)(void);
-} test_entry;
-
-static inline int run_named_test(const test_entry *tests, int argc, char **argv)
-{
-    if (argc == 2) {
-        for (const test_entry *t = tests; t->name; t++)
-            if (strcmp(t->name, argv[1]) == 0) {
-                int r = t->fn();
-                fprintf(stderr, "%s: %s\n", t->name, r == TEST_OK ? "ok" : r == TEST_SKIP ? "skipped" : "FAILED");
-                return r;
-            }
-    }
-    fprintf(stderr, "usage: %s TEST\ntests:", argv[0]);
-    for (const test_entry *t = tests; t->name; t++)
-        fprintf(stderr, " %s", t->name);
-    fprintf(stderr, "\n");
-    return 2;
 }
 
 #endif /* INFINIRT_CUDA_TEST_UTIL_H_ */

@@ -21,6 +21,7 @@
 
 #include "cuda_internal.h" /* the plugin's driver symbol table */
 #include "cuda_test_util.h"
+#include "fake_driver_list.h"
 #include "fake_gpu_ids.h"
 
 /* The fake's inspection functions, found in the same loaded copy the
@@ -1878,52 +1879,10 @@ static int test_strict_plugin_reset(void)
     return TEST_OK;
 }
 
-static const test_entry tests[] = {
-    {"missing_library", test_missing_library},
-    {"no_device", test_no_device},
-    {"zero_devices", test_zero_devices},
-    {"driver_too_old", test_driver_too_old},
-    {"init_failure", test_init_failure},
-    {"missing_symbol", test_missing_symbol},
-    {"toolkit_stub", test_toolkit_stub},
-    {"driver_symbols", test_driver_symbols},
-    {"config", test_config},
-    {"devices_subset", test_devices_subset},
-    {"device_uuid", test_device_uuid},
-    {"abi_fields", test_abi_fields},
-    {"lazy_context", test_lazy_context},
-    {"context_switch", test_context_switch},
-    {"streams", test_streams},
-    {"events", test_events},
-    {"elapsed_old_symbol", test_elapsed_old_symbol},
-    {"memory", test_memory},
-    {"pinned_host_device", test_pinned_host_device},
-    {"mem_info_nvml", test_mem_info_nvml},
-    {"mem_info_no_nvml", test_mem_info_no_nvml},
-    {"peer_access", test_peer_access},
-    {"peer_none", test_peer_none},
-    {"errors", test_errors},
-    {"error_states", test_error_states},
-    {"native_handles", test_native_handles},
-    {"blocking_streams", test_blocking_streams},
-    {"current_context", test_current_context},
-    {"pointer_device", test_pointer_device},
-    {"wrap_native", test_wrap_native},
-    {"strict_pageable_copy", test_strict_pageable_copy},
-    {"strict_host_functions", test_strict_host_functions},
-    {"strict_ctx_stack", test_strict_ctx_stack},
-    {"strict_primary_reset", test_strict_primary_reset},
-    {"strict_stream_destroy", test_strict_stream_destroy},
-    {"strict_sticky", test_strict_sticky},
-    {"strict_deinit", test_strict_deinit},
-    {"strict_plugin_host_fn", test_strict_plugin_host_fn},
-    {"strict_plugin_stream_destroy", test_strict_plugin_stream_destroy},
-    {"strict_plugin_sticky", test_strict_plugin_sticky},
-    {"strict_plugin_reset", test_strict_plugin_reset},
-    {NULL, NULL},
-};
 
 int main(int argc, char **argv)
 {
-    return run_named_test(tests, argc, argv);
+    static const test_case tests[] = {CUDA_FAKE_DRIVER_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "cuda_test_util.h"
+#include "graph_list.h"
 
 static struct {
     CUresult (*launch_kernel)(CUstream, CUhostFn, void *);
@@ -600,17 +601,10 @@ static int test_missing_symbols(void)
     return TEST_OK;
 }
 
-static const test_entry tests[] = {
-    {"replay", test_replay},
-    {"illegal_calls", test_illegal_calls},
-    {"fork_join", test_fork_join},
-    {"global_capture_threads", test_global_capture_threads},
-    {"stream_query_capturing", test_stream_query_capturing},
-    {"missing_symbols", test_missing_symbols},
-    {NULL, NULL},
-};
 
 int main(int argc, char **argv)
 {
-    return run_named_test(tests, argc, argv);
+    static const test_case tests[] = {CUDA_GRAPH_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }

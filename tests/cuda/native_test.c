@@ -21,6 +21,7 @@
 
 #include "fake_gpu_ids.h"
 #include "infinirt.h"
+#include "native_list.h"
 #include "test.h"
 
 static struct {
@@ -335,29 +336,10 @@ static int test_device_uuid(void)
     return TEST_OK;
 }
 
-typedef struct {
-    const char *name;
-    int (*fn)(void);
-} test_entry;
-
-static const test_entry tests[] = {
-    {"handles", test_handles},
-    {"set_device", test_set_device},
-    {"set_device_threads", test_set_device_threads},
-    {"wrap_native", test_wrap_native},
-    {"native_capture", test_native_capture},
-    {"device_uuid", test_device_uuid},
-    {NULL, NULL},
-};
 
 int main(int argc, char **argv)
 {
-    for (const test_entry *t = tests; argc == 2 && t->name != NULL; t++)
-        if (strcmp(t->name, argv[1]) == 0) {
-            int r = t->fn();
-            fprintf(stderr, "%s: %s\n", t->name, r == TEST_OK ? "ok" : r == TEST_SKIP ? "skipped" : "FAILED");
-            return r;
-        }
-    fprintf(stderr, "usage: %s TEST\n", argv[0]);
-    return 2;
+    static const test_case tests[] = {CUDA_NATIVE_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }

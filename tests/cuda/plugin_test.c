@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cuda_test_util.h"
+#include "plugin_list.h"
 
 /* ------------------------------------------------------------ everywhere */
 
@@ -743,24 +744,10 @@ static int test_gpu_current_context(void)
     return TEST_OK;
 }
 
-static const test_entry tests[] = {
-    {"handshake", test_handshake},
-    {"init", test_init},
-    {"gpu_device_info", test_gpu_device_info},
-    {"gpu_malloc_free", test_gpu_malloc_free},
-    {"gpu_memcpy", test_gpu_memcpy},
-    {"gpu_memset", test_gpu_memset},
-    {"gpu_events", test_gpu_events},
-    {"gpu_host_func", test_gpu_host_func},
-    {"gpu_stream_wait_event", test_gpu_stream_wait_event},
-    {"gpu_pinned_host", test_gpu_pinned_host},
-    {"gpu_threads", test_gpu_threads},
-    {"gpu_blocking_streams", test_gpu_blocking_streams},
-    {"gpu_current_context", test_gpu_current_context},
-    {NULL, NULL},
-};
 
 int main(int argc, char **argv)
 {
-    return run_named_test(tests, argc, argv);
+    static const test_case tests[] = {CUDA_PLUGIN_LIST(TEST_ENTRY) CUDA_PLUGIN_GPU_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
 }

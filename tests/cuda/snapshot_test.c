@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "infinirt.h"
+#include "snapshot_list.h"
 #include "test.h"
 
 #define NDEV 3 /* the fake driver's default */
@@ -288,33 +289,13 @@ static int test_nvml_threads(void)
     return TEST_OK;
 }
 
-typedef struct {
-    const char *name;
-    int (*fn)(void);
-} test_entry;
-
-static const test_entry tests[] = {
-    {"nvml_by_uuid", test_nvml_by_uuid},
-    {"nvml_pci_fallback", test_nvml_pci_fallback},
-    {"nvml_unlisted_device", test_nvml_unlisted_device},
-    {"no_nvml", test_no_nvml},
-    {"nvml_init_fails", test_nvml_init_fails},
-    {"nvml_rates_fail", test_nvml_rates_fail},
-    {"nvml_threads", test_nvml_threads},
-    {NULL, NULL},
-};
 
 int main(int argc, char **argv)
 {
+    static const test_case tests[] = {CUDA_SNAPSHOT_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
     const char *log = getenv("INFINIRT_LOG_FILE");
     if (log != NULL)
         unlink(log); /* the loader appends: start each run afresh */
-    for (const test_entry *t = tests; argc == 2 && t->name != NULL; t++)
-        if (strcmp(t->name, argv[1]) == 0) {
-            int r = t->fn();
-            fprintf(stderr, "%s: %s\n", t->name, r == TEST_OK ? "ok" : r == TEST_SKIP ? "skipped" : "FAILED");
-            return r;
-        }
-    fprintf(stderr, "usage: %s TEST\n", argv[0]);
-    return 2;
+    return test_main(argc, argv, &suite);
 }
