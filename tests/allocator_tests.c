@@ -215,49 +215,41 @@ int test_allocator_oom_retry(void)
 /* Threads allocate, fill, check and free on their own streams of two
  * devices; blocks never overlap and data is never clobbered. */
 enum { THREADS = 4, ROUNDS = 400 };
-static int g_fail[THREADS];
 
+/* A failed assertion here ends the whole test process, from this thread. */
 static void *worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
     infinirtStream_t s;
     unsigned char *host = malloc(64 * 1024);
-    if (host == NULL || infinirtSetDevice(INFINI_DEVICE_CPU, id % 2) != INFINI_STATUS_SUCCESS ||
-        infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS) {
-        g_fail[id] = 1;
-        free(host);
-        return NULL;
-    }
+    ASSERT(host != NULL);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, id % 2));
+    ASSERT_OK(infinirtStreamCreate(&s));
     uint32_t x = 1234567u * (uint32_t)(id + 1);
     void *live[8] = {0};
     size_t sz[8] = {0};
-    for (int r = 0; r < ROUNDS && !g_fail[id]; r++) {
+    for (int r = 0; r < ROUNDS; r++) {
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         int k = (int)(x % 8);
         if (live[k] != NULL) {
             /* The block still holds this thread's byte for it. */
             memset(host, 0, sz[k]);
-            if (infinirtMemcpyAsync(host, live[k], sz[k], INFINIRT_MEMCPY_D2H, s) != INFINI_STATUS_SUCCESS ||
-                infinirtStreamSynchronize(s) != INFINI_STATUS_SUCCESS)
-                g_fail[id] = 2;
+            ASSERT_OK(infinirtMemcpyAsync(host, live[k], sz[k], INFINIRT_MEMCPY_D2H, s));
+            ASSERT_OK(infinirtStreamSynchronize(s));
             for (size_t i = 0; i < sz[k]; i++)
-                if (host[i] != (unsigned char)(id * 8 + k))
-                    g_fail[id] = 3;
-            if ((r & 1 ? infinirtFreeAsync(live[k], s) : infinirtFree(live[k])) != INFINI_STATUS_SUCCESS)
-                g_fail[id] = 4;
+                ASSERT_EQ(host[i], (unsigned char)(id * 8 + k));
+            ASSERT_OK(r & 1 ? infinirtFreeAsync(live[k], s) : infinirtFree(live[k]));
             live[k] = NULL;
         } else {
             sz[k] = 1 + x % (64 * 1024 - 1);
-            if (infinirtMallocAsync(&live[k], sz[k], s) != INFINI_STATUS_SUCCESS ||
-                infinirtMemsetAsync(live[k], id * 8 + k, sz[k], s) != INFINI_STATUS_SUCCESS)
-                g_fail[id] = 5;
+            ASSERT_OK(infinirtMallocAsync(&live[k], sz[k], s));
+            ASSERT_OK(infinirtMemsetAsync(live[k], id * 8 + k, sz[k], s));
         }
     }
     for (int k = 0; k < 8; k++)
-        if (live[k] != NULL && infinirtFreeAsync(live[k], s) != INFINI_STATUS_SUCCESS)
-            g_fail[id] = 6;
-    if (infinirtStreamDestroy(s) != INFINI_STATUS_SUCCESS)
-        g_fail[id] = 7;
+        if (live[k] != NULL)
+            ASSERT_OK(infinirtFreeAsync(live[k], s));
+    ASSERT_OK(infinirtStreamDestroy(s));
     free(host);
     return NULL;
 }
@@ -270,8 +262,6 @@ int test_allocator_threads(void)
         ASSERT_EQ(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i), 0);
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    for (int i = 0; i < THREADS; i++)
-        ASSERT_EQ(g_fail[i], 0);
     for (int d = 0; d < 2; d++) {
         infinirtAllocatorStats_t s;
         ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, d, &s));
