@@ -5,7 +5,7 @@
 #ifndef INFINIRT_CUDA_FAKE_DRIVER_LIST_H_
 #define INFINIRT_CUDA_FAKE_DRIVER_LIST_H_
 
-#define CUDA_FAKE_DRIVER_LIST(X)           \
+#define CUDA_FAKE_DRIVER_LIST(X)    \
     X(missing_library)              \
     X(no_device)                    \
     X(zero_devices)                 \

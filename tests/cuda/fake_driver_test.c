@@ -1879,7 +1879,6 @@ static int test_strict_plugin_reset(void)
     return TEST_OK;
 }
 
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {CUDA_FAKE_DRIVER_LIST(TEST_ENTRY)};

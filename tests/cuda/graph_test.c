@@ -601,7 +601,6 @@ static int test_missing_symbols(void)
     return TEST_OK;
 }
 
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {CUDA_GRAPH_LIST(TEST_ENTRY)};

@@ -336,7 +336,6 @@ static int test_device_uuid(void)
     return TEST_OK;
 }
 
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {CUDA_NATIVE_LIST(TEST_ENTRY)};

@@ -744,7 +744,6 @@ static int test_gpu_current_context(void)
     return TEST_OK;
 }
 
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {CUDA_PLUGIN_LIST(TEST_ENTRY) CUDA_PLUGIN_GPU_LIST(TEST_ENTRY)};

@@ -289,7 +289,6 @@ static int test_nvml_threads(void)
     return TEST_OK;
 }
 
-
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {CUDA_SNAPSHOT_LIST(TEST_ENTRY)};

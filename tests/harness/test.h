@@ -137,19 +137,19 @@ const char *test_status_name(int status);
     } while (0)
 
 /* An infinirt call that must succeed; prints the status name if not. */
-#define ASSERT_OK(call)                                                                                 \
-    do {                                                                                                \
-        int st_ = (int)(call);                                                                          \
-        if (st_ != 0)                                                                                   \
+#define ASSERT_OK(call)                                                             \
+    do {                                                                            \
+        int st_ = (int)(call);                                                      \
+        if (st_ != 0)                                                               \
             TEST_FAILED_("%s returned %d (%s)", #call, st_, test_status_name(st_)); \
     } while (0)
 /* An infinirt call that must return a given status. */
-#define ASSERT_STATUS(call, want)                                                                                    \
-    do {                                                                                                             \
-        int st_ = (int)(call), w_ = (int)(want);                                                                     \
-        if (st_ != w_)                                                                                               \
-            TEST_FAILED_("%s returned %d (%s), want %d (%s)", #call, st_, test_status_name(st_), \
-                         w_, test_status_name(w_));                                              \
+#define ASSERT_STATUS(call, want)                                                                    \
+    do {                                                                                             \
+        int st_ = (int)(call), w_ = (int)(want);                                                     \
+        if (st_ != w_)                                                                               \
+            TEST_FAILED_("%s returned %d (%s), want %d (%s)", #call, st_, test_status_name(st_), w_, \
+                         test_status_name(w_));                                                      \
     } while (0)
 
 /* Propagate a sub-check's skip (or a failure it returns without asserting). */
