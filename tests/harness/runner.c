@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,6 +104,7 @@ static int timeout_s(void)
 static int run_child(const test_suite *suite, const test_case *t, int limit, int tap)
 {
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         perror("fork");
@@ -110,6 +112,11 @@ static int run_child(const test_suite *suite, const test_case *t, int limit, int
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* Out of the runner's process group, the test must still end with
+         * the runner (CTest's own time limit kills the runner). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(TEST_FAIL);
         if (tap) /* the TAP stream is the parent's stdout alone */
             dup2(STDERR_FILENO, STDOUT_FILENO);
         /* exit, as a test run alone ends: its atexit handlers and the
