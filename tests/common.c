@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include "infinirt_cpu.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,8 +40,8 @@ int tc_use_device(int id)
         const char *require = getenv("INFINIRT_CUDA_TEST_REQUIRE_GPU");
         bool fail = id == 0 && n == 0 && tc_device_type() == INFINI_DEVICE_NVIDIA && require != NULL &&
                     strcmp(require, "1") == 0;
-        fprintf(stderr, "no %s device %d (count %d): %s\n", infinirtGetDeviceTypeName(tc_device_type()), id, n,
-                fail ? "failing (INFINIRT_CUDA_TEST_REQUIRE_GPU=1)" : "skipping");
+        fprintf(stderr, "%s: needs %d %s device(s), found %d%s\n", fail ? "FAIL" : "skip", id + 1,
+                infinirtGetDeviceTypeName(tc_device_type()), n, fail ? " (INFINIRT_CUDA_TEST_REQUIRE_GPU=1)" : "");
         return fail ? TEST_FAIL : TEST_SKIP;
     }
     if (infinirtSetDevice(tc_device_type(), id) != INFINI_STATUS_SUCCESS)
@@ -127,6 +129,190 @@ void tc_setenv(const char *name, const char *value)
         abort();
 }
 
+/* ------------------------------------------------ declared unsupported */
+
+static const char *const k_feature_names[TC_FEATURE_COUNT] = {
+    [TC_HOST_FUNCTIONS] = "host_functions",
+    [TC_ASYNC_STREAMS] = "async_streams",
+    [TC_PEER_ACCESS] = "peer_access",
+    [TC_FOREIGN_MEMORY] = "foreign_memory",
+};
+
+const char *tc_feature_name(tc_feature f)
+{
+    return (unsigned)f < TC_FEATURE_COUNT ? k_feature_names[f] : "unknown feature";
+}
+
+#define BIT(f) (1u << (f))
+
+/* The CPU backend with streams = inline runs stream work on the caller's
+ * thread; it says so in every stream's ops flags (infinirt_cpu.h). */
+static unsigned cpu_by_config(void)
+{
+    infinirtStream_t s;
+    void *native = NULL;
+    unsigned bits = 0;
+    if (infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS)
+        return 0;
+    if (infinirtStreamGetNativeHandle(s, &native) == INFINI_STATUS_SUCCESS && native != NULL &&
+        (infinirtCpuStreamGetOps(native)->flags & INFINIRT_CPU_STREAM_INLINE))
+        bits |= BIT(TC_ASYNC_STREAMS);
+    infinirtStreamDestroy(s);
+    return bits;
+}
+
+/* OpenCL with memory = buffer hands out cl_mem buffers, not pointers into
+ * the device's SVM: no memory made outside infinirt can stand for them. */
+static unsigned opencl_by_config(void)
+{
+    void *d = NULL, *native = NULL;
+    unsigned bits = 0;
+    if (infinirtMalloc(&d, 256) != INFINI_STATUS_SUCCESS)
+        return 0;
+    if (infinirtMemGetNativeHandle(d, &native, NULL) == INFINI_STATUS_SUCCESS && native != d)
+        bits |= BIT(TC_FOREIGN_MEMORY);
+    infinirtFree(d);
+    return bits;
+}
+
+/* What each plugin of this tree (and the vendor example) does not support:
+ * `always`, plus what its config decides, read from what the plugin says
+ * of itself. */
+static const struct {
+    const char *plugin;
+    unsigned always;
+    unsigned (*by_config)(void);
+} k_declared[] = {
+    {"cpu", 0, cpu_by_config},
+    {"opencl", 0, opencl_by_config},
+    /* The suite links no CUDA: it makes no CUDA memory of its own. */
+    {"cuda", BIT(TC_FOREIGN_MEMORY), NULL},
+    /* examples/vendor-plugin: launch_host_func is NULL; its device memory
+     * is the plugin's own, which the suite cannot make. */
+    {"vendor", BIT(TC_HOST_FUNCTIONS) | BIT(TC_FOREIGN_MEMORY), NULL},
+};
+
+/* INFINIRT_TEST_UNSUPPORTED, parsed: the bits it names. */
+static unsigned env_declared(const char *list)
+{
+    unsigned bits = 0;
+    const char *p = list;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ", ");
+        int f = 0;
+        while (n > 0 && f < TC_FEATURE_COUNT &&
+               !(strlen(k_feature_names[f]) == n && strncmp(p, k_feature_names[f], n) == 0))
+            f++;
+        if (n > 0 && f == TC_FEATURE_COUNT) {
+            fprintf(stderr, "INFINIRT_TEST_UNSUPPORTED=%s: '%.*s' is not a feature (known:", list, (int)n, p);
+            for (f = 0; f < TC_FEATURE_COUNT; f++)
+                fprintf(stderr, " %s", k_feature_names[f]);
+            fprintf(stderr, ")\n");
+            abort();
+        }
+        if (n > 0)
+            bits |= BIT(f);
+        p += n;
+        p += strspn(p, ", ");
+    }
+    return bits;
+}
+
+/* The name of the plugin serving the current device ("" when none). */
+static const char *current_plugin(void)
+{
+    static infinirtDeviceProperties_t props;
+    infiniDevice_t type;
+    int id;
+    props.plugin[0] = '\0';
+    if (infinirtGetDevice(&type, &id) != INFINI_STATUS_SUCCESS ||
+        infinirtGetDeviceProperties(type, id, &props) != INFINI_STATUS_SUCCESS)
+        props.plugin[0] = '\0';
+    return props.plugin;
+}
+
+/* The declared bits of `plugin`, computed once per plugin and process
+ * (by_config may create a stream: tc_hold_stream asks before it holds
+ * one). */
+static unsigned declared_bits(const char *plugin)
+{
+    static struct {
+        char plugin[64];
+        unsigned bits;
+    } cache[8];
+    static int ncache;
+    for (int i = 0; i < ncache; i++)
+        if (strcmp(cache[i].plugin, plugin) == 0)
+            return cache[i].bits;
+    const char *env = getenv("INFINIRT_TEST_UNSUPPORTED");
+    unsigned bits = 0;
+    if (env != NULL) {
+        bits = env_declared(env);
+    } else {
+        for (size_t i = 0; i < sizeof k_declared / sizeof k_declared[0]; i++)
+            if (strcmp(k_declared[i].plugin, plugin) == 0)
+                bits = k_declared[i].always | (k_declared[i].by_config ? k_declared[i].by_config() : 0);
+    }
+    if (ncache < 8) {
+        snprintf(cache[ncache].plugin, sizeof cache[ncache].plugin, "%s", plugin);
+        cache[ncache++].bits = bits;
+    }
+    return bits;
+}
+
+bool tc_declared_unsupported(tc_feature f)
+{
+    return (declared_bits(current_plugin()) & BIT(f)) != 0;
+}
+
+int tc_unsupported(tc_feature f)
+{
+    const char *plugin = current_plugin();
+    if (declared_bits(plugin) & BIT(f)) {
+        fprintf(stderr, "skip: the %s plugin declares %s unsupported\n", plugin, tc_feature_name(f));
+        return TEST_SKIP;
+    }
+    fprintf(stderr,
+            "FAIL: the %s plugin lacks %s but does not declare it unsupported: a skip must be declared "
+            "(tests/common.c's table, or INFINIRT_TEST_UNSUPPORTED=%s)\n",
+            plugin, tc_feature_name(f), tc_feature_name(f));
+    return TEST_FAIL;
+}
+
+int tc_supported(tc_feature f)
+{
+    const char *plugin = current_plugin();
+    if (declared_bits(plugin) & BIT(f)) {
+        fprintf(stderr, "FAIL: the %s plugin declares %s unsupported, but it works: correct the declaration\n",
+                plugin, tc_feature_name(f));
+        return TEST_FAIL;
+    }
+    return TEST_OK;
+}
+
+int tc_needs_devices(infiniDevice_t type, int n)
+{
+    int have = 0;
+    if (infinirtGetDeviceCount(type, &have) != INFINI_STATUS_SUCCESS)
+        have = 0;
+    if (have >= n)
+        return TEST_OK;
+    fprintf(stderr, "skip: needs %d %s device(s), found %d\n", n, infinirtGetDeviceTypeName(type), have);
+    return TEST_SKIP;
+}
+
+int tc_needs_caching_allocator(bool need_cache)
+{
+    infinirtAllocatorSettings_t as;
+    if (infinirtGetAllocatorSettings(&as) != INFINI_STATUS_SUCCESS)
+        return TEST_FAIL;
+    if (as.enabled && !(need_cache && as.release_on_free))
+        return TEST_OK;
+    fprintf(stderr, "skip: needs the caching allocator%s, which this config turns off\n",
+            need_cache ? " keeping freed memory" : "");
+    return TEST_SKIP;
+}
+
 int tc_gate_timeout_ms = 30000;
 static int g_gate_timeouts;
 
@@ -191,6 +377,7 @@ void tc_open_all_gates(void)
 
 int tc_hold_stream(infinirtStream_t s, tc_gate *g)
 {
+    (void)tc_declared_unsupported(TC_HOST_FUNCTIONS); /* before the stream is held */
     if (g_ngates < 64)
         g_gates[g_ngates++] = g;
     /* Every field set here: a gate left uninitialised (an automatic
@@ -201,20 +388,16 @@ int tc_hold_stream(infinirtStream_t s, tc_gate *g)
     g->launcher = pthread_self();
     g->armed = 1;
     infiniStatus_t st = infinirtLaunchHostFunc(s, tc_gate_wait_fn, g);
-    if (st == INFINI_STATUS_SUCCESS && g->ran_inline) {
-        fprintf(stderr, "the backend runs stream work inline (cpu: streams = inline): "
-                        "this test needs asynchronous streams and is skipped\n");
-        return TEST_SKIP;
-    }
-    if (st == INFINI_STATUS_NOT_IMPLEMENTED) {
-        fprintf(stderr, "the backend has no host functions: the rest of this test is skipped\n");
-        return TEST_SKIP;
-    }
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+        return tc_unsupported(TC_HOST_FUNCTIONS);
     if (st != INFINI_STATUS_SUCCESS) {
         fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
         return TEST_FAIL;
     }
-    return TEST_OK;
+    CHECK(tc_supported(TC_HOST_FUNCTIONS));
+    if (g->ran_inline) /* stream work runs on the caller's thread */
+        return tc_unsupported(TC_ASYNC_STREAMS);
+    return tc_supported(TC_ASYNC_STREAMS);
 }
 
 typedef struct {
@@ -231,6 +414,7 @@ static void note_thread(void *p)
 
 int tc_needs_async(void)
 {
+    (void)tc_declared_unsupported(TC_HOST_FUNCTIONS); /* not in the middle of the probe */
     infinirtStream_t s;
     if (infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS)
         return TEST_FAIL;
@@ -240,12 +424,16 @@ int tc_needs_async(void)
                       pthread_equal(seen.t, pthread_self());
     infinirtStreamSynchronize(s);
     infinirtStreamDestroy(s);
-    if (inline_ran) {
-        fprintf(stderr, "the backend runs stream work inline (cpu: streams = inline): "
-                        "this test needs asynchronous streams and is skipped\n");
-        return TEST_SKIP;
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+        return tc_unsupported(TC_HOST_FUNCTIONS);
+    if (st != INFINI_STATUS_SUCCESS) {
+        fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
+        return TEST_FAIL;
     }
-    return TEST_OK; /* no host functions: tc_hold_stream says so later */
+    CHECK(tc_supported(TC_HOST_FUNCTIONS));
+    if (inline_ran)
+        return tc_unsupported(TC_ASYNC_STREAMS);
+    return tc_supported(TC_ASYNC_STREAMS);
 }
 
 void tc_gate_open(tc_gate *g)

@@ -12,7 +12,8 @@
 /* The device type a conformance run targets: INFINIRT_TEST_DEVICE (cpu,
  * opencl, nvidia); cpu when unset. */
 infiniDevice_t tc_device_type(void);
-/* Select device `id` of the target type; TEST_SKIP when it does not exist. */
+/* Select device `id` of the target type; TEST_SKIP ("skip: needs N
+ * devices") when it does not exist. */
 int tc_use_device(int id);
 /* Fill buf with a pattern derived from seed. */
 void tc_pattern(void *buf, size_t n, unsigned seed);
@@ -28,6 +29,52 @@ const char *tc_read_file(const char *path);
 void tc_use_config(const char *text);
 /* setenv that aborts on failure. */
 void tc_setenv(const char *name, const char *value);
+
+/* ---- Declared unsupported features (IREE CTS's TestUnsupported) ----
+ * A test skips only where the backend under test declared the feature it
+ * needs unsupported, or where the machine lacks what it needs (a second
+ * device: tc_use_device, tc_needs_devices; the caching allocator, which
+ * the config turns off: tc_needs_caching_allocator).  Both ways are
+ * checked: a skip the plugin did not declare fails, and so does a feature
+ * it declared unsupported that works.
+ *
+ * The declarations: per plugin name, the table in common.c (the plugins
+ * of this tree and the vendor example), or INFINIRT_TEST_UNSUPPORTED (a
+ * comma-separated list of the names below, "" for none), which replaces
+ * the table's entry for a plugin run outside it.  The plugin is the one
+ * serving the calling thread's current device. */
+typedef enum {
+    TC_HOST_FUNCTIONS, /* "host_functions": infinirtLaunchHostFunc */
+    /* "async_streams": stream work runs after the call that queued it
+     * returns, so a host function can hold a stream (not the CPU
+     * backend's streams = inline) */
+    TC_ASYNC_STREAMS,
+    /* "peer_access": a stream of device 0 writes memory of device 1 */
+    TC_PEER_ACCESS,
+    /* "foreign_memory": the suite can make device memory of the backend
+     * without infinirt (malloc on the CPU, SVM on OpenCL) */
+    TC_FOREIGN_MEMORY,
+    TC_FEATURE_COUNT
+} tc_feature;
+/* The feature is missing here: TEST_SKIP (with a "skip:" line) when the
+ * current device's plugin declared it unsupported, else TEST_FAIL with a
+ * line that says the skip is undeclared. */
+int tc_unsupported(tc_feature f);
+/* The feature works here: TEST_OK, or TEST_FAIL when the plugin declared
+ * it unsupported (the declaration is wrong). */
+int tc_supported(tc_feature f);
+/* Whether the current device's plugin declares f unsupported. */
+bool tc_declared_unsupported(tc_feature f);
+const char *tc_feature_name(tc_feature f);
+#define TC_UNSUPPORTED(f) return tc_unsupported(f)
+#define TC_SUPPORTED(f) CHECK(tc_supported(f))
+/* TEST_SKIP (with a "skip:" line) when fewer than n devices of `type` are
+ * present, else TEST_OK. */
+int tc_needs_devices(infiniDevice_t type, int n);
+/* TEST_SKIP (with a "skip:" line) when the config turns the caching
+ * allocator off, or (need_cache) makes it give freed memory back at once:
+ * what the test checks then does not exist. */
+int tc_needs_caching_allocator(bool need_cache);
 
 /* A gate a host function can block a stream on.  Give it static storage:
  * the held stream's host function may still read it after a test returned
@@ -57,13 +104,17 @@ extern int tc_gate_timeout_ms;
 int tc_gate_verdict(int rc);
 /* Forget the timeouts counted so far (the test of the timeout itself). */
 void tc_gate_timeouts_reset(void);
-/* TEST_SKIP when the current device runs stream work inline (on the
- * caller's thread): call it first in tests that hold a stream, before they
- * allocate anything a skip would leak. */
+/* For tests that hold a stream: TEST_OK when the current device has host
+ * functions and runs stream work asynchronously; else tc_unsupported of
+ * the missing feature (TC_HOST_FUNCTIONS, then TC_ASYNC_STREAMS: work run
+ * inline, on the caller's thread).  Call it first, before allocating
+ * anything a skip would leak. */
 int tc_needs_async(void);
-/* Block stream s on g with a host function; TEST_SKIP when the backend has
- * no host functions (NOT_IMPLEMENTED) or runs them inline (the gate cannot
- * hold anything there), TEST_FAIL on any other error.  Queues exactly one
+/* Block stream s on g with a host function; tc_unsupported(TC_HOST_FUNCTIONS)
+ * when the backend has none (NOT_IMPLEMENTED), tc_unsupported(TC_ASYNC_STREAMS)
+ * when it runs them inline (the gate cannot hold anything there), TEST_FAIL
+ * on any other error, and when it held the stream although the plugin
+ * declared either unsupported.  Queues exactly one
  * host function: tests count on what the loader sees submitted. */
 int tc_hold_stream(infinirtStream_t s, tc_gate *g);
 /* Open every gate tc_hold_stream was given (the runner, after each test). */

@@ -463,10 +463,15 @@ int test_conformance_host_func_order(void)
     ASSERT_OK(infinirtMemcpyAsync(host, d1, n, INFINIRT_MEMCPY_D2H, s)); /* before the fn */
     infiniStatus_t hs = infinirtLaunchHostFunc(s, check_and_write, &h);
     if (hs == INFINI_STATUS_NOT_IMPLEMENTED) {
-        fprintf(stderr, "the backend has no host functions: skipped\n");
-        return TEST_SKIP;
+        ASSERT_OK(infinirtStreamDestroy(s));
+        ASSERT_OK(infinirtFree(d1));
+        ASSERT_OK(infinirtFree(d2));
+        ASSERT_OK(infinirtFreeHost(host));
+        free(back);
+        TC_UNSUPPORTED(TC_HOST_FUNCTIONS);
     }
     ASSERT_OK(hs);
+    TC_SUPPORTED(TC_HOST_FUNCTIONS);
     ASSERT_OK(infinirtMemcpyAsync(d2, host, n, INFINIRT_MEMCPY_H2D, s)); /* after: sees 0xcd */
     ASSERT_OK(infinirtMemcpyAsync(back, d2, n, INFINIRT_MEMCPY_D2H, s));
     ASSERT_OK(infinirtStreamSynchronize(s));
@@ -914,9 +919,10 @@ int test_conformance_peer_memset_free(void)
         tc_gate_open(&gate); /* the backend refuses peer writes: nothing to check */
         ASSERT_OK(infinirtStreamDestroy(s0));
         ASSERT_OK(infinirtFree(p));
-        return TEST_SKIP;
+        TC_UNSUPPORTED(TC_PEER_ACCESS);
     }
     ASSERT_OK(st);
+    TC_SUPPORTED(TC_PEER_ACCESS);
     /* Free and reuse from a thread of their own: without the cache the
      * free waits for the gated write. */
     refree_arg arg = {.h = p, .n = N, .type = tc_device_type(), .device = 1, .device_memory = true};
@@ -1027,11 +1033,9 @@ int test_conformance_d2d_across_backends(void)
     tc_pattern(want, N, 41);
     /* Both ends must exist: a suite run on another backend may have no CPU
      * device configured. */
-    int ncpu = 0, rc = tc_use_device(0);
-    if (rc == TEST_OK && (infinirtGetDeviceCount(INFINI_DEVICE_CPU, &ncpu) != INFINI_STATUS_SUCCESS || ncpu < 1)) {
-        fprintf(stderr, "no cpu device to copy with: skipping\n");
-        rc = TEST_SKIP;
-    }
+    int rc = tc_use_device(0);
+    if (rc == TEST_OK)
+        rc = tc_needs_devices(INFINI_DEVICE_CPU, 1);
     if (rc != TEST_OK) {
         free(want);
         free(got);

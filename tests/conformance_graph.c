@@ -210,9 +210,9 @@ static void noop_fn(void *arg)
     (void)arg;
 }
 
-/* TEST_SKIP (the stream destroyed) when the backend has no host functions:
- * then none can be captured either (LaunchHostFunc answers NOT_IMPLEMENTED
- * inside a capture as outside). */
+/* tc_unsupported(TC_HOST_FUNCTIONS) (the stream destroyed) when the backend
+ * has no host functions: then none can be captured either (LaunchHostFunc
+ * answers NOT_IMPLEMENTED inside a capture as outside). */
 static int host_fns_or_skip(infinirtStream_t s)
 {
     infiniStatus_t st = infinirtLaunchHostFunc(s, noop_fn, NULL);
@@ -223,10 +223,10 @@ static int host_fns_or_skip(infinirtStream_t s)
         ASSERT_OK(infinirtStreamEndCapture(s, &g)); /* the refusal left the capture valid */
         ASSERT_OK(infinirtGraphDestroy(g));
         ASSERT_OK(infinirtStreamDestroy(s));
-        fprintf(stderr, "the backend has no host functions: skipped\n");
-        return TEST_SKIP;
+        TC_UNSUPPORTED(TC_HOST_FUNCTIONS);
     }
     ASSERT_OK(st);
+    TC_SUPPORTED(TC_HOST_FUNCTIONS);
     ASSERT_OK(infinirtStreamSynchronize(s));
     return TEST_OK;
 }
@@ -499,12 +499,9 @@ int test_conformance_graph_malloc_not_stream_cache(void)
 {
     CHECK(tc_use_device(0));
     CHECK(tc_needs_async());
-    infinirtAllocatorSettings_t as;
-    ASSERT_OK(infinirtGetAllocatorSettings(&as));
-    if (!as.enabled) {
-        fprintf(stderr, "skipped: no cache without the caching allocator (a free waits for the work instead)\n");
-        return TEST_SKIP;
-    }
+    /* Without the caching allocator there is no cache: a free waits for
+     * the work instead. */
+    CHECK(tc_needs_caching_allocator(false));
     infinirtStream_t s;
     ASSERT_OK(tc_stream_create_nonblocking(&s));
     static tc_gate gate;

@@ -337,10 +337,11 @@ int test_conformance_foreign_memory(void)
     if (f1 == NULL || f2 == NULL) {
         foreign_free(f1);
         foreign_free(f2);
-        fprintf(stderr, "no foreign device memory can be made for %s here: skipped\n",
+        fprintf(stderr, "no foreign device memory can be made for %s here\n",
                 infinirtGetDeviceTypeName(tc_device_type()));
-        return TEST_SKIP;
+        TC_UNSUPPORTED(TC_FOREIGN_MEMORY);
     }
+    TC_SUPPORTED(TC_FOREIGN_MEMORY);
     unsigned char *p1 = malloc(M), *p2 = malloc(M), *want = malloc(M), *g = malloc(M);
     ASSERT(p1 && p2 && want && g);
     tc_pattern(p1, M, 21);
@@ -492,12 +493,8 @@ int test_conformance_foreign_refused(void)
 int test_conformance_lookup_after_free(void)
 {
     CHECK(tc_use_device(0));
-    infinirtAllocatorSettings_t as;
-    ASSERT_OK(infinirtGetAllocatorSettings(&as));
-    if (!as.enabled || as.release_on_free) {
-        fprintf(stderr, "freed memory goes back to the backend: nothing of it to refuse; skipped\n");
-        return TEST_SKIP;
-    }
+    /* Freed memory that goes back to the backend leaves nothing to refuse. */
+    CHECK(tc_needs_caching_allocator(true));
     enum { LN = 4096 };
     static unsigned char h[LN], back[LN];
     tc_pattern(h, LN, 5);
