@@ -51,7 +51,10 @@
     X(conformance, graph_bad_handles)             \
     X(conformance, graph_infinicore_flow)         \
     X(conformance, graph_fork_join)               \
-    X(conformance, resource_snapshot)
+    X(conformance, resource_snapshot)             \
+    X(conformance, events_while_held)             \
+    X(conformance, event_rerecord_while_held)     \
+    X(conformance, stream_wait_event_while_held)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \
