@@ -184,7 +184,13 @@
     X(cpu, idle_small_copy_on_caller)          \
     X(cpu, native_work_free_streams_counted)   \
     X(cpu, pool_first_work_one_thread)         \
-    X(cpu, abi_fields)
+    X(cpu, abi_fields)                         \
+    X(ledger, set_device)                      \
+    X(ledger, malloc_free)                     \
+    X(ledger, copies)                          \
+    X(ledger, events)                          \
+    X(ledger, free_async_fence)                \
+    X(ledger, graph)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
