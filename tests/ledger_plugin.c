@@ -212,13 +212,13 @@ static infiniStatus_t ledger_mem_info(int dev, size_t *free_b, size_t *total_b)
 }
 
 /* Writes down "op dev=D" with nothing else to say. */
-#define LEDGER_SIMPLE(fn, op)                          \
-    static infiniStatus_t fn(int dev)                  \
-    {                                                  \
-        pthread_mutex_lock(&g_mu);                     \
-        note(op " dev=%d", dev);                       \
-        pthread_mutex_unlock(&g_mu);                   \
-        return INFINI_STATUS_SUCCESS;                  \
+#define LEDGER_SIMPLE(fn, op)         \
+    static infiniStatus_t fn(int dev) \
+    {                                 \
+        pthread_mutex_lock(&g_mu);    \
+        note(op " dev=%d", dev);      \
+        pthread_mutex_unlock(&g_mu);  \
+        return INFINI_STATUS_SUCCESS; \
     }
 LEDGER_SIMPLE(ledger_device_sync, "device_synchronize")
 LEDGER_SIMPLE(ledger_set_device, "set_device")

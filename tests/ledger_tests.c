@@ -33,9 +33,8 @@ static struct {
 static int ledger_start(void)
 {
     char cfg[2048];
-    snprintf(cfg, sizeof cfg,
-             "[plugin.cpu]\nlibrary = %s\n\n[plugin.ledger]\nlibrary = %s\ndevices = 2\n", CPU_PLUGIN,
-             LEDGER_PLUGIN);
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n\n[plugin.ledger]\nlibrary = %s\ndevices = 2\n",
+             CPU_PLUGIN, LEDGER_PLUGIN);
     tc_use_config(cfg);
     int n = 0;
     ASSERT_OK(infinirtGetDeviceCount(METAX, &n));
@@ -71,8 +70,10 @@ static int ledger_is(const char *want, const char *file, int line)
         g++;
         w++;
     }
-    fprintf(stderr, "%s:%d: FAIL: the plugin received other calls (first difference on line %d)\n--- want\n%s--- got\n%s---\n",
-            file, line, at, want, got);
+    fprintf(
+        stderr,
+        "%s:%d: FAIL: the plugin received other calls (first difference on line %d)\n--- want\n%s--- got\n%s---\n",
+        file, line, at, want, got);
     return TEST_FAIL;
 }
 #define ASSERT_LEDGER(want) CHECK(ledger_is((want), __FILE__, __LINE__))
