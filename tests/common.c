@@ -61,6 +61,18 @@ void tc_pattern(void *buf, size_t n, unsigned seed)
     }
 }
 
+int tc_device_all(const void *d, size_t n, unsigned char v)
+{
+    unsigned char *b = malloc(n);
+    ASSERT(b != NULL);
+    ASSERT_OK(infinirtMemcpy(b, d, n, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != v)
+            TEST_FAILED_("device byte %zu of %zu is 0x%02x, want 0x%02x", i, n, b[i], v);
+    free(b);
+    return TEST_OK;
+}
+
 const char *tc_temp_dir(void)
 {
     static char dir[256];
@@ -361,6 +373,22 @@ void tc_gate_timeouts_reset(void)
     __atomic_store_n(&g_gate_timeouts, 0, __ATOMIC_SEQ_CST);
 }
 
+/* What a host function launched to hold a stream says of the backend:
+ * launched with status st, and run on the caller's thread (ran_inline). */
+static int host_fn_verdict(infiniStatus_t st, bool ran_inline)
+{
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+        return tc_unsupported(TC_HOST_FUNCTIONS);
+    if (st != INFINI_STATUS_SUCCESS) {
+        fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
+        return TEST_FAIL;
+    }
+    CHECK(tc_supported(TC_HOST_FUNCTIONS));
+    if (ran_inline) /* stream work runs on the caller's thread */
+        return tc_unsupported(TC_ASYNC_STREAMS);
+    return tc_supported(TC_ASYNC_STREAMS);
+}
+
 /* Gates handed to host functions, so the runner can open them all when a
  * test returns early on a failed assertion: otherwise the held stream's
  * worker would wait for ever and the process hang at exit instead of
@@ -388,16 +416,7 @@ int tc_hold_stream(infinirtStream_t s, tc_gate *g)
     g->launcher = pthread_self();
     g->armed = 1;
     infiniStatus_t st = infinirtLaunchHostFunc(s, tc_gate_wait_fn, g);
-    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
-        return tc_unsupported(TC_HOST_FUNCTIONS);
-    if (st != INFINI_STATUS_SUCCESS) {
-        fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
-        return TEST_FAIL;
-    }
-    CHECK(tc_supported(TC_HOST_FUNCTIONS));
-    if (g->ran_inline) /* stream work runs on the caller's thread */
-        return tc_unsupported(TC_ASYNC_STREAMS);
-    return tc_supported(TC_ASYNC_STREAMS);
+    return host_fn_verdict(st, st == INFINI_STATUS_SUCCESS && g->ran_inline);
 }
 
 typedef struct {
@@ -424,16 +443,7 @@ int tc_needs_async(void)
                       pthread_equal(seen.t, pthread_self());
     infinirtStreamSynchronize(s);
     infinirtStreamDestroy(s);
-    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
-        return tc_unsupported(TC_HOST_FUNCTIONS);
-    if (st != INFINI_STATUS_SUCCESS) {
-        fprintf(stderr, "infinirtLaunchHostFunc failed: %s\n", infinirtGetErrorName(st));
-        return TEST_FAIL;
-    }
-    CHECK(tc_supported(TC_HOST_FUNCTIONS));
-    if (inline_ran)
-        return tc_unsupported(TC_ASYNC_STREAMS);
-    return tc_supported(TC_ASYNC_STREAMS);
+    return host_fn_verdict(st, inline_ran);
 }
 
 void tc_gate_open(tc_gate *g)

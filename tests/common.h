@@ -17,6 +17,8 @@ infiniDevice_t tc_device_type(void);
 int tc_use_device(int id);
 /* Fill buf with a pattern derived from seed. */
 void tc_pattern(void *buf, size_t n, unsigned seed);
+/* Every byte of device memory d equals v (read with a synchronous copy). */
+int tc_device_all(const void *d, size_t n, unsigned char v);
 /* Write `text` to a fresh file in a private temp folder; returns its path
  * (static storage, valid until the next call). */
 const char *tc_write_temp(const char *name, const char *text);

@@ -129,16 +129,37 @@ int test_conformance_events_while_held(void)
     return TEST_OK;
 }
 
-/* Every byte of device memory d equals v (read with a synchronous copy). */
-static int device_all(const void *d, size_t n, unsigned char v)
+/* The event is complete (query), after a synchronize of it. */
+static int synced_complete(infinirtEvent_t e)
 {
-    unsigned char *b = malloc(n);
-    ASSERT(b != NULL);
-    ASSERT_OK(infinirtMemcpy(b, d, n, INFINIRT_MEMCPY_D2H));
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != v)
-            TEST_FAILED_("device byte %zu of %zu is 0x%02x, want 0x%02x", i, n, b[i], v);
-    free(b);
+    infinirtEventStatus_t st;
+    ASSERT_OK(infinirtEventSynchronize(e));
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+    return TEST_OK;
+}
+
+/* What the re-record tests use: streams s and other, events e and after. */
+typedef struct {
+    infinirtStream_t s, other;
+    infinirtEvent_t e, after;
+} rerecorders;
+
+static int rerecorders_make(rerecorders *r)
+{
+    ASSERT_OK(infinirtStreamCreate(&r->s));
+    ASSERT_OK(infinirtStreamCreate(&r->other));
+    ASSERT_OK(infinirtEventCreate(&r->e));
+    ASSERT_OK(infinirtEventCreate(&r->after));
+    return TEST_OK;
+}
+
+static int rerecorders_free(rerecorders *r)
+{
+    ASSERT_OK(infinirtEventDestroy(r->e));
+    ASSERT_OK(infinirtEventDestroy(r->after));
+    ASSERT_OK(infinirtStreamDestroy(r->s));
+    ASSERT_OK(infinirtStreamDestroy(r->other));
     return TEST_OK;
 }
 
@@ -150,40 +171,29 @@ int test_conformance_event_rerecord(void)
 {
     CHECK(tc_use_device(0));
     size_t n = 8 * MiB;
-    infinirtStream_t s, other;
-    infinirtEvent_t e, after;
+    rerecorders r;
     infinirtEventStatus_t st;
     void *d, *d2;
     ASSERT_OK(infinirtMalloc(&d, n));
     ASSERT_OK(infinirtMalloc(&d2, n));
-    ASSERT_OK(infinirtStreamCreate(&s));
-    ASSERT_OK(infinirtStreamCreate(&other));
-    ASSERT_OK(infinirtEventCreate(&e));
-    ASSERT_OK(infinirtEventCreate(&after));
+    CHECK(rerecorders_make(&r));
     for (int round = 0; round < 2; round++) {
-        ASSERT_OK(infinirtEventRecord(e, s));
-        ASSERT_OK(infinirtEventSynchronize(e));
-        ASSERT_OK(infinirtEventQuery(e, &st));
-        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtEventRecord(r.e, r.s));
+        CHECK(synced_complete(r.e));
 
         unsigned char v = (unsigned char)(0x31 + round);
-        ASSERT_OK(infinirtMemsetAsync(d, v, n, s));
-        ASSERT_OK(infinirtEventRecord(e, s));
-        ASSERT_OK(infinirtStreamWaitEvent(other, e));
-        ASSERT_OK(infinirtMemcpyAsync(d2, d, n, INFINIRT_MEMCPY_D2D, other));
-        ASSERT_OK(infinirtEventRecord(after, other));
-        ASSERT_OK(infinirtEventSynchronize(e));
-        ASSERT_OK(infinirtEventQuery(e, &st));
+        ASSERT_OK(infinirtMemsetAsync(d, v, n, r.s));
+        ASSERT_OK(infinirtEventRecord(r.e, r.s));
+        ASSERT_OK(infinirtStreamWaitEvent(r.other, r.e));
+        ASSERT_OK(infinirtMemcpyAsync(d2, d, n, INFINIRT_MEMCPY_D2D, r.other));
+        ASSERT_OK(infinirtEventRecord(r.after, r.other));
+        CHECK(synced_complete(r.e));
+        ASSERT_OK(infinirtStreamSynchronize(r.other));
+        ASSERT_OK(infinirtEventQuery(r.after, &st));
         ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
-        ASSERT_OK(infinirtStreamSynchronize(other));
-        ASSERT_OK(infinirtEventQuery(after, &st));
-        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
-        CHECK(device_all(d2, n, v)); /* `other` copied after the new record's memset */
+        CHECK(tc_device_all(d2, n, v)); /* `other` copied after the new record's memset */
     }
-    ASSERT_OK(infinirtEventDestroy(e));
-    ASSERT_OK(infinirtEventDestroy(after));
-    ASSERT_OK(infinirtStreamDestroy(s));
-    ASSERT_OK(infinirtStreamDestroy(other));
+    CHECK(rerecorders_free(&r));
     ASSERT_OK(infinirtFree(d));
     ASSERT_OK(infinirtFree(d2));
     return TEST_OK;
@@ -195,42 +205,70 @@ int test_conformance_event_rerecord_while_held(void)
 {
     CHECK(tc_use_device(0));
     CHECK(tc_needs_async());
-    infinirtStream_t s, other;
-    infinirtEvent_t e, after;
+    rerecorders r;
     infinirtEventStatus_t st;
-    ASSERT_OK(infinirtStreamCreate(&s));
-    ASSERT_OK(infinirtStreamCreate(&other));
-    ASSERT_OK(infinirtEventCreate(&e));
-    ASSERT_OK(infinirtEventCreate(&after));
+    CHECK(rerecorders_make(&r));
     for (int round = 0; round < 2; round++) {
-        ASSERT_OK(infinirtEventRecord(e, s));
-        ASSERT_OK(infinirtEventSynchronize(e));
-        ASSERT_OK(infinirtEventQuery(e, &st));
-        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtEventRecord(r.e, r.s));
+        CHECK(synced_complete(r.e));
 
         static tc_gate gates[2]; /* static: the runner may open them after we return */
         tc_gate *g = &gates[round];
-        CHECK(tc_hold_stream(s, g));
-        ASSERT_OK(infinirtEventRecord(e, s));
-        ASSERT_OK(infinirtStreamWaitEvent(other, e));
-        ASSERT_OK(infinirtEventRecord(after, other));
+        CHECK(tc_hold_stream(r.s, g));
+        ASSERT_OK(infinirtEventRecord(r.e, r.s));
+        ASSERT_OK(infinirtStreamWaitEvent(r.other, r.e));
+        ASSERT_OK(infinirtEventRecord(r.after, r.other));
         tc_sleep_ms(10); /* time for a wrong answer to show */
-        ASSERT_OK(infinirtEventQuery(e, &st));
+        ASSERT_OK(infinirtEventQuery(r.e, &st));
         ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
-        ASSERT_OK(infinirtEventQuery(after, &st));
+        ASSERT_OK(infinirtEventQuery(r.after, &st));
         ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY); /* `other` waits for the new record */
         tc_gate_open(g);
-        ASSERT_OK(infinirtEventSynchronize(e));
-        ASSERT_OK(infinirtEventQuery(e, &st));
-        ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
-        ASSERT_OK(infinirtStreamSynchronize(other));
-        ASSERT_OK(infinirtEventQuery(after, &st));
+        CHECK(synced_complete(r.e));
+        ASSERT_OK(infinirtStreamSynchronize(r.other));
+        ASSERT_OK(infinirtEventQuery(r.after, &st));
         ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
     }
-    ASSERT_OK(infinirtEventDestroy(e));
-    ASSERT_OK(infinirtEventDestroy(after));
-    ASSERT_OK(infinirtStreamDestroy(s));
-    ASSERT_OK(infinirtStreamDestroy(other));
+    return rerecorders_free(&r);
+}
+
+/* What the stream-wait tests use: pinned host buffers a and b, device
+ * buffers d and d2 (zeroed), streams sa and sb, events e and done. */
+typedef struct {
+    size_t n;
+    unsigned char *a, *b;
+    void *d, *d2;
+    infinirtStream_t sa, sb;
+    infinirtEvent_t e, done;
+} waiters;
+
+static int waiters_make(waiters *w, size_t n)
+{
+    w->n = n;
+    ASSERT_OK(infinirtMallocHost((void **)&w->a, n));
+    ASSERT_OK(infinirtMallocHost((void **)&w->b, n));
+    memset(w->b, 0, n);
+    ASSERT_OK(infinirtMalloc(&w->d, n));
+    ASSERT_OK(infinirtMalloc(&w->d2, n));
+    ASSERT_OK(infinirtMemset(w->d, 0, n));
+    ASSERT_OK(infinirtMemset(w->d2, 0, n));
+    ASSERT_OK(infinirtStreamCreate(&w->sa));
+    ASSERT_OK(infinirtStreamCreate(&w->sb));
+    ASSERT_OK(infinirtEventCreate(&w->e));
+    ASSERT_OK(infinirtEventCreate(&w->done));
+    return TEST_OK;
+}
+
+static int waiters_free(waiters *w)
+{
+    ASSERT_OK(infinirtEventDestroy(w->e));
+    ASSERT_OK(infinirtEventDestroy(w->done));
+    ASSERT_OK(infinirtStreamDestroy(w->sa));
+    ASSERT_OK(infinirtStreamDestroy(w->sb));
+    ASSERT_OK(infinirtFree(w->d));
+    ASSERT_OK(infinirtFree(w->d2));
+    ASSERT_OK(infinirtFreeHost(w->a));
+    ASSERT_OK(infinirtFreeHost(w->b));
     return TEST_OK;
 }
 
@@ -240,40 +278,21 @@ int test_conformance_event_rerecord_while_held(void)
 int test_conformance_stream_wait_event(void)
 {
     CHECK(tc_use_device(0));
-    size_t n = 4 * MiB;
-    unsigned char *a, *b;
-    ASSERT_OK(infinirtMallocHost((void **)&a, n));
-    ASSERT_OK(infinirtMallocHost((void **)&b, n));
-    void *d, *d2;
-    ASSERT_OK(infinirtMalloc(&d, n));
-    ASSERT_OK(infinirtMalloc(&d2, n));
-    ASSERT_OK(infinirtMemset(d, 0, n));
-    ASSERT_OK(infinirtMemset(d2, 0, n));
-    infinirtStream_t sa, sb;
-    infinirtEvent_t e;
-    ASSERT_OK(infinirtStreamCreate(&sa));
-    ASSERT_OK(infinirtStreamCreate(&sb));
-    ASSERT_OK(infinirtEventCreate(&e));
+    waiters w;
+    CHECK(waiters_make(&w, 4 * MiB));
     for (unsigned round = 0; round < 3; round++) {
-        memset(b, 0, n);
-        tc_pattern(a, n, 9 + round);
-        ASSERT_OK(infinirtMemcpyAsync(d, a, n, INFINIRT_MEMCPY_H2D, sa));
-        ASSERT_OK(infinirtMemcpyAsync(d2, d, n, INFINIRT_MEMCPY_D2D, sa));
-        ASSERT_OK(infinirtEventRecord(e, sa));
-        ASSERT_OK(infinirtStreamWaitEvent(sb, e));
-        ASSERT_OK(infinirtMemcpyAsync(b, d2, n, INFINIRT_MEMCPY_D2H, sb));
-        ASSERT_OK(infinirtStreamSynchronize(sb));
-        ASSERT_MEM_EQ(a, b, n);
+        memset(w.b, 0, w.n);
+        tc_pattern(w.a, w.n, 9 + round);
+        ASSERT_OK(infinirtMemcpyAsync(w.d, w.a, w.n, INFINIRT_MEMCPY_H2D, w.sa));
+        ASSERT_OK(infinirtMemcpyAsync(w.d2, w.d, w.n, INFINIRT_MEMCPY_D2D, w.sa));
+        ASSERT_OK(infinirtEventRecord(w.e, w.sa));
+        ASSERT_OK(infinirtStreamWaitEvent(w.sb, w.e));
+        ASSERT_OK(infinirtMemcpyAsync(w.b, w.d2, w.n, INFINIRT_MEMCPY_D2H, w.sb));
+        ASSERT_OK(infinirtStreamSynchronize(w.sb));
+        ASSERT_MEM_EQ(w.a, w.b, w.n);
     }
-    ASSERT_STATUS(infinirtStreamWaitEvent(sb, (infinirtEvent_t)a), INFINI_STATUS_BAD_PARAM);
-    ASSERT_OK(infinirtEventDestroy(e));
-    ASSERT_OK(infinirtStreamDestroy(sa));
-    ASSERT_OK(infinirtStreamDestroy(sb));
-    ASSERT_OK(infinirtFree(d));
-    ASSERT_OK(infinirtFree(d2));
-    ASSERT_OK(infinirtFreeHost(a));
-    ASSERT_OK(infinirtFreeHost(b));
-    return TEST_OK;
+    ASSERT_STATUS(infinirtStreamWaitEvent(w.sb, (infinirtEvent_t)w.a), INFINI_STATUS_BAD_PARAM);
+    return waiters_free(&w);
 }
 
 /* Stream B waits for an event of stream A without blocking the host, and
@@ -285,41 +304,22 @@ int test_conformance_stream_wait_event_while_held(void)
 {
     CHECK(tc_use_device(0));
     CHECK(tc_needs_async());
-    size_t n = 4 * MiB;
-    unsigned char *a, *b;
-    ASSERT_OK(infinirtMallocHost((void **)&a, n));
-    ASSERT_OK(infinirtMallocHost((void **)&b, n));
-    memset(b, 0, n);
-    tc_pattern(a, n, 9);
-    void *d;
-    ASSERT_OK(infinirtMalloc(&d, n));
-    ASSERT_OK(infinirtMemset(d, 0, n));
-    infinirtStream_t sa, sb;
-    infinirtEvent_t e, done;
-    ASSERT_OK(infinirtStreamCreate(&sa));
-    ASSERT_OK(infinirtStreamCreate(&sb));
-    ASSERT_OK(infinirtEventCreate(&e));
-    ASSERT_OK(infinirtEventCreate(&done));
+    waiters w;
+    CHECK(waiters_make(&w, 4 * MiB));
+    tc_pattern(w.a, w.n, 9);
     static tc_gate gate; /* static: the runner may open it after we return */
-    CHECK(tc_hold_stream(sa, &gate));
-    ASSERT_OK(infinirtMemcpyAsync(d, a, n, INFINIRT_MEMCPY_H2D, sa));
-    ASSERT_OK(infinirtEventRecord(e, sa));
-    ASSERT_OK(infinirtStreamWaitEvent(sb, e)); /* returns while sa is held */
-    ASSERT_OK(infinirtMemcpyAsync(b, d, n, INFINIRT_MEMCPY_D2H, sb));
-    ASSERT_OK(infinirtEventRecord(done, sb));
+    CHECK(tc_hold_stream(w.sa, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(w.d, w.a, w.n, INFINIRT_MEMCPY_H2D, w.sa));
+    ASSERT_OK(infinirtEventRecord(w.e, w.sa));
+    ASSERT_OK(infinirtStreamWaitEvent(w.sb, w.e)); /* returns while sa is held */
+    ASSERT_OK(infinirtMemcpyAsync(w.b, w.d, w.n, INFINIRT_MEMCPY_D2H, w.sb));
+    ASSERT_OK(infinirtEventRecord(w.done, w.sb));
     tc_sleep_ms(10);
     infinirtEventStatus_t st;
-    ASSERT_OK(infinirtEventQuery(done, &st));
+    ASSERT_OK(infinirtEventQuery(w.done, &st));
     ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY); /* sb is waiting on sa */
     tc_gate_open(&gate);
-    ASSERT_OK(infinirtStreamSynchronize(sb));
-    ASSERT_MEM_EQ(a, b, n);
-    ASSERT_OK(infinirtEventDestroy(e));
-    ASSERT_OK(infinirtEventDestroy(done));
-    ASSERT_OK(infinirtStreamDestroy(sa));
-    ASSERT_OK(infinirtStreamDestroy(sb));
-    ASSERT_OK(infinirtFree(d));
-    ASSERT_OK(infinirtFreeHost(a));
-    ASSERT_OK(infinirtFreeHost(b));
-    return TEST_OK;
+    ASSERT_OK(infinirtStreamSynchronize(w.sb));
+    ASSERT_MEM_EQ(w.a, w.b, w.n);
+    return waiters_free(&w);
 }

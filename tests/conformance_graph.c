@@ -44,19 +44,6 @@ static int pinned(unsigned char **h, size_t n, int fill)
     return TEST_OK;
 }
 
-/* Every byte of device memory d equals v (read with a synchronous copy). */
-static int device_all(const void *d, size_t n, unsigned char v)
-{
-    unsigned char *b = malloc(n);
-    ASSERT(b != NULL);
-    ASSERT_OK(infinirtMemcpy(b, d, n, INFINIRT_MEMCPY_D2H));
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != v)
-            TEST_FAILED_("device byte %zu of %zu is 0x%02x, want 0x%02x", i, n, b[i], v);
-    free(b);
-    return TEST_OK;
-}
-
 static int host_all(const unsigned char *h, size_t n, unsigned char v)
 {
     for (size_t i = 0; i < n; i++)
@@ -184,7 +171,7 @@ int test_conformance_graph_replay(void)
         ASSERT_OK(infinirtMemcpyAsync(hout, d, N, INFINIRT_MEMCPY_D2H, s));
         CHECK(end_ok(s, &g));
         ASSERT_OK(infinirtStreamSynchronize(s));
-        CHECK(device_all(d, N, 0)); /* captured, not run */
+        CHECK(tc_device_all(d, N, 0)); /* captured, not run */
         CHECK(host_all(hout, N, 0));
         infinirtGraphExec_t x;
         CHECK(instantiate(&x, g));
@@ -328,7 +315,7 @@ int test_conformance_graph_chain_other_stream(void)
     CHECK(instantiate(&x, g));
     ASSERT_OK(infinirtStreamSynchronize(a));
     ASSERT_EQ(st.k, 0);
-    CHECK(device_all(d1, N, 0));
+    CHECK(tc_device_all(d1, N, 0));
 
     ASSERT_OK(infinirtGraphLuanch(x, b));
     ASSERT_OK(infinirtGraphLuanch(x, b));
@@ -337,8 +324,8 @@ int test_conformance_graph_chain_other_stream(void)
     ASSERT_MEM_EQ(st.snaps[0], want, N);
     ASSERT_MEM_EQ(st.snaps[1], want, N);
     CHECK(host_all(hout, N, 0));
-    CHECK(device_all(d1, N, 0));
-    CHECK(device_all(d2, N, 0));
+    CHECK(tc_device_all(d1, N, 0));
+    CHECK(tc_device_all(d2, N, 0));
     CHECK(stream_works(a, d1, 22)); /* the capturing stream is free again */
 
     ASSERT_OK(infinirtGraphExecDestroy(x));
@@ -992,7 +979,7 @@ int test_conformance_graph_bad_handles(void)
         ASSERT_OK(infinirtStreamDestroy(s_other[i]));
     }
     ASSERT_OK(infinirtDeviceSynchronize());
-    CHECK(device_all(d, N, 0)); /* no refused launch ran */
+    CHECK(tc_device_all(d, N, 0)); /* no refused launch ran */
 
     /* NULL: the default stream of the graph's device, whatever is current. */
     if (n >= 2)
@@ -1000,7 +987,7 @@ int test_conformance_graph_bad_handles(void)
     ASSERT_OK(infinirtGraphLaunch(x, NULL));
     ASSERT_OK(infinirtSetDevice(tc_device_type(), 0));
     ASSERT_OK(infinirtDeviceSynchronize());
-    CHECK(device_all(d, N, 0x17));
+    CHECK(tc_device_all(d, N, 0x17));
 
     /* Destroyed: the graph first; its exec still launches. */
     ASSERT_OK(infinirtMemset(d, 0, N));
@@ -1010,7 +997,7 @@ int test_conformance_graph_bad_handles(void)
     ASSERT_PTR_EQ(x2, NULL);
     ASSERT_OK(infinirtGraphLaunch(x, s));
     ASSERT_OK(infinirtStreamSynchronize(s));
-    CHECK(device_all(d, N, 0x17));
+    CHECK(tc_device_all(d, N, 0x17));
     ASSERT_OK(infinirtGraphExecDestroy(x));
     ASSERT_STATUS(infinirtGraphExecDestroy(x), INFINI_STATUS_BAD_PARAM);
     ASSERT_STATUS(infinirtGraphLuanch(x, s), INFINI_STATUS_BAD_PARAM);
@@ -1099,7 +1086,7 @@ static int ic_run(ic_ops *o, ic_device_graph dg[2], unsigned seed, bool correct_
     ASSERT_OK(infinirtStreamSynchronize(o->stream));
     ASSERT_MEM_EQ(o->hout, o->hin, N / 2);
     CHECK(host_all(o->hout + N / 2, N / 2, 0x77));
-    CHECK(device_all(o->a, N, 0)); /* the eager segment ran between */
+    CHECK(tc_device_all(o->a, N, 0)); /* the eager segment ran between */
     return TEST_OK;
 }
 
@@ -1185,8 +1172,8 @@ int test_conformance_graph_fork_join(void)
     ASSERT_OK(infinirtStreamSynchronize(a));
     ASSERT_OK(infinirtStreamSynchronize(b));
     CHECK(host_all(hout, N, 0)); /* neither branch ran at capture */
-    CHECK(device_all(d1, N, 0));
-    CHECK(device_all(d2, N, 0));
+    CHECK(tc_device_all(d1, N, 0));
+    CHECK(tc_device_all(d2, N, 0));
     infinirtGraphExec_t x;
     CHECK(instantiate(&x, g));
     for (unsigned k = 0; k < 3; k++) {
@@ -1195,9 +1182,9 @@ int test_conformance_graph_fork_join(void)
         memset(hout, 0, N);
         ASSERT_OK(infinirtGraphLaunch(x, on));
         ASSERT_OK(infinirtStreamSynchronize(on));
-        ASSERT_MEM_EQ(hout, hin, N); /* B's copy ran after A's first, before A's last */
-        CHECK(device_all(d1, N, 0)); /* B's memset ran after its copy */
-        CHECK(device_all(d2, N, 0));
+        ASSERT_MEM_EQ(hout, hin, N);    /* B's copy ran after A's first, before A's last */
+        CHECK(tc_device_all(d1, N, 0)); /* B's memset ran after its copy */
+        CHECK(tc_device_all(d2, N, 0));
     }
     CHECK(stream_works(b, d1, 90));
     CHECK(stream_works(a, d1, 91));

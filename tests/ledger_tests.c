@@ -78,6 +78,14 @@ static int ledger_is(const char *want, const char *file, int line)
 }
 #define ASSERT_LEDGER(want) CHECK(ledger_is((want), __FILE__, __LINE__))
 
+/* What StreamDestroy asks of the plugin for stream S of device D: it
+ * drains the stream, the release of its last reference drains it again
+ * (handles.c stream_free, before its cached blocks move), then destroys. */
+#define DESTROYED(D, S)                    \
+    "stream_synchronize dev=" D " " S "\n" \
+    "stream_synchronize dev=" D " " S "\n" \
+    "stream_destroy dev=" D " " S "\n"
+
 /* SetDevice reaches the plugin with the plugin's own index; a device that
  * does not exist, or one of another plugin, reaches it not at all. */
 int test_ledger_set_device(void)
@@ -167,12 +175,8 @@ int test_ledger_copies(void)
     ASSERT_LEDGER("stream_synchronize dev=0 s1\n"
                   "stream_synchronize dev=0 null\n"
                   "device_synchronize dev=0\n");
-    /* Destroy drains the stream, and so does the release of its last
-     * reference (handles.c stream_free) before its cached blocks move. */
     ASSERT_OK(infinirtStreamDestroy(s));
-    ASSERT_LEDGER("stream_synchronize dev=0 s1\n"
-                  "stream_synchronize dev=0 s1\n"
-                  "stream_destroy dev=0 s1\n");
+    ASSERT_LEDGER(DESTROYED("0", "s1"));
     ASSERT_OK(infinirtFree(d0));
     ASSERT_OK(infinirtFree(d1));
     return TEST_OK;
@@ -215,13 +219,7 @@ int test_ledger_events(void)
     ASSERT_OK(infinirtStreamDestroy(s1));
     ASSERT_OK(infinirtStreamDestroy(s0));
     ASSERT_LEDGER("event_destroy dev=0 e1\n"
-                  "event_destroy dev=0 e2\n"
-                  "stream_synchronize dev=1 s2\n"
-                  "stream_synchronize dev=1 s2\n"
-                  "stream_destroy dev=1 s2\n"
-                  "stream_synchronize dev=0 s1\n"
-                  "stream_synchronize dev=0 s1\n"
-                  "stream_destroy dev=0 s1\n");
+                  "event_destroy dev=0 e2\n" DESTROYED("1", "s2") DESTROYED("0", "s1"));
     return TEST_OK;
 }
 
@@ -276,19 +274,14 @@ int test_ledger_free_async_fence(void)
                   "event_create dev=0 flags=0x1 -> e4\n"
                   "event_record dev=0 e4 s1\n"
                   "event_query dev=0 e1\n"
-                  "event_query dev=0 e2\n"
-                  "stream_synchronize dev=0 s1\n"
-                  "stream_synchronize dev=0 s1\n"
-                  "stream_destroy dev=0 s1\n");
+                  "event_query dev=0 e2\n" DESTROYED("0", "s1"));
     ASSERT_OK(infinirtMallocAsync(&q, N, b));
     ASSERT_PTR_EQ(q, p);
     ASSERT_LEDGER("event_query dev=0 e3\n"
                   "event_query dev=0 e4\n");
     ASSERT_OK(infinirtFreeAsync(q, b));
     ASSERT_OK(infinirtStreamDestroy(b));
-    ASSERT_LEDGER("stream_synchronize dev=0 s2\n"
-                  "stream_synchronize dev=0 s2\n"
-                  "stream_destroy dev=0 s2\n");
+    ASSERT_LEDGER(DESTROYED("0", "s2"));
     return TEST_OK;
 }
 
