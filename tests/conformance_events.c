@@ -273,16 +273,22 @@ static int waiters_free(waiters *w)
 }
 
 /* Stream B waits for an event of stream A; B's copy sees the data A wrote
- * before the record, round after round (A's work is still running when B's
- * copy is queued on a backend whose streams run asynchronously). */
+ * before the record, round after round.  A fills a large buffer first, so
+ * that on a backend whose streams run asynchronously A's copies are still
+ * to come when B's copy is queued: without the wait B reads the last
+ * round's data. */
 int test_conformance_stream_wait_event(void)
 {
     CHECK(tc_use_device(0));
     waiters w;
+    size_t nbig = 64 * MiB;
+    void *big;
     CHECK(waiters_make(&w, 4 * MiB));
-    for (unsigned round = 0; round < 3; round++) {
+    ASSERT_OK(infinirtMalloc(&big, nbig));
+    for (unsigned round = 0; round < 4; round++) {
         memset(w.b, 0, w.n);
         tc_pattern(w.a, w.n, 9 + round);
+        ASSERT_OK(infinirtMemsetAsync(big, (int)round, nbig, w.sa));
         ASSERT_OK(infinirtMemcpyAsync(w.d, w.a, w.n, INFINIRT_MEMCPY_H2D, w.sa));
         ASSERT_OK(infinirtMemcpyAsync(w.d2, w.d, w.n, INFINIRT_MEMCPY_D2D, w.sa));
         ASSERT_OK(infinirtEventRecord(w.e, w.sa));
@@ -292,6 +298,7 @@ int test_conformance_stream_wait_event(void)
         ASSERT_MEM_EQ(w.a, w.b, w.n);
     }
     ASSERT_STATUS(infinirtStreamWaitEvent(w.sb, (infinirtEvent_t)w.a), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFree(big));
     return waiters_free(&w);
 }
 
