@@ -267,7 +267,10 @@ struct infinirt__stream {
     atomic_int pins;                /* device_sync is using it with no lock held: not freed until 0 */
     atomic_uint_fast64_t submitted; /* async operations queued */
     atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
-    infinirt__stream *prev, *next;  /* in dev->streams */
+    /* StreamDestroy drained it: the last reference's drop drains again
+     * only if loader calls queued work after that drain. */
+    atomic_bool destroy_drained;
+    infinirt__stream *prev, *next; /* in dev->streams */
 };
 
 struct infinirt__event {

@@ -57,7 +57,14 @@ static infiniStatus_t stream_drain(infinirt__stream *s)
 static void stream_free(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
-    if (stream_drain(s) != INFINI_STATUS_SUCCESS) {
+    /* Usually the destroy's own drain was the last thing done on the
+     * stream: nothing queued since (every loader submission raises
+     * `submitted` past `synced`; native launches on a destroyed handle are
+     * the caller's error), so a second plugin sync would only cost. */
+    bool idle = atomic_load_explicit(&s->destroy_drained, memory_order_acquire) &&
+                atomic_load_explicit(&s->submitted, memory_order_acquire) <=
+                    atomic_load_explicit(&s->synced, memory_order_acquire);
+    if (!idle && stream_drain(s) != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s:%d (plugin %s): a destroyed stream could not be drained; its cached memory is "
                         "kept out of use",
                         infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name);
@@ -275,6 +282,8 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
      * another thread is still inside a call on it and so holds the last
      * reference; the plugin stream is destroyed when that user lets go. */
     st = stream_drain(s);
+    if (st == INFINI_STATUS_SUCCESS)
+        atomic_store_explicit(&s->destroy_drained, true, memory_order_release);
     /* Drop our reference and the handle's own. */
     infinirt__stream_put(s);
     infinirt__stream_put(s);

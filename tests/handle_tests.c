@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "common.h"
+#include "fault_tests.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -291,5 +292,62 @@ int test_threads_gate_timeout(void)
     ASSERT_EQ(tc_gate_verdict(TEST_OK), TEST_OK);
     tc_gate_timeout_ms = 30000;
     ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* ------------------------------------- work queued after a destroy's drain */
+
+typedef struct {
+    infinirtStream_t s;
+    infiniStatus_t st;
+} late_destroy;
+
+static void *late_destroy_thread(void *p)
+{
+    late_destroy *d = p;
+    d->st = infinirtStreamDestroy(d->s);
+    return NULL;
+}
+
+/* Runs inside the test's MemcpyAsync, after the plugin queued the copy and
+ * before the loader counted it: another thread destroys the stream, whose
+ * drain therefore cannot have seen the copy counted. */
+static void destroy_from_hook(void *p)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, late_destroy_thread, p) == 0)
+        pthread_join(t, NULL);
+}
+
+/* StreamDestroy drains the stream once, and the release of its last
+ * reference drains it only if a call queued work after that drain: a plain
+ * destroy costs the plugin one stream_synchronize, and a destroy racing a
+ * copy that another thread is still inside costs two, the second after the
+ * copy was counted (before the stream's cached blocks move). */
+int test_threads_destroy_drains_late_work(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    static unsigned char host[4096];
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, sizeof host));
+
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    long before = api.calls("stream_synchronize");
+    ASSERT_OK(infinirtStreamDestroy(a));
+    ASSERT_EQ(api.calls("stream_synchronize") - before, 1);
+
+    ASSERT_OK(ft_stream(&a));
+    late_destroy d = {.s = a, .st = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_EQ(api.hook("memcpy_async", destroy_from_hook, &d), 0);
+    before = api.calls("stream_synchronize");
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    ASSERT_OK(d.st);
+    ASSERT_EQ(api.calls("stream_synchronize") - before, 2);
+    ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFree(p));
     return TEST_OK;
 }

@@ -79,10 +79,10 @@ static int ledger_is(const char *want, const char *file, int line)
 #define ASSERT_LEDGER(want) CHECK(ledger_is((want), __FILE__, __LINE__))
 
 /* What StreamDestroy asks of the plugin for stream S of device D: it
- * drains the stream, the release of its last reference drains it again
- * (handles.c stream_free, before its cached blocks move), then destroys. */
+ * drains the stream once and destroys it.  The release of the last
+ * reference (stream.c stream_free) drains again only if work was queued
+ * after that drain. */
 #define DESTROYED(D, S)                    \
-    "stream_synchronize dev=" D " " S "\n" \
     "stream_synchronize dev=" D " " S "\n" \
     "stream_destroy dev=" D " " S "\n"
 

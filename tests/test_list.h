@@ -104,6 +104,7 @@
     X(threads, handle_map_churn)               \
     X(threads, sync_copy_after_default_stream) \
     X(threads, gate_timeout)                   \
+    X(threads, destroy_drains_late_work)       \
     X(memory_checks, huge_request)             \
     X(memory_checks, huge_request_limited)     \
     X(fault, table_no_event_query)             \
