@@ -112,6 +112,16 @@ sync_tree() {
             rm -f "$logs/baseline.ok" # the tree changed: check it passes again
         fi
     done
+    # A file the tree no longer has goes from the copy too: a stale header
+    # left there would shadow the one that moved (tests/test.h, say).
+    local keep
+    keep=$(mktemp)
+    git ls-files -co --exclude-standard | sort >"$keep"
+    (cd "$src" && find . -type f | sed 's|^\./||' | sort) | comm -23 - "$keep" | while IFS= read -r f; do
+        rm -f "$src/$f"
+        rm -f "$logs/baseline.ok"
+    done
+    rm -f "$keep"
 }
 
 build() { # log [reconfigure]
