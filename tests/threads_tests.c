@@ -1,0 +1,156 @@
+/*
+ * threads_tests.c - the loader under concurrent callers: the first call
+ * made by many threads at once, each thread's current device, and events
+ * destroyed while stream workers still complete or wait on them.
+ */
+#define _GNU_SOURCE
+#include "loader_tests.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+enum { NTHREADS = 16 };
+static pthread_barrier_t g_barrier;
+static int g_counts[NTHREADS];
+
+static void *first_call(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    pthread_barrier_wait(&g_barrier);
+    if (infinirtGetAllDeviceCount(counts) == INFINI_STATUS_SUCCESS)
+        g_counts[i] = counts[INFINI_DEVICE_CPU];
+    return NULL;
+}
+
+int test_threads_first_call(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 3\n", CPU_PLUGIN);
+    use_config(cfg);
+    pthread_t th[NTHREADS];
+    pthread_barrier_init(&g_barrier, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, first_call, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        ASSERT_EQ(g_counts[i], 3);
+    /* The plugin was loaded once: one "loaded" line in the log. */
+    const char *log = tc_read_file(log_path());
+    const char *first = strstr(log, "plugin cpu (");
+    ASSERT(first != NULL);
+    ASSERT(strstr(first + 1, "plugin cpu (") == NULL);
+    return TEST_OK;
+}
+
+static void *on_device_one(void *arg)
+{
+    int *ok = arg;
+    infiniDevice_t t;
+    int id = -1;
+    /* A new thread starts on the configured default, whatever others chose. */
+    *ok = infinirtGetDevice(&t, &id) == INFINI_STATUS_SUCCESS && id == 2;
+    *ok = *ok && infinirtSetDevice(INFINI_DEVICE_CPU, 1) == INFINI_STATUS_SUCCESS;
+    *ok = *ok && infinirtGetDevice(&t, &id) == INFINI_STATUS_SUCCESS && id == 1;
+    return NULL;
+}
+
+int test_threads_current_device(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[loader]\ndefault_device = cpu:2\n[plugin.cpu]\nlibrary = %s\ndevices = 3\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    pthread_t th;
+    int ok = 0;
+    ASSERT_EQ(pthread_create(&th, NULL, on_device_one, &ok), 0);
+    pthread_join(th, NULL);
+    ASSERT_EQ(ok, 1);
+    infiniDevice_t t;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(id, 0);
+    return TEST_OK;
+}
+
+/* Events are destroyed while stream workers still complete or wait on
+ * them: right after the record, from a host function on the recording
+ * stream, while another stream waits on them, and after a re-record.  The
+ * last of the handle, the queued record and the queued wait frees the
+ * event; TSan (./dev test) checks that teardown for races. */
+static infinirtStream_t g_teardown_streams[2];
+
+static void destroy_event_fn(void *e)
+{
+    infinirtEventDestroy((infinirtEvent_t)e);
+}
+
+static void *event_teardown_worker(void *arg)
+{
+    int *ok = arg;
+    infinirtStream_t a = g_teardown_streams[0], b = g_teardown_streams[1];
+    for (int i = 0; i < 400; i++) {
+        infinirtEvent_t e;
+        if (infinirtEventCreateWithFlags(&e, i & 1 ? INFINIRT_EVENT_DISABLE_TIMING : 0) != INFINI_STATUS_SUCCESS ||
+            infinirtEventRecord(e, a) != INFINI_STATUS_SUCCESS)
+            return NULL;
+        infiniStatus_t st = INFINI_STATUS_SUCCESS;
+        switch (i % 4) {
+        case 0: /* destroyed while the record is queued */
+            st = infinirtEventDestroy(e);
+            break;
+        case 1: /* destroyed while stream b waits on it */
+            st = infinirtStreamWaitEvent(b, e);
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventDestroy(e);
+            break;
+        case 2: /* destroyed by a host function queued after the record */
+            st = infinirtLaunchHostFunc(a, destroy_event_fn, e);
+            break;
+        default: /* re-recorded, queried, then destroyed */
+            st = infinirtEventRecord(e, b);
+            infinirtEventStatus_t es;
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventQuery(e, &es);
+            if (st == INFINI_STATUS_SUCCESS)
+                st = infinirtEventDestroy(e);
+            break;
+        }
+        if (st != INFINI_STATUS_SUCCESS)
+            return NULL;
+    }
+    *ok = 1;
+    return NULL;
+}
+
+int test_threads_event_teardown(void)
+{
+    char cfg[1024];
+    /* async: the events are destroyed on the streams' worker threads. */
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = async\n", CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamCreate(&g_teardown_streams[1]));
+    enum { T = 4 };
+    pthread_t th[T];
+    int ok[T] = {0};
+    for (int i = 0; i < T; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, event_teardown_worker, &ok[i]), 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++)
+        ASSERT_EQ(ok[i], 1);
+    ASSERT_OK(infinirtStreamSynchronize(g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamSynchronize(g_teardown_streams[1]));
+    ASSERT_OK(infinirtStreamDestroy(g_teardown_streams[0]));
+    ASSERT_OK(infinirtStreamDestroy(g_teardown_streams[1]));
+    return TEST_OK;
+}
