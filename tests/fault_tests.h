@@ -1,7 +1,8 @@
 /*
  * fault_tests.h - what the fault-injection tests (fault_tests.c,
- * fault_sweep.c) share: the fault device, its config, and the control
- * functions of the fault plugin (fault_plugin.c).
+ * fault_fence_tests.c, fault_sweep.c) share: the fault device, its config,
+ * the control functions of the fault plugin (fault_plugin.c), and the
+ * checks fault_tests.c defines for both test files.
  */
 #ifndef INFINIRT_TEST_FAULT_TESTS_H_
 #define INFINIRT_TEST_FAULT_TESTS_H_
@@ -12,6 +13,7 @@
 #define DEV INFINI_DEVICE_KUNLUN
 #define LIMIT ((size_t)4 << 20) /* memory_limit of the fault device */
 #define FAIL_ST INFINI_STATUS_INTERNAL_ERROR
+#define BLK ((size_t)64 << 10) /* the blocks of the data-safety checks */
 
 /* The fault plugin's control functions, found with dlsym. */
 typedef struct {
@@ -35,5 +37,14 @@ infiniStatus_t ft_stream(infinirtStream_t *s);
 int ft_find_plugin(const char *name, infinirtPluginInfo_t *out);
 /* The fault plugin is loaded: make its device 0 current, fill *api. */
 int ft_start(fault_api *api);
+/* The data-safety check (fault_tests.c): a block freed behind a copy queued
+ * on the gated stream `gated` is not handed out again, to `other` (NULL: the
+ * default stream), while that copy is pending. */
+int reuse_is_safe(infinirtStream_t gated, bool async_free, infinirtStream_t other, size_t size);
+/* Everything freed: the whole device can be allocated, the statistics
+ * balance. */
+int all_memory_back(void);
+/* How many times `needle` occurs in the log. */
+int log_count(const char *needle);
 
 #endif
