@@ -1,0 +1,402 @@
+/*
+ * conformance_in_flight.c - memory freed while queued work still uses it,
+ * written once against the public API like the rest of the conformance
+ * suite: a stream destroyed with a FreeAsync'd block pending, every
+ * asynchronous operation counted as work in flight, pinned and device
+ * memory freed behind work on another device's or another backend's
+ * stream; and the copies and frees that cross devices and backends.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+/* StreamDestroy of a stream whose FreeAsync'd block is still to be used by
+ * its queued work: while the destroy waits for that work, the block must
+ * not be handed to anyone else (the stream's cache moves to the device
+ * only after its work has completed). */
+typedef struct {
+    infinirtStream_t s;
+    void *ptr;
+    infiniDevice_t type;
+    infiniStatus_t st;
+    volatile int done;
+} destroyer_arg;
+
+static void *destroyer(void *p)
+{
+    destroyer_arg *a = p;
+    infinirtSetDevice(a->type, 0);
+    /* Here, not in the test's thread: without the allocator's cache a
+     * FreeAsync behind gated work waits for it. */
+    a->st = infinirtFreeAsync(a->ptr, a->s);
+    if (a->st == INFINI_STATUS_SUCCESS)
+        a->st = infinirtStreamDestroy(a->s);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+int test_conformance_destroy_pending_free(void)
+{
+    CHECK(tc_use_device(0));
+    enum { N = 64 * 1024 };
+    /* Non-blocking: the synchronous copies below must not wait for the
+     * gated stream (a blocking one would order them after it). */
+    infinirtStream_t s;
+    ASSERT_OK(tc_stream_create_nonblocking(&s));
+    void *p;
+    ASSERT_OK(infinirtMallocAsync(&p, N, s));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0xab, N, s));
+    destroyer_arg arg = {.s = s, .ptr = p, .type = tc_device_type()};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, destroyer, &arg), 0);
+    tc_sleep_ms(100); /* the destroy is now waiting for the gated work */
+    ASSERT_EQ(__atomic_load_n(&arg.done, __ATOMIC_SEQ_CST), 0);
+    /* Allocations of the same size, on the default stream and a new one,
+     * filled with a pattern that the gated memset must not overwrite. */
+    infinirtStream_t s2;
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    void *q1, *q2;
+    ASSERT_OK(infinirtMalloc(&q1, N));
+    ASSERT_OK(infinirtMallocAsync(&q2, N, s2));
+    ASSERT_PTR_NE(q1, p);
+    ASSERT_PTR_NE(q2, p);
+    /* Pinned: an asynchronous copy of pageable memory may wait for its
+     * stream, or complete, before it returns (CUDA's rule); nothing here
+     * may wait while the gate is shut. */
+    unsigned char *want, *got = malloc(N);
+    ASSERT_OK(infinirtMallocHost((void **)&want, N));
+    ASSERT(got != NULL);
+    tc_pattern(want, N, 11);
+    /* Both on s2: nothing here may wait for the gated stream. */
+    ASSERT_OK(infinirtMemcpyAsync(q1, want, N, INFINIRT_MEMCPY_H2D, s2));
+    ASSERT_OK(infinirtMemcpyAsync(q2, want, N, INFINIRT_MEMCPY_H2D, s2));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtMemcpy(got, q1, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtMemcpy(got, q2, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFree(q1));
+    ASSERT_OK(infinirtFreeAsync(q2, s2));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    ASSERT_OK(infinirtFreeHost(want));
+    free(got);
+    return TEST_OK;
+}
+
+/* Every asynchronous operation counts as work in flight for the allocator:
+ * a block freed while a long MemsetAsync or MemcpyAsync still writes it -
+ * the only work on its stream - is not handed out until that work is done.
+ * (A same-size allocation right after the free gets the block back only
+ * once the write finished, so the pattern written into it survives.) */
+static int check_write_then_free(bool copy)
+{
+    enum { MB = 1 << 20 };
+    size_t n = 128 * (size_t)MB, free_b = 0, total_b = 0;
+    infiniDevice_t type;
+    int id;
+    ASSERT_OK(infinirtGetDevice(&type, &id));
+    if (infinirtGetMemInfo(type, id, &free_b, &total_b) == INFINI_STATUS_SUCCESS && total_b / 4 < n)
+        n = total_b / 4 / MB * MB; /* small devices (the fake CUDA driver's) */
+    ASSERT_GE(n, (size_t)MB);
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *p, *src = NULL;
+    ASSERT_OK(infinirtMalloc(&p, n));
+    if (copy) {
+        ASSERT_OK(infinirtMalloc(&src, n));
+        ASSERT_OK(infinirtMemset(src, 0x5a, n));
+        ASSERT_OK(infinirtMemcpyAsync(p, src, n, INFINIRT_MEMCPY_D2D, s));
+    } else {
+        ASSERT_OK(infinirtMemsetAsync(p, 0xab, n, s));
+    }
+    ASSERT_OK(infinirtFree(p));
+    void *q;
+    ASSERT_OK(infinirtMalloc(&q, n));
+    unsigned char *want = malloc(MB), *got = malloc(MB);
+    ASSERT(want && got);
+    tc_pattern(want, MB, 3);
+    /* The pattern at the end of the block, which the write reaches last. */
+    ASSERT_OK(infinirtMemcpy((char *)q + n - MB, want, MB, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(got, (char *)q + n - MB, MB, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, MB);
+    ASSERT_OK(infinirtFree(q));
+    if (src != NULL)
+        ASSERT_OK(infinirtFree(src));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+int test_conformance_async_ops_fence(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(check_write_then_free(false));
+    CHECK(check_write_then_free(true));
+    return TEST_OK;
+}
+
+/* Pinned host memory read by a queued copy on another device's stream:
+ * FreeHost from device 0 must not hand it out again before that copy ran.
+ * The free runs in a thread of its own: without the cache it waits for the
+ * copy. */
+typedef struct {
+    void *h;
+    size_t n;
+    infiniDevice_t type;
+    int device;
+    bool device_memory; /* Free/Malloc (filled with 0x55) instead of FreeHost/MallocHost */
+    infiniStatus_t st;
+} refree_arg;
+
+/* Free a->h, allocate the same size again on a->type:a->device and fill it
+ * (what the gated work must not see, or overwrite); a->h becomes the new
+ * block. */
+static void *free_and_reuse(void *p)
+{
+    refree_arg *a = p;
+    void *h2 = NULL;
+    infinirtSetDevice(a->type, a->device);
+    if (a->device_memory) {
+        a->st = infinirtFree(a->h);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMalloc(&h2, a->n);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMemset(h2, 0x55, a->n);
+    } else {
+        a->st = infinirtFreeHost(a->h);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            a->st = infinirtMallocHost(&h2, a->n);
+        if (a->st == INFINI_STATUS_SUCCESS)
+            memset(h2, 0xee, a->n); /* must not reach the gated copy's source */
+    }
+    if (a->st == INFINI_STATUS_SUCCESS)
+        a->h = h2;
+    return NULL;
+}
+
+int test_conformance_pinned_other_device(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    CHECK(tc_use_device(1));
+    enum { N = 256 * 1024 };
+    infinirtStream_t s1;
+    ASSERT_OK(infinirtStreamCreate(&s1));
+    void *d1, *h;
+    ASSERT_OK(infinirtMalloc(&d1, N));
+    ASSERT_OK(infinirtMallocHost(&h, N));
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 21);
+    memcpy(h, want, N);
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s1, &gate));
+    ASSERT_OK(infinirtMemcpyAsync(d1, h, N, INFINIRT_MEMCPY_H2D, s1));
+    refree_arg arg = {.h = h, .n = N, .type = tc_device_type()};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    void *h2 = arg.h;
+    ASSERT_OK(infinirtStreamSynchronize(s1));
+    ASSERT_OK(infinirtMemcpy(got, d1, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFreeHost(h2));
+    ASSERT_OK(infinirtFree(d1));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+/* Memory of device 1 written by a gated MemsetAsync on a device-0 stream,
+ * then freed synchronously: the free waits for device 0's streams too, so
+ * the block is not handed out while that write is pending. */
+int test_conformance_peer_memset_free(void)
+{
+    CHECK(tc_use_device(1));
+    enum { N = 64 * 1024 };
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, N));
+    CHECK(tc_use_device(0));
+    infinirtStream_t s0;
+    ASSERT_OK(infinirtStreamCreate(&s0));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s0, &gate));
+    infiniStatus_t st = infinirtMemsetAsync(p, 0xaa, N, s0);
+    if (st == INFINI_STATUS_BAD_PARAM || st == INFINI_STATUS_NOT_IMPLEMENTED) {
+        tc_gate_open(&gate); /* the backend refuses peer writes: nothing to check */
+        ASSERT_OK(infinirtStreamDestroy(s0));
+        ASSERT_OK(infinirtFree(p));
+        TC_UNSUPPORTED(TC_PEER_ACCESS);
+    }
+    ASSERT_OK(st);
+    TC_SUPPORTED(TC_PEER_ACCESS);
+    /* Free and reuse from a thread of their own: without the cache the
+     * free waits for the gated write. */
+    refree_arg arg = {.h = p, .n = N, .type = tc_device_type(), .device = 1, .device_memory = true};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtStreamSynchronize(s0));
+    unsigned char *got = malloc(N);
+    ASSERT(got != NULL);
+    CHECK(tc_use_device(1));
+    ASSERT_OK(infinirtMemcpy(got, arg.h, N, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < N; i++)
+        ASSERT_EQ(got[i], 0x55); /* the new owner's bytes, not the gated memset's */
+    ASSERT_OK(infinirtFree(arg.h));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+    free(got);
+    return TEST_OK;
+}
+
+/* Issues one MemcpyAsync from a thread of its own: the test's thread stays
+ * free to open the gate when the copy waits for its stream. */
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+    infinirtStream_t s;
+    infiniStatus_t st;
+    int done;
+} copier_arg;
+
+static void *copier(void *p)
+{
+    copier_arg *a = p;
+    a->st = infinirtMemcpyAsync(a->dst, a->src, a->n, INFINIRT_MEMCPY_H2D, a->s);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Pinned memory from the CPU plugin's host pool (allocated while a CPU
+ * device is current) read by a gated copy on the target backend's stream:
+ * FreeHost must not hand it out before that copy ran, whichever backend
+ * the copy is on.  To another backend that memory may be pageable (CUDA
+ * did not pin it), and CUDA may make such a copy wait for its stream before
+ * it returns: the copy is issued from a thread of its own, and when it has
+ * not returned while the gate is shut the gate is opened first (the copy
+ * has read its source once it returned; the free checks less, the data
+ * still everything). */
+int test_conformance_pinned_other_backend(void)
+{
+    enum { N = 256 * 1024 };
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *h;
+    ASSERT_OK(infinirtMallocHost(&h, N)); /* the CPU plugin's pool */
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 31);
+    memcpy(h, want, N);
+    CHECK(tc_use_device(0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s, &gate));
+    copier_arg cp = {.dst = d, .src = h, .n = N, .s = s};
+    pthread_t tc;
+    ASSERT_EQ(pthread_create(&tc, NULL, copier, &cp), 0);
+    for (int i = 0; i < 500 && !__atomic_load_n(&cp.done, __ATOMIC_SEQ_CST); i++)
+        tc_sleep_ms(1);
+    bool queued = __atomic_load_n(&cp.done, __ATOMIC_SEQ_CST);
+    if (!queued) {
+        fprintf(stderr, "the copy of the other backend's host memory waits for its stream: "
+                        "the gate is opened before the free\n");
+        tc_gate_open(&gate);
+    }
+    ASSERT_EQ(pthread_join(tc, NULL), 0);
+    ASSERT_OK(cp.st);
+    refree_arg arg = {.h = h, .n = N, .type = INFINI_DEVICE_CPU};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(arg.st);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFreeHost(arg.h));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+/* A synchronous D2D copy between a CPU device and the target device, both
+ * ways (staged through host memory when they are different backends). */
+int test_conformance_d2d_across_backends(void)
+{
+    enum { N = 300 * 1000 };
+    unsigned char *want = malloc(N), *got = malloc(N);
+    ASSERT(want && got);
+    tc_pattern(want, N, 41);
+    /* Both ends must exist: a suite run on another backend may have no CPU
+     * device configured. */
+    int rc = tc_use_device(0);
+    if (rc == TEST_OK)
+        rc = tc_needs_devices(INFINI_DEVICE_CPU, 1);
+    if (rc != TEST_OK) {
+        free(want);
+        free(got);
+        return rc;
+    }
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *c, *c2;
+    ASSERT_OK(infinirtMalloc(&c, N));
+    ASSERT_OK(infinirtMalloc(&c2, N));
+    ASSERT_OK(infinirtMemcpy(c, want, N, INFINIRT_MEMCPY_H2D));
+    CHECK(tc_use_device(0));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtMemcpy(d, c, N, INFINIRT_MEMCPY_D2D)); /* cpu -> target */
+    ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtMemcpy(c2, d, N, INFINIRT_MEMCPY_D2D)); /* target -> cpu */
+    memset(got, 0, N);
+    ASSERT_OK(infinirtMemcpy(got, c2, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFree(c));
+    ASSERT_OK(infinirtFree(c2));
+    free(want);
+    free(got);
+    return TEST_OK;
+}
+
+/* FreeAsync orders the free on a stream of the pointer's own device: a
+ * stream of another device is BAD_PARAM, and the block stays allocated. */
+int test_conformance_free_async_other_device(void)
+{
+    CHECK(tc_use_device(1));
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 4096));
+    CHECK(tc_use_device(0));
+    infinirtStream_t s0;
+    ASSERT_OK(infinirtStreamCreate(&s0));
+    ASSERT_STATUS(infinirtFreeAsync(p, s0), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtMemset(p, 1, 4096)); /* still live */
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtStreamDestroy(s0));
+    return TEST_OK;
+}
