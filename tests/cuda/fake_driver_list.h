@@ -1,5 +1,5 @@
 /*
- * fake_driver_list.h - every test of cuda_fake_driver_test (fake_driver_test.c), one per line; registered as
+ * fake_driver_list.h - every test of cuda_fake_driver_test (fake_driver_*.c), one per line; registered as
  * cuda.fake.NAME.
  */
 #ifndef INFINIRT_CUDA_FAKE_DRIVER_LIST_H_
