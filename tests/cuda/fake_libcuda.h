@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #define FAKE_MAX_DEV 8
 
@@ -118,6 +119,37 @@ CUresult fake_event_ok(CUevent e, int any_ctx);
  * legacy-stream rules make them wait for (a graph launch; captured when s
  * captures).  Called with the lock. */
 CUresult fake_enqueue_list_locked(struct CUstream_st *s, const fake_op *list);
+/* The queues (fake_libcuda_queue.c).  A stream's worker thread (its
+ * argument the stream); queue o on s (*seq, may be NULL: its number on s,
+ * 0 when captured), with the lock / taking it; wait until operation seq of
+ * s has completed, with the lock. */
+void *fake_stream_worker(void *arg);
+CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq);
+CUresult fake_enqueue(struct CUstream_st *s, fake_op o, unsigned long *seq);
+void fake_wait_done_locked(const struct CUstream_st *s, unsigned long seq);
+/* Events with a handle (fake_libcuda_event.c); drop a reference to e, with
+ * the lock (each queued operation on e holds one). */
+extern int fake_live_events;
+static inline void event_unref_locked(struct CUevent_st *e)
+{
+    if (--e->refs == 0)
+        free(e);
+}
+
+/* Return from the calling driver entry unless h names a stream / e is a
+ * live event (fake_stream_of, fake_event_ok). */
+#define STREAM_OF(h, any_ctx, out)                           \
+    do {                                                     \
+        CUresult r_ = fake_stream_of((h), (any_ctx), (out)); \
+        if (r_ != CUDA_SUCCESS)                              \
+            return r_;                                       \
+    } while (0)
+#define EVENT_OK(e, any_ctx)                         \
+    do {                                             \
+        CUresult r_ = fake_event_ok((e), (any_ctx)); \
+        if (r_ != CUDA_SUCCESS)                      \
+            return r_;                               \
+    } while (0)
 
 /* ---- stream capture (fake_libcuda_graph.c); all called with the lock ---- */
 /* Record a copy of o (no events) into the capture of s, which is capturing:

@@ -28,6 +28,9 @@
  * pageable memory wait for their completion while those from it read it at
  * once, and a context broken by a
  * sticky error runs no more of its queued work.
+ *
+ * The queue itself (the workers, the legacy-stream dependencies) is in
+ * fake_libcuda_queue.c, events in fake_libcuda_event.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -40,33 +43,16 @@
 /* Every stream (legacy ones included) and every event with a handle. */
 struct CUstream_st *fake_live;
 struct CUevent_st *fake_live_ev;
-static int live_streams, live_events, wait_event_calls;
-/* Strict mode: one host function at a time, process-wide. */
-static pthread_mutex_t host_fn_serial = PTHREAD_MUTEX_INITIALIZER;
-static int host_fn_running, host_fn_max;
-
-int fake_cuda_host_fn_max_concurrent(void)
-{
-    return host_fn_max;
-}
-static unsigned last_event_flags;
+static int live_streams, wait_event_calls;
 static void *last_stream;
 
 int fake_cuda_live_streams(void)
 {
     return live_streams;
 }
-int fake_cuda_live_events(void)
-{
-    return live_events;
-}
 unsigned fake_cuda_stream_flags(const void *stream)
 {
     return ((const struct CUstream_st *)stream)->flags;
-}
-unsigned fake_cuda_last_event_flags(void)
-{
-    return last_event_flags;
 }
 int fake_cuda_wait_event_calls(void)
 {
@@ -75,207 +61,6 @@ int fake_cuda_wait_event_calls(void)
 void *fake_cuda_last_stream(void)
 {
     return last_stream;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void event_unref_locked(struct CUevent_st *e)
-{
-    if (--e->refs == 0)
-        free(e);
-}
-
-static void *worker(void *arg)
-{
-    struct CUstream_st *s = arg;
-
-    pthread_mutex_lock(&fake_lock);
-    for (;;) {
-        while (s->head == NULL && !s->stop)
-            pthread_cond_wait(&s->work, &fake_lock);
-        if (s->head == NULL)
-            break;
-        fake_op *o = s->head;
-        switch (o->kind) {
-        case OP_WAIT:
-            while (o->ev->completed < o->gen)
-                pthread_cond_wait(&fake_progress, &fake_lock);
-            break;
-        case OP_RECORD:
-            if (o->gen >= o->ev->completed) {
-                o->ev->completed = o->gen;
-                o->ev->t_ms = now_ms();
-            }
-            break;
-        default:
-            /* A context broken by a sticky error runs nothing more. */
-            if (s->ctx->sticky != CUDA_SUCCESS)
-                break;
-            /* Run without the lock: a host function may take its time
-             * (or call into the fake, which a real driver forbids: strict
-             * mode refuses those calls, and runs one host function at a
-             * time, as the driver may). */
-            pthread_mutex_unlock(&fake_lock);
-            if (o->kind == OP_COPY) {
-                memmove(o->dst, o->src, o->n);
-            } else if (o->kind == OP_SET) {
-                memset(o->dst, o->value, o->n);
-            } else if (o->kind == OP_HOST && fake_strict) {
-                pthread_mutex_lock(&host_fn_serial);
-                host_fn_running++;
-                host_fn_max = host_fn_running > host_fn_max ? host_fn_running : host_fn_max;
-                fake_in_host_fn = 1;
-                o->fn(o->data);
-                fake_in_host_fn = 0;
-                host_fn_running--;
-                pthread_mutex_unlock(&host_fn_serial);
-            } else {
-                o->fn(o->data);
-            }
-            pthread_mutex_lock(&fake_lock);
-            break;
-        }
-        s->head = o->next;
-        if (s->head == NULL)
-            s->tail = NULL;
-        s->done = o->seq;
-        if (o->ev != NULL)
-            event_unref_locked(o->ev);
-        free(o->staging);
-        free(o);
-        pthread_cond_broadcast(&fake_progress);
-    }
-    /* A stream destroyed in strict mode is ours to free, its queue done. */
-    if (s->dead) {
-        for (struct CUstream_st **pp = &fake_live; *pp; pp = &(*pp)->next_live)
-            if (*pp == s) {
-                *pp = s->next_live;
-                break;
-            }
-        pthread_cond_destroy(&s->work);
-        free(s);
-        pthread_cond_broadcast(&fake_progress);
-    }
-    pthread_mutex_unlock(&fake_lock);
-    return NULL;
-}
-
-/* Append o to s; its sequence number, or 0 when out of memory. */
-static unsigned long append_locked(struct CUstream_st *s, fake_op o)
-{
-    fake_op *q = malloc(sizeof *q);
-    if (q == NULL)
-        return 0;
-    *q = o;
-    q->next = NULL;
-    if (q->ev != NULL)
-        q->ev->refs++;
-    if (q->kind == OP_RECORD)
-        q->gen = ++q->ev->recorded;
-    q->seq = ++s->queued;
-    if (s->tail != NULL)
-        s->tail->next = q;
-    else
-        s->head = q;
-    s->tail = q;
-    pthread_cond_signal(&s->work);
-    return q->seq;
-}
-
-/* `to` waits for the work queued on `from` so far. */
-static CUresult depend_locked(struct CUstream_st *from, struct CUstream_st *to)
-{
-    struct CUevent_st *e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    e->ctx = from->ctx;
-    e->refs = 1; /* ours until both operations hold it */
-    if (append_locked(from, (fake_op){.kind = OP_RECORD, .ev = e}) == 0) {
-        free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded})
-                     ? CUDA_SUCCESS
-                     : CUDA_ERROR_OUT_OF_MEMORY;
-    event_unref_locked(e);
-    return r;
-}
-
-static int blocking(const struct CUstream_st *s)
-{
-    return !s->legacy && !(s->flags & CU_STREAM_NON_BLOCKING);
-}
-
-/* Queue o on s, after what the legacy-stream rules make it wait for; into
- * the capture instead while s captures.  *seq (may be NULL) receives the
- * operation's number on s (0: captured). */
-static CUresult enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq)
-{
-    CUresult r = CUDA_SUCCESS;
-
-    if (seq != NULL)
-        *seq = 0;
-    if (s->cap != NULL)
-        return fake_capture_append_locked(s, &o);
-    if (s->legacy) {
-        /* The legacy stream would wait for a capturing blocking stream,
-         * whose captured work never runs: CUDA refuses that. */
-        r = fake_capture_implicit_locked(s->ctx);
-        for (struct CUstream_st *b = fake_live; b != NULL && r == CUDA_SUCCESS; b = b->next_live)
-            if (b->ctx == s->ctx && blocking(b) && b->head != NULL)
-                r = depend_locked(b, s);
-    } else if (blocking(s) && s->ctx->legacy != NULL && s->ctx->legacy->head != NULL) {
-        r = depend_locked(s->ctx->legacy, s);
-    }
-    if (r != CUDA_SUCCESS)
-        return r;
-    unsigned long n = append_locked(s, o);
-    if (n == 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (seq != NULL)
-        *seq = n;
-    return CUDA_SUCCESS;
-}
-
-static CUresult enqueue(struct CUstream_st *s, fake_op o, unsigned long *seq)
-{
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = enqueue_locked(s, o, seq);
-    pthread_mutex_unlock(&fake_lock);
-    return r;
-}
-
-CUresult fake_enqueue_list_locked(struct CUstream_st *s, const fake_op *list)
-{
-    CUresult r = CUDA_SUCCESS;
-
-    for (const fake_op *o = list; o != NULL && r == CUDA_SUCCESS; o = o->next)
-        r = enqueue_locked(s, *o, NULL);
-    return r;
-}
-
-/* Wait until operation `seq` of s has completed.  Called with the lock. */
-static void wait_done_locked(const struct CUstream_st *s, unsigned long seq)
-{
-    while (s->done < seq)
-        pthread_cond_wait(&fake_progress, &fake_lock);
-}
-
-void fake_wait_idle_locked(const fake_ctx *ctx)
-{
-    for (;;) {
-        int busy = 0;
-        for (struct CUstream_st *s = fake_live; s != NULL; s = s->next_live)
-            busy |= (ctx == NULL || s->ctx == ctx) && s->head != NULL;
-        if (!busy)
-            return;
-        pthread_cond_wait(&fake_progress, &fake_lock);
-    }
 }
 
 /* ---- handles ---- */
@@ -331,19 +116,6 @@ CUresult fake_event_ok(CUevent e, int any_ctx)
     return CUDA_SUCCESS;
 }
 
-#define STREAM_OF(h, any_ctx, out)                           \
-    do {                                                     \
-        CUresult r_ = fake_stream_of((h), (any_ctx), (out)); \
-        if (r_ != CUDA_SUCCESS)                              \
-            return r_;                                       \
-    } while (0)
-#define EVENT_OK(e, any_ctx)                         \
-    do {                                             \
-        CUresult r_ = fake_event_ok((e), (any_ctx)); \
-        if (r_ != CUDA_SUCCESS)                      \
-            return r_;                               \
-    } while (0)
-
 /* ---- streams ---- */
 static CUresult stream_new(fake_ctx *ctx, unsigned flags, int legacy, struct CUstream_st **out)
 {
@@ -354,7 +126,7 @@ static CUresult stream_new(fake_ctx *ctx, unsigned flags, int legacy, struct CUs
     s->flags = flags;
     s->legacy = legacy;
     pthread_cond_init(&s->work, NULL);
-    if (pthread_create(&s->thread, NULL, worker, s) != 0) {
+    if (pthread_create(&s->thread, NULL, fake_stream_worker, s) != 0) {
         pthread_cond_destroy(&s->work);
         free(s);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -392,7 +164,7 @@ static void stream_free(struct CUstream_st *s)
 }
 
 /* Strict cuStreamDestroy: the handle dies now; the worker drains the
- * queue and frees the stream (see worker). */
+ * queue and frees the stream (see fake_stream_worker). */
 static void stream_abandon(struct CUstream_st *s)
 {
     pthread_mutex_lock(&fake_lock);
@@ -412,7 +184,7 @@ void fake_ctx_streams_reset(fake_ctx *ctx)
         struct CUevent_st *e = *pp;
         if (e->ctx == ctx) {
             *pp = e->next_live;
-            live_events--;
+            fake_live_events--;
             event_unref_locked(e);
         } else
             pp = &e->next_live;
@@ -529,7 +301,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h)
     pthread_mutex_lock(&fake_lock);
     CUresult r = capture_refuses_wait_locked(s);
     if (r == CUDA_SUCCESS)
-        wait_done_locked(s, s->queued);
+        fake_wait_done_locked(s, s->queued);
     if (r == CUDA_SUCCESS && injected_sync_error != CUDA_SUCCESS) {
         r = injected_sync_error;
         injected_sync_error = CUDA_SUCCESS;
@@ -581,7 +353,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
     } else if (e->cap_stale) {
         r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
     } else if (e->completed < e->recorded) {
-        r = enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
+        r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
     }
     pthread_mutex_unlock(&fake_lock);
     return r;
@@ -593,7 +365,7 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data)
     STREAM_OF(h, 0, &s);
     if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enqueue(s, (fake_op){.kind = OP_HOST, .fn = fn, .data = data}, NULL);
+    return fake_enqueue(s, (fake_op){.kind = OP_HOST, .fn = fn, .data = data}, NULL);
 }
 
 CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data)
@@ -602,7 +374,7 @@ CUresult fake_cuda_launch_kernel(CUstream h, CUhostFn fn, void *data)
     STREAM_OF(h, 0, &s);
     if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enqueue(s, (fake_op){.kind = OP_KERNEL, .fn = fn, .data = data}, NULL);
+    return fake_enqueue(s, (fake_op){.kind = OP_KERNEL, .fn = fn, .data = data}, NULL);
 }
 
 /* Strict mode, a copy touching pageable host memory, CUDA's rules: from
@@ -630,11 +402,11 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
         memcpy(o.staging, o.src, n);
         o.src = o.staging;
     }
-    CUresult r = enqueue_locked(s, o, &seq);
+    CUresult r = fake_enqueue_locked(s, o, &seq);
     if (r != CUDA_SUCCESS)
         free(o.staging);
     if (r == CUDA_SUCCESS && (to_pageable || (from_pageable && o.staging == NULL)) && seq != 0)
-        wait_done_locked(s, seq);
+        fake_wait_done_locked(s, seq);
     pthread_mutex_unlock(&fake_lock);
     return r;
 }
@@ -649,13 +421,13 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
     pthread_mutex_lock(&fake_lock);
     fake_peer_copy_locked(s->ctx, (const void *)(uintptr_t)dst, (const void *)(uintptr_t)src);
     pthread_mutex_unlock(&fake_lock);
-    CUresult r = enqueue(
+    CUresult r = fake_enqueue(
         s, (fake_op){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .n = n},
         &seq);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fake_lock);
-    wait_done_locked(s, seq);
+    fake_wait_done_locked(s, seq);
     pthread_mutex_unlock(&fake_lock);
     return CUDA_SUCCESS;
 }
@@ -670,139 +442,6 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
     pthread_mutex_unlock(&fake_lock);
     if (r != CUDA_SUCCESS)
         return r;
-    return enqueue(s, (fake_op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
-}
-#endif
-
-/* ---- events ---- */
-CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags)
-{
-    NEED_CTX();
-    struct CUevent_st *e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    e->ctx = fake_current;
-    e->flags = flags;
-    e->refs = 1;
-    pthread_mutex_lock(&fake_lock);
-    e->next_live = fake_live_ev;
-    fake_live_ev = e;
-    live_events++;
-    last_event_flags = flags;
-    pthread_mutex_unlock(&fake_lock);
-    *pe = e;
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuEventDestroy_v2(CUevent e)
-{
-    EVENT_OK(e, 0);
-    pthread_mutex_lock(&fake_lock);
-    for (struct CUevent_st **pp = &fake_live_ev; *pp; pp = &(*pp)->next_live)
-        if (*pp == e) {
-            *pp = e->next_live;
-            break;
-        }
-    live_events--;
-    event_unref_locked(e);
-    pthread_mutex_unlock(&fake_lock);
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
-{
-    struct CUstream_st *s;
-    EVENT_OK(e, 0);
-    STREAM_OF(h, 0, &s);
-    pthread_mutex_lock(&fake_lock);
-    CUresult r;
-    if (s->cap != NULL) {
-        r = fake_capture_record_locked(s, e); /* a marker in the capture */
-    } else {
-        e->cap = NULL; /* last recorded outside any capture now */
-        e->cap_stale = 0;
-        r = enqueue_locked(s, (fake_op){.kind = OP_RECORD, .ev = e}, NULL);
-    }
-    pthread_mutex_unlock(&fake_lock);
-    return r;
-}
-
-/* Querying or waiting for an event last recorded in a capture that goes
- * on is refused in any mode; otherwise it is a "potentially unsafe" call
- * (PyTorch's NCCL watchdog met that one), refused during a global capture
- * unless this thread's mode is relaxed. */
-static CUresult event_wait_allowed_locked(struct CUevent_st *e)
-{
-    CUresult r = fake_capture_event_use_locked(e);
-    return r != CUDA_SUCCESS ? r : fake_capture_unsafe_call_locked();
-}
-
-CUresult CUDAAPI cuEventQuery(CUevent e)
-{
-    EVENT_OK(e, 0);
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = event_wait_allowed_locked(e);
-    int done = e->completed >= e->recorded;
-    pthread_mutex_unlock(&fake_lock);
-    if (r != CUDA_SUCCESS)
-        return r;
-    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-}
-
-CUresult CUDAAPI cuEventSynchronize(CUevent e)
-{
-    EVENT_OK(e, 0);
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = event_wait_allowed_locked(e);
-    unsigned long gen = e->recorded;
-    while (r == CUDA_SUCCESS && e->completed < gen)
-        pthread_cond_wait(&fake_progress, &fake_lock);
-    pthread_mutex_unlock(&fake_lock);
-    return r;
-}
-
-/* Drivers before CUDA 12.8 export only cuEventElapsedTime; newer ones both
- * names (cuda.h maps the old name to _v2, hence the #undef).  The
- * fake_cuda_oldsym build exports the old name alone, so the plugin's
- * fallback is exercised; each name counts its calls. */
-#undef cuEventElapsedTime
-CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b);
-static _Atomic int elapsed_calls[2]; /* [0]: old name, [1]: _v2 */
-int fake_cuda_elapsed_calls(int v2)
-{
-    return elapsed_calls[v2 != 0];
-}
-
-static CUresult elapsed_time(float *ms, CUevent a, CUevent b)
-{
-    EVENT_OK(a, 0);
-    EVENT_OK(b, 0);
-    CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&fake_lock);
-    if (a->cap != NULL || b->cap != NULL)
-        r = CUDA_ERROR_CAPTURED_EVENT;
-    else if (a->cap_stale || b->cap_stale)
-        r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
-    else if (a->recorded == 0 || b->recorded == 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    else if (a->completed < a->recorded || b->completed < b->recorded)
-        r = CUDA_ERROR_NOT_READY;
-    else
-        *ms = (float)(b->t_ms - a->t_ms);
-    pthread_mutex_unlock(&fake_lock);
-    return r;
-}
-
-CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
-{
-    elapsed_calls[0]++;
-    return elapsed_time(ms, a, b);
-}
-
-#ifndef FAKE_CUDA_OLD_ELAPSED_TIME
-CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
-{
-    elapsed_calls[1]++;
-    return elapsed_time(ms, a, b);
+    return fake_enqueue(s, (fake_op){.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .value = v, .n = n}, NULL);
 }
 #endif
