@@ -5,9 +5,9 @@
  * it with `driver_library = <path>`.
  *
  * It exports the symbols the plugin resolves, under their versioned names.
- * Device memory is host memory (256-byte aligned, like cuMemAlloc's), and
- * each stream runs its queue on a thread of its own (fake_libcuda_stream.c),
- * so work is really asynchronous.  Stream 0 is each context's legacy default
+ * Device memory is host memory (256-byte aligned, like cuMemAlloc's;
+ * fake_libcuda_memory.c), and each stream runs its queue on a thread of its
+ * own (fake_libcuda_stream.c), so work is really asynchronous.  Stream 0 is each context's legacy default
  * stream, ordered with the context's blocking streams as the real driver
  * orders them.  Like the real driver it rejects destroyed or made-up streams
  * and events (INVALID_HANDLE) and contexts that are not one of its own
@@ -75,15 +75,6 @@
 
 #include "fake_libcuda.h"
 
-typedef struct alloc {
-    struct alloc *next;
-    void *p;
-    size_t size;
-    int dev;        /* -1: host */
-    unsigned flags; /* host allocations: cuMemHostAlloc flags */
-    int ctx_dev;    /* the device whose context was current at allocation */
-} alloc;
-
 pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t fake_progress = PTHREAD_COND_INITIALIZER;
 int fake_initialized;
@@ -100,9 +91,7 @@ static _Thread_local fake_ctx *ctx_stack[FAKE_CTX_STACK];
 static _Thread_local int ctx_depth;
 
 static int ndev = 3;
-static size_t mem_per_dev = 64u << 20, used[FAKE_MAX_DEV];
 static fake_ctx ctxs[FAKE_MAX_DEV];
-static alloc *allocs;
 
 static _Atomic int set_current_calls;
 /* can_peer[a][b]: device a can access b's memory; peer_on[a][b]: a's
@@ -197,44 +186,11 @@ int fake_cuda_peer_faults(void)
     return peer_faults;
 }
 
-int fake_cuda_live_allocs(void)
-{
-    int n = 0;
-    pthread_mutex_lock(&fake_lock);
-    for (alloc *a = allocs; a; a = a->next)
-        n++;
-    pthread_mutex_unlock(&fake_lock);
-    return n;
-}
-
-/* The allocation containing p (interior pointers too), or NULL. */
-static alloc *find(const void *p)
-{
-    for (alloc *a = allocs; a; a = a->next)
-        if ((const char *)p >= (const char *)a->p && (const char *)p < (const char *)a->p + a->size)
-            return a;
-    return NULL;
-}
-
-int fake_cuda_alloc_device(const void *p)
-{
-    pthread_mutex_lock(&fake_lock);
-    alloc *a = find(p);
-    int dev = a ? a->dev : -2;
-    pthread_mutex_unlock(&fake_lock);
-    return dev;
-}
-
-int fake_pageable_locked(const void *p)
-{
-    return find(p) == NULL;
-}
-
 /* The device of another device's memory that ctx reaches at p: -1 when p
  * is host memory, unknown, or ctx's own device's. */
 static int peer_of_locked(const fake_ctx *ctx, const void *p)
 {
-    alloc *a = find(p);
+    alloc *a = fake_find_alloc_locked(p);
     return a != NULL && a->dev >= 0 && a->dev != ctx->dev ? a->dev : -1;
 }
 
@@ -256,24 +212,6 @@ CUresult fake_peer_fill_locked(const fake_ctx *ctx, const void *dst)
         return CUDA_SUCCESS;
     peer_faults++;
     return CUDA_ERROR_ILLEGAL_ADDRESS;
-}
-
-int fake_cuda_alloc_ctx(const void *p)
-{
-    pthread_mutex_lock(&fake_lock);
-    alloc *a = find(p);
-    int dev = a ? a->ctx_dev : -2;
-    pthread_mutex_unlock(&fake_lock);
-    return dev;
-}
-
-unsigned fake_cuda_host_flags(const void *p)
-{
-    pthread_mutex_lock(&fake_lock);
-    alloc *a = find(p);
-    unsigned f = a ? a->flags : 0xffffffffu;
-    pthread_mutex_unlock(&fake_lock);
-    return f;
 }
 
 static const char *env(const char *name, const char *dflt)
@@ -366,7 +304,7 @@ CUresult CUDAAPI cuInit(unsigned int flags)
     ndev = atoi(env("FAKE_CUDA_DEVICES", "3"));
     if (ndev < 0 || ndev > FAKE_MAX_DEV)
         ndev = FAKE_MAX_DEV;
-    mem_per_dev = (size_t)strtoull(env("FAKE_CUDA_MEM", "67108864"), NULL, 10);
+    fake_mem_per_dev = (size_t)strtoull(env("FAKE_CUDA_MEM", "67108864"), NULL, 10);
     const char *peer = env("FAKE_CUDA_PEER", "all");
     for (int a = 0; a < FAKE_MAX_DEV; a++)
         for (int b = 0; b < FAKE_MAX_DEV; b++)
@@ -447,12 +385,11 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
     NEED_INIT();
     if (d < 0 || d >= ndev)
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = mem_per_dev;
+    *bytes = fake_mem_per_dev;
     return CUDA_SUCCESS;
 }
 
 /* ---- contexts ---- */
-static alloc *untrack(const void *p, int host);
 
 /* Strict mode: the context's last release resets it.  Its queued work
  * drains (a reset would abort it; the fake lets it end rather than touch
@@ -461,12 +398,12 @@ static void reset_ctx(fake_ctx *ctx)
 {
     fake_ctx_streams_reset(ctx);
     pthread_mutex_lock(&fake_lock);
-    for (alloc **pp = &allocs; *pp;) {
+    for (alloc **pp = &fake_allocs; *pp;) {
         alloc *a = *pp;
         if (a->dev == ctx->dev || (a->dev < 0 && a->ctx_dev == ctx->dev)) {
             *pp = a->next;
             if (a->dev >= 0)
-                used[a->dev] -= a->size;
+                fake_used[a->dev] -= a->size;
             free(a->p);
             free(a);
         } else
@@ -582,153 +519,5 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c)
 {
     NEED_INIT();
     *c = (CUcontext)(void *)fake_current;
-    return CUDA_SUCCESS;
-}
-
-/* ---- memory ---- */
-/* cuMemAlloc's alignment; the loader's allocator relies on it. */
-static void *aligned(size_t size)
-{
-    return aligned_alloc(256, (size + 255) / 256 * 256);
-}
-
-static CUresult track(void *p, size_t size, int dev, unsigned flags)
-{
-    alloc *a = malloc(sizeof *a);
-    if (a == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *a = (alloc){allocs, p, size, dev, flags, fake_current != NULL ? fake_current->dev : -1};
-    allocs = a;
-    return CUDA_SUCCESS;
-}
-
-/* Remove the allocation starting exactly at p; its record, or NULL. */
-static alloc *untrack(const void *p, int host)
-{
-    for (alloc **pp = &allocs; *pp; pp = &(*pp)->next)
-        if ((*pp)->p == p && ((*pp)->dev < 0) == host) {
-            alloc *a = *pp;
-            *pp = a->next;
-            return a;
-        }
-    return NULL;
-}
-
-CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
-{
-    NEED_CTX();
-    int dev = fake_current->dev;
-    if (size == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = fake_capture_unsafe_call_locked();
-    void *p = NULL;
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&fake_lock);
-        return r;
-    }
-    r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (size <= mem_per_dev - used[dev] && (p = aligned(size)) != NULL && (r = track(p, size, dev, 0)) == 0)
-        used[dev] += size;
-    else {
-        free(p);
-        p = NULL;
-    }
-    pthread_mutex_unlock(&fake_lock);
-    *dptr = (CUdeviceptr)(uintptr_t)p;
-    return r;
-}
-
-CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
-{
-    NEED_CTX();
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = fake_capture_unsafe_call_locked();
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&fake_lock);
-        return r;
-    }
-    /* Like the real one, free waits for the context's queued work. */
-    fake_wait_idle_locked(fake_current);
-    alloc *a = untrack((void *)(uintptr_t)dptr, 0);
-    if (a != NULL)
-        used[a->dev] -= a->size;
-    pthread_mutex_unlock(&fake_lock);
-    if (a == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    free(a->p);
-    free(a);
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
-{
-    NEED_CTX();
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = fake_capture_unsafe_call_locked();
-    pthread_mutex_unlock(&fake_lock);
-    if (r != CUDA_SUCCESS)
-        return r;
-    void *p = aligned(size ? size : 1);
-    if (p == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&fake_lock);
-    r = track(p, size, -1, flags);
-    pthread_mutex_unlock(&fake_lock);
-    if (r != CUDA_SUCCESS)
-        free(p);
-    *pp = r == CUDA_SUCCESS ? p : NULL;
-    return r;
-}
-
-CUresult CUDAAPI cuMemFreeHost(void *p)
-{
-    NEED_CTX();
-    pthread_mutex_lock(&fake_lock);
-    CUresult r = fake_capture_unsafe_call_locked();
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&fake_lock);
-        return r;
-    }
-    fake_wait_idle_locked(NULL);
-    alloc *a = untrack(p, 1);
-    pthread_mutex_unlock(&fake_lock);
-    if (a == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    free(a->p);
-    free(a);
-    return CUDA_SUCCESS;
-}
-
-/* Only the attributes the plugin asks for; an unknown pointer is memory type
- * 0, not an error, as cuPointerGetAttributes documents. */
-CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
-{
-    NEED_INIT();
-    if (attrs == NULL || data == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&fake_lock);
-    alloc *a = find((const void *)(uintptr_t)ptr);
-    unsigned type = a == NULL ? 0 : a->dev < 0 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-    /* Pinned host memory reports the device it was allocated through, as
-     * the real driver may: the memory type is what tells it apart. */
-    int ordinal = a != NULL ? a->ctx_dev : -2;
-    pthread_mutex_unlock(&fake_lock);
-    for (unsigned i = 0; i < n; i++) {
-        if (attrs[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
-            *(unsigned *)data[i] = type;
-        else if (attrs[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
-            *(int *)data[i] = ordinal;
-        else
-            return CUDA_ERROR_INVALID_VALUE;
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
-{
-    NEED_CTX();
-    *total = mem_per_dev;
-    *free_bytes = mem_per_dev - used[fake_current->dev];
     return CUDA_SUCCESS;
 }

@@ -188,6 +188,22 @@ int fake_capture_any_in_ctx_invalidate_locked(const fake_ctx *ctx);
 void fake_peer_copy_locked(const fake_ctx *ctx, const void *dst, const void *src);
 CUresult fake_peer_fill_locked(const fake_ctx *ctx, const void *dst);
 
+/* Memory (fake_libcuda_memory.c): every allocation, device and pinned host,
+ * in a list under the lock; each device's size (FAKE_CUDA_MEM, read at
+ * cuInit) and bytes allocated on it; the allocation containing p (interior
+ * pointers too), or NULL, called with the lock. */
+typedef struct alloc {
+    struct alloc *next;
+    void *p;
+    size_t size;
+    int dev;        /* -1: host */
+    unsigned flags; /* host allocations: cuMemHostAlloc flags */
+    int ctx_dev;    /* the device whose context was current at allocation */
+} alloc;
+extern alloc *fake_allocs;
+extern size_t fake_mem_per_dev, fake_used[FAKE_MAX_DEV];
+alloc *fake_find_alloc_locked(const void *p);
+
 /* Block until every stream of ctx (NULL: of every context) is idle.
  * Called with fake_lock held. */
 void fake_wait_idle_locked(const fake_ctx *ctx);
