@@ -1,6 +1,6 @@
 /*
  * plugin_list.h - every test of cuda_plugin_test (the CUDA plugin loaded
- * straight from its file), one per line:
+ * straight from its file; plugin_test.c, plugin_gpu_streams.c), one per line:
  * CUDA_PLUGIN_LIST runs anywhere (cuda.plugin.NAME, label cuda),
  * CUDA_PLUGIN_GPU_LIST needs an NVIDIA GPU (cuda.plugin.NAME, label gpu).
  */
