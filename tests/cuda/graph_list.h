@@ -1,5 +1,5 @@
 /*
- * graph_list.h - every test of cuda_graph_test (graph_test.c), one per line; registered as
+ * graph_list.h - every test of cuda_graph_test (graph_test.c, graph_beside_capture.c), one per line; registered as
  * cuda.graph.NAME.
  */
 #ifndef INFINIRT_CUDA_GRAPH_LIST_H_

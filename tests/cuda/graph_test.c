@@ -20,74 +20,12 @@
  *   missing_symbols    a driver without the capture and graph symbols: the
  *                      plugin loads, the seven entries are NOT_IMPLEMENTED
  *                      with a log line, the rest works.
+ *
+ * global_capture_threads and stream_query_capturing are in
+ * graph_beside_capture.c, the helpers the files share in graph_test.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <cuda.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <stdlib.h>
-
-#include "cuda_test_util.h"
-#include "graph_list.h"
-
-static struct {
-    CUresult (*launch_kernel)(CUstream, CUhostFn, void *);
-    int (*live_graphs)(void);
-    int (*live_execs)(void);
-    int (*active_captures)(void);
-    int (*invalidations)(void);
-    void (*set_current)(int);
-    CUresult (*cuStreamBeginCapture_v2)(CUstream, CUstreamCaptureMode);
-    CUresult (*cuStreamQuery)(CUstream);
-    CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
-    CUresult (*cuEventQuery)(CUevent);
-} fake;
-
-static int bind_sym(void *dl, const char *name, void *fn_out)
-{
-    void *s = dlsym(dl, name);
-    if (s == NULL)
-        TEST_FAILED_("the fake driver does not export %s", name);
-    memcpy(fn_out, &s, sizeof s);
-    return TEST_OK;
-}
-
-/* Open the plugin on the fake driver at `path` (the same loaded copy the
- * plugin uses: dlopen of one path gives one handle) and bind the fake. */
-static int open_on(cuda_plugin *p, const char *path)
-{
-    const infinirtPluginKeyValue kv[] = {{"driver_library", path}};
-    void *dl;
-
-    setenv("FAKE_CUDA_MODE", "ok", 1);
-    CHECK(plugin_open(p));
-    ASSERT_OK(plugin_init_kv(p, kv, 1));
-    ASSERT_EQ(p->count, 3);
-    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    ASSERT(dl != NULL);
-    CHECK(bind_sym(dl, "fake_cuda_launch_kernel", &fake.launch_kernel));
-    CHECK(bind_sym(dl, "fake_cuda_live_graphs", &fake.live_graphs));
-    CHECK(bind_sym(dl, "fake_cuda_live_execs", &fake.live_execs));
-    CHECK(bind_sym(dl, "fake_cuda_active_captures", &fake.active_captures));
-    CHECK(bind_sym(dl, "fake_cuda_invalidations", &fake.invalidations));
-    CHECK(bind_sym(dl, "fake_cuda_set_current", &fake.set_current));
-    CHECK(bind_sym(dl, "cuStreamQuery", &fake.cuStreamQuery));
-    CHECK(bind_sym(dl, "cuMemAlloc_v2", &fake.cuMemAlloc_v2));
-    CHECK(bind_sym(dl, "cuEventQuery", &fake.cuEventQuery));
-    fake.cuStreamBeginCapture_v2 = NULL;
-    void *s = dlsym(dl, "cuStreamBeginCapture_v2"); /* absent from the nograph build */
-    memcpy(&fake.cuStreamBeginCapture_v2, &s, sizeof s);
-    return TEST_OK;
-}
-
-static int close_plugin(cuda_plugin *p)
-{
-    ASSERT_EQ(fake.active_captures(), 0);
-    ASSERT_EQ(fake.live_graphs(), 0);
-    ASSERT_EQ(fake.live_execs(), 0);
-    p->ops->shutdown();
-    return TEST_OK;
-}
+#include "graph_test.h"
 
 static atomic_int counter;
 static void count_fn(void *arg)
@@ -96,7 +34,6 @@ static void count_fn(void *arg)
 }
 
 /* A fake "kernel": doubles each byte of the buffer it is given. */
-enum { N = 1024 };
 static void double_kernel(void *arg)
 {
     unsigned char *b = arg;
@@ -106,7 +43,7 @@ static void double_kernel(void *arg)
 
 /* ------------------------------------------------------------ replay */
 
-static int test_replay(void)
+int test_replay(void)
 {
     cuda_plugin p;
     unsigned char src[N], dst[N], want[N];
@@ -242,7 +179,7 @@ static int begin(ctx_t *c)
     return TEST_OK;
 }
 
-static int test_illegal_calls(void)
+int test_illegal_calls(void)
 {
     cuda_plugin p;
     unsigned char h[N];
@@ -336,7 +273,7 @@ static int test_illegal_calls(void)
 
 /* --------------------------------------------------------- fork/join */
 
-static int test_fork_join(void)
+int test_fork_join(void)
 {
     cuda_plugin p;
     void *s, *s2, *e1, *e2, *graph = NULL, *exec = NULL;
@@ -391,172 +328,9 @@ static int test_fork_join(void)
     return TEST_OK;
 }
 
-/* ------------------------------------- the allocator beside a capture */
-
-typedef struct {
-    const infinirtPluginOps *ops;
-    atomic_int stop;
-    int rounds;
-    infiniStatus_t st;
-} churn_t;
-
-/* What the loader's allocator does from any thread: raw memory, fence
- * events created, recorded on an idle stream of its own, queried, waited
- * for, destroyed. */
-static void *churn(void *arg)
-{
-    churn_t *c = arg;
-    void *fs = NULL;
-
-    c->st = c->ops->stream_create(0, &fs);
-    while (c->st == INFINI_STATUS_SUCCESS && (c->rounds < 20 || !atomic_load(&c->stop))) {
-        void *d = NULL, *h = NULL, *ev = NULL;
-        int done = 0;
-        infiniStatus_t st = c->ops->malloc_device(0, &d, 4096 + (size_t)c->rounds);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->free_device(0, d);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->malloc_host(0, &h, 100);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->free_host(0, h);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->event_create(0, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &ev);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->event_record(0, ev, fs);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->event_query(0, ev, &done);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->event_synchronize(0, ev);
-        if (st == INFINI_STATUS_SUCCESS)
-            st = c->ops->event_destroy(0, ev);
-        c->st = st;
-        c->rounds++;
-    }
-    if (fs != NULL)
-        (void)c->ops->stream_destroy(0, fs);
-    return NULL;
-}
-
-static void *raw_alloc(void *arg)
-{
-    CUdeviceptr *p = arg;
-    fake.set_current(0);
-    return (void *)(intptr_t)fake.cuMemAlloc_v2(p, 256);
-}
-
-static int test_global_capture_threads(void)
-{
-    cuda_plugin p;
-    void *s, *d, *graph = NULL, *exec = NULL;
-    unsigned char h[N];
-    pthread_t th;
-    churn_t c;
-    void *ret = NULL;
-    CUdeviceptr raw = 0;
-    int invalidations;
-
-    CHECK(open_on(&p, FAKE_CUDA_PATH));
-    ASSERT_OK(p.ops->stream_create(0, &s));
-    ASSERT_OK(p.ops->malloc_device(0, &d, N));
-    invalidations = fake.invalidations();
-
-    memset(h, 0, N);
-    ASSERT_OK(p.ops->stream_begin_capture(0, s, INFINIRT_PLUGIN_CAPTURE_GLOBAL));
-    ASSERT_OK(p.ops->memset_async(0, d, 0x33, N, s));
-    c = (churn_t){.ops = p.ops};
-    ASSERT_EQ(pthread_create(&th, NULL, churn, &c), 0);
-    /* This thread, which captures, may use the allocator too. */
-    for (int i = 0; i < 20; i++) {
-        void *x = NULL, *ev = NULL;
-        int done;
-        ASSERT_OK(p.ops->malloc_device(0, &x, 512));
-        ASSERT_OK(p.ops->free_device(0, x));
-        ASSERT_OK(p.ops->event_create(0, 0, &ev));
-        ASSERT_OK(p.ops->event_query(0, ev, &done));
-        ASSERT_OK(p.ops->event_destroy(0, ev));
-    }
-    ASSERT_OK(p.ops->memcpy_async(0, h, d, N, INFINIRT_PLUGIN_MEMCPY_D2H, s));
-    atomic_store(&c.stop, 1);
-    ASSERT_EQ(pthread_join(th, NULL), 0);
-    ASSERT_OK(c.st);
-    ASSERT(c.rounds >= 20);
-    ASSERT_OK(p.ops->stream_end_capture(0, s, &graph));
-    ASSERT_EQ(fake.invalidations(), invalidations);
-    ASSERT_OK(p.ops->graph_instantiate(0, graph, &exec, NULL, 0));
-    ASSERT_OK(p.ops->graph_launch(0, exec, s));
-    ASSERT_OK(p.ops->stream_synchronize(0, s));
-    ASSERT_EQ(h[N - 1], 0x33);
-    ASSERT_OK(p.ops->graph_exec_destroy(0, exec));
-    ASSERT_OK(p.ops->graph_destroy(0, graph));
-
-    /* The fake is strict: the same raw call without the exchange, from
-     * another thread, fails and breaks the capture. */
-    ASSERT_OK(p.ops->stream_begin_capture(0, s, INFINIRT_PLUGIN_CAPTURE_GLOBAL));
-    ASSERT_EQ(pthread_create(&th, NULL, raw_alloc, &raw), 0);
-    ASSERT_EQ(pthread_join(th, &ret), 0);
-    ASSERT_EQ((int)(intptr_t)ret, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    ASSERT_STATUS(p.ops->stream_end_capture(0, s, &graph), INFINI_STATUS_INVALID_STATE);
-    /* ... but not a relaxed or thread-local capture of this thread. */
-    ASSERT_OK(p.ops->stream_begin_capture(0, s, INFINIRT_PLUGIN_CAPTURE_THREAD_LOCAL));
-    ASSERT_EQ(pthread_create(&th, NULL, raw_alloc, &raw), 0);
-    ASSERT_EQ(pthread_join(th, &ret), 0);
-    ASSERT_EQ((int)(intptr_t)ret, CUDA_SUCCESS);
-    ASSERT_OK(p.ops->stream_end_capture(0, s, &graph));
-    ASSERT_OK(p.ops->graph_destroy(0, graph));
-    ASSERT_OK(p.ops->free_device(0, (void *)(uintptr_t)raw));
-
-    ASSERT_OK(p.ops->free_device(0, d));
-    ASSERT_OK(p.ops->stream_destroy(0, s));
-    CHECK(close_plugin(&p));
-    return TEST_OK;
-}
-
-/* ------------------------------------------ stream_query of a capture */
-
-static int test_stream_query_capturing(void)
-{
-    cuda_plugin p;
-    void *s, *nb, *d, *graph = NULL;
-    int idle = -1, invalidations;
-
-    CHECK(open_on(&p, FAKE_CUDA_PATH));
-    ASSERT_OK(p.ops->stream_create(0, &s));
-    ASSERT_OK(p.ops->stream_create_with_flags(0, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &nb));
-    ASSERT_OK(p.ops->malloc_device(0, &d, N));
-    invalidations = fake.invalidations();
-
-    ASSERT_OK(p.ops->stream_begin_capture(0, s, INFINIRT_PLUGIN_CAPTURE_GLOBAL));
-    ASSERT_OK(p.ops->memset_async(0, d, 1, N, s));
-    ASSERT_OK(p.ops->stream_query(0, s, &idle));
-    ASSERT_EQ(idle, 0); /* captured work has not run */
-    idle = -1;
-    ASSERT_OK(p.ops->stream_query(0, NULL, &idle)); /* the legacy stream, beside a blocking capture */
-    ASSERT_EQ(idle, 0);
-    idle = -1;
-    ASSERT_OK(p.ops->stream_query(0, nb, &idle)); /* an unrelated stream is queried as usual */
-    ASSERT_EQ(idle, 1);
-    ASSERT_OK(p.ops->stream_end_capture(0, s, &graph));
-    ASSERT_EQ(fake.invalidations(), invalidations);
-    ASSERT_OK(p.ops->graph_destroy(0, graph));
-    ASSERT_OK(p.ops->stream_query(0, s, &idle));
-    ASSERT_EQ(idle, 1);
-
-    /* The query itself would have broken it. */
-    ASSERT_OK(p.ops->stream_begin_capture(0, s, INFINIRT_PLUGIN_CAPTURE_GLOBAL));
-    fake.set_current(0);
-    ASSERT_EQ(fake.cuStreamQuery((CUstream)s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    ASSERT_STATUS(p.ops->stream_end_capture(0, s, &graph), INFINI_STATUS_INVALID_STATE);
-
-    ASSERT_OK(p.ops->free_device(0, d));
-    ASSERT_OK(p.ops->stream_destroy(0, s));
-    ASSERT_OK(p.ops->stream_destroy(0, nb));
-    CHECK(close_plugin(&p));
-    return TEST_OK;
-}
-
 /* ------------------------------------------------- an older driver */
 
-static int test_missing_symbols(void)
+int test_missing_symbols(void)
 {
     cuda_plugin p;
     void *s, *d, *ev, *graph = (void *)1, *exec = (void *)1;
