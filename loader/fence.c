@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "alloc_faults.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static infiniStatus_t add_record(infinirt__fence **f, int *cap, infinirt__stream
 {
     if (*f == NULL || (*f)->n == *cap) {
         int nc = *cap ? *cap * 2 : 4;
-        infinirt__fence *nf = realloc(*f, sizeof **f + (size_t)nc * sizeof nf->item[0]);
+        infinirt__fence *nf = INFINIRT__HOST_REALLOC(*f, sizeof **f + (size_t)nc * sizeof nf->item[0]);
         if (nf == NULL)
             return INFINI_STATUS_OUT_OF_MEMORY;
         if (*f == NULL)

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "alloc_arena.h"
 #include "alloc.h"
+#include "alloc_faults.h"
 #include "../log.h"
 
 #include <stdlib.h>
@@ -262,7 +263,7 @@ int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *stream, bo
     if (q == NULL) {
         if (a->npq == a->cappq) {
             unsigned cap = a->cappq ? a->cappq * 2 : 4;
-            infinirt__pq *n = realloc(a->pq, cap * sizeof *n);
+            infinirt__pq *n = INFINIRT__HOST_REALLOC(a->pq, cap * sizeof *n);
             if (n == NULL)
                 return -1;
             a->pq = n;
