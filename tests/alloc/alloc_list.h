@@ -33,6 +33,14 @@
     X(whole_block_frees)       \
     X(invariants_stress)       \
     X(invariants_threads)      \
-    X(hash_prefetch_during_grow)
+    X(hash_prefetch_during_grow) \
+    X(free_unqueued_async)       \
+    X(free_unqueued_sync)
+
+/* alloc_fence_test: the loader's fences through the public API, each
+ * registered as alloc.NAME. */
+#define ALLOC_FENCE_TESTS(X) \
+    X(fence_oom_sync)        \
+    X(fence_oom_async)
 
 #endif /* INFINIRT_TESTS_ALLOC_LIST_H_ */

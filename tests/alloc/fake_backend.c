@@ -126,6 +126,15 @@ static infiniStatus_t fk_fence_wait(void *ctx, infinirt__fence *fe)
     fake *f = ctx;
     pthread_mutex_lock(&f->mu);
     f->waits++;
+    if (f->wait_blocks) {
+        f->waiting++;
+        pthread_cond_broadcast(&f->cv);
+        while (!fe->done)
+            pthread_cond_wait(&f->cv, &f->mu);
+        f->waiting--;
+        pthread_mutex_unlock(&f->mu);
+        return INFINI_STATUS_SUCCESS;
+    }
     for (size_t i = 0; i < f->nfence; i++) {
         infinirt__fence *g = f->fences[i];
         if (g->seq <= fe->seq && (fe->all || (!g->all && g->stream == fe->stream)))
@@ -159,6 +168,7 @@ void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label)
 {
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
     f->limit = limit;
     f->done_seq = calloc(FAKE_MAX_SEQ, 1);
     f->be = (infinirt__pool_backend){
@@ -187,6 +197,7 @@ void fake_fini(fake *f)
     free(f->raws);
     free(f->fences);
     free(f->done_seq);
+    pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
 }
 
@@ -204,7 +215,16 @@ void fake_complete_all(fake *f)
     for (size_t i = 0; i < f->nfence; i++)
         complete(f, f->fences[i]);
     f->nbusy = 0;
+    pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+}
+
+size_t fake_waiting(fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t v = f->waiting;
+    pthread_mutex_unlock(&f->mu);
+    return v;
 }
 
 bool fake_seq_done(fake *f, unsigned seq)

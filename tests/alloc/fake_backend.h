@@ -46,6 +46,12 @@ typedef struct fake {
     /* Not SUCCESS: fence_take and fence_take_all fail with it (a backend
      * that could neither give a fence nor synchronize). */
     infiniStatus_t take_fails;
+    /* Set: fence_wait blocks until the test completes the fence
+     * (fake_complete_all) instead of finishing the work itself; `waiting`
+     * counts the waits under way. */
+    bool wait_blocks;
+    size_t waiting;
+    pthread_cond_t cv;
 } fake;
 
 void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label);
@@ -56,6 +62,8 @@ void fake_set_busy(fake *f, void *stream);
 /* Complete every fence taken so far; no stream is busy afterwards. */
 void fake_complete_all(fake *f);
 bool fake_seq_done(fake *f, unsigned seq);
+/* With wait_blocks: how many waits are under way. */
+size_t fake_waiting(fake *f);
 size_t fake_live(fake *f);
 size_t fake_nraw(fake *f);
 /* Whether [p, p+size) lies inside one live raw allocation. */
