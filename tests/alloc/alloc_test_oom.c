@@ -17,17 +17,26 @@
 atomic_int infinirt__test_fail_host_alloc;
 
 typedef struct {
+    infinirt__pool *pool;
     void *p;
     void *stream;
     bool sync;
+    bool fast; /* the free takes the fast path (the thread's last arena) */
     atomic_bool returned;
 } oom_free;
 
 static void *free_thread(void *arg)
 {
     oom_free *o = arg;
+    void *warm = NULL;
+    /* An allocation in p's arena makes it the thread's last one: the free
+     * then takes pool_free's fast path, else free_slow. */
+    if (o->fast)
+        ASSERT_OK(infinirt__pool_alloc(o->pool, 64, (void *)0xA0, &warm));
     ASSERT_OK(free_either(o->p, o->sync, o->stream, infinirt__want_any()));
     atomic_store(&o->returned, true);
+    if (warm != NULL)
+        ASSERT_OK(infinirt__pool_free(warm, (void *)0xA0, infinirt__want_any()));
     return NULL;
 }
 
@@ -36,7 +45,7 @@ static void *free_thread(void *arg)
  * cannot grow: the free blocks in fence_wait, and meanwhile an allocation
  * of the same size on A gets another block; once the fence completes the
  * free returns and p is reused. */
-static int free_unqueued(bool sync, size_t size)
+static int free_unqueued(bool sync, bool fast, size_t size)
 {
     fake f;
     fake_init(&f, 0, 0, sync ? "oom sync" : "oom async");
@@ -48,7 +57,7 @@ static int free_unqueued(bool sync, size_t size)
     fake_set_busy(&f, sync ? A : B);
     f.wait_blocks = true;
     atomic_store(&infinirt__test_fail_host_alloc, 1);
-    oom_free o = {p, B, sync, false};
+    oom_free o = {pool, p, B, sync, fast, false};
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, free_thread, &o), 0);
     while (fake_waiting(&f) == 0 && !atomic_load(&o.returned))
@@ -61,7 +70,8 @@ static int free_unqueued(bool sync, size_t size)
     ASSERT_EQ(f.released, 0);
     ASSERT_OK(infinirt__pool_alloc(pool, size, A, (void **)&q));
     ASSERT(q + size <= p || q >= p + size);
-    CHECK(check_stats(pool, &f, size, 1)); /* the free is counted at once */
+    /* The free is counted at once; the thread holds its 64 bytes. */
+    CHECK(check_stats(pool, &f, size + (fast ? 64 : 0), fast ? 2 : 1));
     fake_complete_all(&f);
     ASSERT_EQ(pthread_join(t, NULL), 0);
     ASSERT_EQ(f.waits, 1);
@@ -85,12 +95,14 @@ static int free_unqueued(bool sync, size_t size)
 
 int test_free_unqueued_async(void)
 {
-    CHECK(free_unqueued(false, 8192));
-    return free_unqueued(false, 3 * MiB);
+    CHECK(free_unqueued(false, false, 8192));
+    CHECK(free_unqueued(false, true, 8192));
+    return free_unqueued(false, true, 3 * MiB);
 }
 
 int test_free_unqueued_sync(void)
 {
-    CHECK(free_unqueued(true, 3000));
-    return free_unqueued(true, 3 * MiB);
+    CHECK(free_unqueued(true, false, 3000));
+    CHECK(free_unqueued(true, true, 3000));
+    return free_unqueued(true, false, 3 * MiB);
 }
