@@ -6,33 +6,33 @@
 #ifndef INFINIRT_TESTS_ALLOC_LIST_H_
 #define INFINIRT_TESTS_ALLOC_LIST_H_
 
-#define ALLOC_TESTS(X)         \
-    X(basic)                   \
-    X(random_model)            \
-    X(random_model_oom)        \
-    X(stream_order_async)      \
-    X(stream_order_sync)       \
-    X(free_fence_fails)        \
-    X(oom_retry)               \
-    X(oom_waits_for_fences)    \
-    X(oom_last_resort)         \
-    X(strict_near_capacity)    \
-    X(huge_request_fails_fast) \
-    X(oom_keeps_capacity)      \
-    X(bounded_cache)           \
-    X(max_alloc_size)          \
-    X(bad_free)                \
-    X(lookup_interior)         \
-    X(passthrough)             \
-    X(release_on_free)         \
-    X(max_cached)              \
-    X(trim_and_peak)           \
-    X(stream_retired)          \
-    X(threads)                 \
-    X(hash_collisions)         \
-    X(whole_block_frees)       \
-    X(invariants_stress)       \
-    X(invariants_threads)      \
+#define ALLOC_TESTS(X)           \
+    X(basic)                     \
+    X(random_model)              \
+    X(random_model_oom)          \
+    X(stream_order_async)        \
+    X(stream_order_sync)         \
+    X(free_fence_fails)          \
+    X(oom_retry)                 \
+    X(oom_waits_for_fences)      \
+    X(oom_last_resort)           \
+    X(strict_near_capacity)      \
+    X(huge_request_fails_fast)   \
+    X(oom_keeps_capacity)        \
+    X(bounded_cache)             \
+    X(max_alloc_size)            \
+    X(bad_free)                  \
+    X(lookup_interior)           \
+    X(passthrough)               \
+    X(release_on_free)           \
+    X(max_cached)                \
+    X(trim_and_peak)             \
+    X(stream_retired)            \
+    X(threads)                   \
+    X(hash_collisions)           \
+    X(whole_block_frees)         \
+    X(invariants_stress)         \
+    X(invariants_threads)        \
     X(hash_prefetch_during_grow) \
     X(free_unqueued_async)       \
     X(free_unqueued_sync)
