@@ -47,6 +47,10 @@ static void *free_thread(void *arg)
  * free returns and p is reused. */
 static int free_unqueued(bool sync, bool fast, size_t size)
 {
+#ifndef INFINIRT_ALLOC_FAULTS
+    (void)sync, (void)fast, (void)size;
+    return TEST_SKIP; /* a build without the failure hooks */
+#endif
     fake f;
     fake_init(&f, 0, 0, sync ? "oom sync" : "oom async");
     infinirt__pool *pool = make_pool(&f, NULL);
