@@ -19,6 +19,9 @@
 
 static void (*g_failure_hook)(void);
 static const char *g_current; /* the test running in this process */
+/* The program's tests: the suite's own, then its rows (none when NULL). */
+static const test_suite *g_suite;
+static const test_rows *g_rows;
 
 void test_set_failure_hook(void (*hook)(void))
 {
@@ -74,13 +77,28 @@ static const char *verdict_word(int rc)
     return rc == TEST_OK ? "ok" : rc == TEST_SKIP ? "skipped" : "FAILED";
 }
 
-/* Run t here; its verdict after the suite's finish hook. */
-static int run_here(const test_suite *suite, const test_case *t)
+static size_t test_count(void)
 {
-    g_current = t->name;
-    int rc = t->fn();
-    if (suite->finish != NULL)
-        rc = suite->finish(rc);
+    return g_suite->count + (g_rows != NULL ? g_rows->count : 0);
+}
+
+static const char *test_name(size_t i)
+{
+    return i < g_suite->count ? g_suite->tests[i].name : g_rows->name(i - g_suite->count);
+}
+
+static int quick_exit_on(void)
+{
+    return g_rows != NULL && g_rows->quick_exit;
+}
+
+/* Run test i here; its verdict after the suite's finish hook. */
+static int run_here(size_t i)
+{
+    g_current = test_name(i);
+    int rc = i < g_suite->count ? g_suite->tests[i].fn() : g_rows->run(i - g_suite->count);
+    if (g_suite->finish != NULL)
+        rc = g_suite->finish(rc);
     return rc;
 }
 
@@ -95,13 +113,16 @@ static int timeout_s(void)
 {
     const char *v = getenv("INFINIRT_TEST_TIMEOUT");
     int n = v != NULL ? atoi(v) : 0;
+    if (n <= 0 && g_rows != NULL)
+        n = g_rows->timeout;
     return n > 0 ? n : 120;
 }
 
-/* Run t in a child process of its own (its own process group, so that what
- * it forked goes with it); its exit code, or -1 when it ran past `limit`
+/* Run test i in a child process of its own (its own process group, so that
+ * what it forked goes with it), its stdout and stderr sent to `capture`
+ * when that is not -1; its exit code, or -1 when it ran past `limit`
  * seconds and was killed. */
-static int run_child(const test_suite *suite, const test_case *t, int limit, int tap)
+static int run_child(size_t i, int limit, int tap, int capture)
 {
     fflush(NULL);
     pid_t parent = getpid();
@@ -117,11 +138,19 @@ static int run_child(const test_suite *suite, const test_case *t, int limit, int
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(TEST_FAIL);
-        if (tap) /* the TAP stream is the parent's stdout alone */
+        if (capture >= 0) {
+            dup2(capture, STDOUT_FILENO);
+            dup2(capture, STDERR_FILENO);
+        } else if (tap) { /* the TAP stream is the parent's stdout alone */
             dup2(STDERR_FILENO, STDOUT_FILENO);
+        }
+        int rc = run_here(i);
+        fflush(NULL);
+        if (quick_exit_on())
+            _exit(rc);
         /* exit, as a test run alone ends: its atexit handlers and the
          * leak checker run; the time limit catches an exit that hangs. */
-        exit(run_here(suite, t));
+        exit(rc);
     }
     setpgid(pid, pid); /* also here: no race with the child's own call */
     double deadline = now_s() + limit;
@@ -143,64 +172,107 @@ static int run_child(const test_suite *suite, const test_case *t, int limit, int
         nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
     }
     if (WIFSIGNALED(status)) {
-        fprintf(stderr, "%s: killed by signal %d\n", t->name, WTERMSIG(status));
+        fprintf(stderr, "%s: killed by signal %d (%s)\n", test_name(i), WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
         return 128 + WTERMSIG(status);
     }
     return WEXITSTATUS(status);
 }
 
-static int run_all(const test_suite *suite, int tap)
+/* What a failed test wrote to `capture`, on stdout: as it is, or as TAP
+ * diagnostics. */
+static void show_captured(FILE *capture, int tap)
 {
+    char line[4096];
+    rewind(capture);
+    while (fgets(line, sizeof line, capture) != NULL) {
+        if (tap)
+            fputs("# ", stdout);
+        fputs(line, stdout);
+    }
+}
+
+static int run_all(int tap)
+{
+    size_t n = test_count();
     int passed = 0, failed = 0, skipped = 0, limit = timeout_s();
+    size_t *failures = calloc(n + 1, sizeof *failures);
+    if (failures == NULL) {
+        perror("calloc");
+        return TEST_FAIL;
+    }
     if (tap)
-        printf("TAP version 13\n1..%zu\n", suite->count);
-    for (size_t i = 0; i < suite->count; i++) {
-        const test_case *t = &suite->tests[i];
-        int rc = run_child(suite, t, limit, tap);
+        printf("TAP version 13\n1..%zu\n", n);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = test_name(i);
+        FILE *capture = NULL;
+        if (g_rows != NULL && g_rows->quiet && (capture = tmpfile()) == NULL)
+            perror("tmpfile"); /* then the test's output is not held back */
+        int rc = run_child(i, limit, tap, capture != NULL ? fileno(capture) : -1);
         if (rc < 0)
-            fprintf(stderr, "%s: timed out after %d s (INFINIRT_TEST_TIMEOUT)\n", t->name, limit);
+            fprintf(stderr, "%s: timed out after %d s (INFINIRT_TEST_TIMEOUT)\n", name, limit);
         if (tap && rc == TEST_OK)
-            printf("ok %zu %s\n", i + 1, t->name);
+            printf("ok %zu %s\n", i + 1, name);
         else if (tap && rc == TEST_SKIP)
-            printf("ok %zu %s # SKIP\n", i + 1, t->name);
+            printf("ok %zu %s # SKIP\n", i + 1, name);
         else if (tap)
-            printf("not ok %zu %s%s\n", i + 1, t->name, rc < 0 ? " (timed out)" : "");
+            printf("not ok %zu %s%s\n", i + 1, name, rc < 0 ? " (timed out)" : "");
         else if (rc < 0)
-            printf("%-40s FAILED (timed out after %d s)\n", t->name, limit);
+            printf("%-40s FAILED (timed out after %d s)\n", name, limit);
         else
-            printf("%-40s %s\n", t->name, verdict_word(rc));
+            printf("%-40s %s\n", name, verdict_word(rc));
+        if (capture != NULL && rc != TEST_OK && rc != TEST_SKIP)
+            show_captured(capture, tap);
+        if (capture != NULL)
+            fclose(capture);
         fflush(stdout);
         passed += rc == TEST_OK;
         skipped += rc == TEST_SKIP;
-        failed += rc != TEST_OK && rc != TEST_SKIP;
+        if (rc != TEST_OK && rc != TEST_SKIP)
+            failures[failed++] = i;
     }
     printf("%s%d passed, %d failed, %d skipped\n", tap ? "# " : "", passed, failed, skipped);
+    /* The failures again, so that the end of a long run names every one. */
+    for (int k = 0; k < failed && !tap; k++)
+        printf("  failed: %s\n", test_name(failures[k]));
     fflush(stdout);
-    if (suite->after_all != NULL)
-        return suite->after_all(passed, failed, skipped);
+    free(failures);
+    if (g_suite->after_all != NULL)
+        return g_suite->after_all(passed, failed, skipped);
     return failed ? TEST_FAIL : TEST_OK;
 }
 
 int test_main(int argc, char **argv, const test_suite *suite)
 {
+    return test_main_rows(argc, argv, suite, NULL);
+}
+
+int test_main_rows(int argc, char **argv, const test_suite *suite, const test_rows *rows)
+{
+    g_suite = suite;
+    g_rows = rows;
     g_failure_hook = suite->on_failure;
     if (argc == 1)
-        return run_all(suite, 0);
+        return run_all(0);
     if (argc != 2) {
         fprintf(stderr, "usage: %s [TEST | --list | --all | --tap]\n", argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "--all") == 0 || strcmp(argv[1], "--tap") == 0)
-        return run_all(suite, argv[1][2] == 't');
+        return run_all(argv[1][2] == 't');
     if (strcmp(argv[1], "--list") == 0) {
-        for (size_t i = 0; i < suite->count; i++)
-            printf("%s\n", suite->tests[i].name);
+        for (size_t i = 0; i < test_count(); i++)
+            printf("%s\n", test_name(i));
         return 0;
     }
-    for (size_t i = 0; i < suite->count; i++) {
-        if (strcmp(argv[1], suite->tests[i].name) == 0) {
-            int rc = run_here(suite, &suite->tests[i]);
-            fprintf(stderr, "%s: %s\n", suite->tests[i].name, verdict_word(rc));
+    for (size_t i = 0; i < test_count(); i++) {
+        if (strcmp(argv[1], test_name(i)) == 0) {
+            int rc = run_here(i);
+            fprintf(stderr, "%s: %s\n", test_name(i), verdict_word(rc));
+            if (quick_exit_on()) {
+                fflush(NULL);
+                _exit(rc);
+            }
             return rc;
         }
     }

@@ -2,7 +2,10 @@
  * selftest.c - a suite whose verdicts are known, run by selftest.sh to prove
  * the harness: a failed assertion ends the test (and nothing after it runs,
  * not even atexit handlers) after the failure hook; a skip is 77; a test that
- * hangs is killed at the time limit; --tap speaks TAP.
+ * hangs is killed at the time limit; --tap speaks TAP.  With
+ * HARNESS_SELFTEST_ROWS=1 the suite is selftest.pass and four rows of a
+ * table (test_main_rows): quiet, ended by _exit, with a 1 s limit of their
+ * own.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "selftest_list.h"
@@ -67,9 +70,50 @@ static void on_failure(void)
     fprintf(stderr, "selftest: failure hook ran\n");
 }
 
+/* The rows: each says something on stdout and stderr, which --all shows
+ * only for the one that fails; the passing one also leaves an atexit handler
+ * that _exit must not run. */
+static const char *const k_row_names[] = {"row/pass", "row/fail", "row/skip", "row/hang"};
+
+static const char *row_name(size_t i)
+{
+    return k_row_names[i];
+}
+
+static int row_run(size_t i)
+{
+    printf("%s stdout\n", k_row_names[i]);
+    if (i == 3) /* killed: what it did not flush is lost */
+        fflush(stdout);
+    fprintf(stderr, "%s stderr\n", k_row_names[i]);
+    switch (i) {
+    case 0:
+        atexit(said_at_exit);
+        return TEST_OK;
+    case 1:
+        return TEST_FAIL;
+    case 2:
+        return TEST_SKIP;
+    default:
+        for (;;)
+            pause();
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const test_case tests[] = {SELFTEST_LIST(TEST_ENTRY2)};
     const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, on_failure, NULL};
+    const char *rows_on = getenv("HARNESS_SELFTEST_ROWS");
+    if (rows_on != NULL && strcmp(rows_on, "1") == 0) {
+        const test_suite own = {tests, 1, NULL, on_failure, NULL}; /* selftest.pass */
+        const test_rows rows = {.count = TEST_SUITE_COUNT(k_row_names),
+                                .name = row_name,
+                                .run = row_run,
+                                .timeout = 1,
+                                .quiet = 1,
+                                .quick_exit = 1};
+        return test_main_rows(argc, argv, &own, &rows);
+    }
     return test_main(argc, argv, &suite);
 }

@@ -51,10 +51,61 @@ want "^selftest.hang  *FAILED (timed out after 1 s)$" out
 want "^selftest.thread_fail  *FAILED$" out
 want "^1 passed, 3 failed, 1 skipped$" out
 want "selftest.hang: timed out after 1 s" err
+want "^  failed: selftest.fail$" out
+want "^  failed: selftest.hang$" out
+want "^  failed: selftest.thread_fail$" out
+never "failed: selftest.pass" out
 
 run "$prog" --tap
 [ "$rc" -eq 1 ] || fail "--tap with failures exits $rc, not 1"
 printf '%s\n' "TAP version 13" "1..5" "ok 1 selftest.pass" "not ok 2 selftest.fail" "ok 3 selftest.skip # SKIP" \
     "not ok 4 selftest.hang (timed out)" "not ok 5 selftest.thread_fail" "# 1 passed, 3 failed, 1 skipped" >"$T/tap"
 cmp -s "$T/out" "$T/tap" || fail "--tap output is not the expected TAP"
+# A suite with rows (test_main_rows): the suite's own test first, then one
+# test per row; a row's output shown only when it fails; _exit, so no
+# atexit handler runs; the suite's own 1 s limit, unless
+# INFINIRT_TEST_TIMEOUT says otherwise.
+rows() { # run the program on its rows, without INFINIRT_TEST_TIMEOUT
+    env -u INFINIRT_TEST_TIMEOUT HARNESS_SELFTEST_ROWS=1 "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+rows "$prog" --list
+[ "$(cat "$T/out" | tr '\n' ' ')" = "selftest.pass row/pass row/fail row/skip row/hang " ] ||
+    fail "--list with rows prints the wrong names"
+rows "$prog" row/pass
+[ "$rc" -eq 0 ] || fail "a passing row run alone exits $rc"
+want "^row/pass stderr$" err
+never "atexit ran" err
+rows "$prog" row/fail
+[ "$rc" -eq 1 ] || fail "a failing row run alone exits $rc, not 1"
+rows "$prog" row/skip
+[ "$rc" -eq 77 ] || fail "a skipped row run alone exits $rc, not 77"
+
+start=$(date +%s)
+rows "$prog" --all
+[ $(($(date +%s) - start)) -lt 20 ] || fail "--all took too long: the suite's time limit did not stop the hang"
+[ "$rc" -eq 1 ] || fail "--all with failed rows exits $rc, not 1"
+want "^selftest.pass  *ok$" out
+want "^row/pass  *ok$" out
+want "^row/fail  *FAILED$" out
+want "^row/fail stdout$" out
+want "^row/fail stderr$" out
+want "^row/skip  *skipped$" out
+want "^row/hang  *FAILED (timed out after 1 s)$" out
+want "^2 passed, 2 failed, 1 skipped$" out
+want "^  failed: row/fail$" out
+want "^  failed: row/hang$" out
+for quiet in "row/pass std" "row/skip std" "atexit ran"; do
+    never "$quiet" out
+    never "$quiet" err
+done
+INFINIRT_TEST_TIMEOUT=2 HARNESS_SELFTEST_ROWS=1 "$prog" --all >"$T/out" 2>"$T/err"
+want "^row/hang  *FAILED (timed out after 2 s)$" out
+
+rows "$prog" --tap
+[ "$rc" -eq 1 ] || fail "--tap with failed rows exits $rc, not 1"
+printf '%s\n' "TAP version 13" "1..5" "ok 1 selftest.pass" "ok 2 row/pass" "not ok 3 row/fail" "# row/fail stderr" \
+    "# row/fail stdout" "ok 4 row/skip # SKIP" "not ok 5 row/hang (timed out)" "# row/hang stdout" \
+    "# row/hang stderr" "# 2 passed, 2 failed, 1 skipped" >"$T/tap"
+cmp -s "$T/out" "$T/tap" || fail "--tap output with rows is not the expected TAP"
 echo "harness selftest: ok"

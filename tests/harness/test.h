@@ -19,6 +19,8 @@
  *                 (INFINIRT_TEST_TIMEOUT seconds, 120 by default), and print
  *                 "N passed, N failed, N skipped"; no argument does the same
  *   PROG --tap    the same run, reported as TAP version 13
+ * and --all ends by naming every test that failed.  A suite may add tests
+ * generated from a table (test_rows, test_main_rows): one test per row.
  * tests/CMakeLists.txt registers every test of a list with CTest by one
  * function, infinirt_add_suite (tests/harness/CMakeLists.txt).
  */
@@ -66,6 +68,29 @@ typedef struct {
 /* The shared main: see the top of this file.  Exit code: a test's own (0,
  * 1 or 77), or --all's verdict; 2 for a usage error or an unknown name. */
 int test_main(int argc, char **argv, const test_suite *suite);
+
+/* A suite whose tests are the rows of a table (tests/bad_input_tests.c):
+ * `count` more tests after the suite's own, test i named name(i) (a string
+ * that lives as long as the program, listed by --list and selected by NAME
+ * like any other) and run by run(i), in the child process --all gives each
+ * test.  The other fields say how every test of the program runs. */
+typedef struct {
+    size_t count;
+    const char *(*name)(size_t i);
+    int (*run)(size_t i);
+    /* Seconds a test may run under --all and --tap (0: 120);
+     * INFINIRT_TEST_TIMEOUT, when set, wins. */
+    int timeout;
+    /* --all and --tap: a test's stdout and stderr are kept in a file and
+     * shown after its verdict only when it fails (as "# " lines in TAP). */
+    int quiet;
+    /* A test ends with _exit(): the exit-time work of the code under test
+     * (atexit handlers, library destructors) is no part of it. */
+    int quick_exit;
+} test_rows;
+
+/* test_main for a suite with rows (NULL: the same as test_main). */
+int test_main_rows(int argc, char **argv, const test_suite *suite, const test_rows *rows);
 
 /* What a failed assertion runs before the process ends (NULL: nothing). */
 void test_set_failure_hook(void (*hook)(void));
