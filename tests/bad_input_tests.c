@@ -6,17 +6,19 @@
  * live buffers, not the liveness of the live stream and events, not the
  * output arguments.
  *
- * Each row runs in a child process of its own, which sets up a fresh fixture
- * (the loader initialises afresh, from INFINIRT_CONFIG), takes a snapshot,
- * makes the call, takes a second snapshot and compares.  A crash or a hang
- * (alarm) is then one failed row, and every row is reported before the
- * program fails.
+ * Each row is one test of the shared runner (tests/harness), named
+ * "function/row": under --all it runs in a child process of its own, which
+ * sets up a fresh fixture (the loader initialises afresh, from
+ * INFINIRT_CONFIG), takes a snapshot, makes the call, takes a second
+ * snapshot and compares.  A crash or a hang (the runner's time limit,
+ * BI_ROW_SECONDS unless INFINIRT_TEST_TIMEOUT says otherwise) is then one
+ * failed row; a row's output is shown only when it fails, and the summary
+ * names every failed row.
  *
- *   bad-input-tests              run every row
- *   bad-input-tests NAME...      only rows whose "function/row" name
- *                                contains one of the NAMEs
- *   bad-input-tests --list       print the row names
- *   bad-input-tests --functions  print each function the table covers
+ *   bad-input-tests                 run every row (--all; --tap as TAP)
+ *   bad-input-tests FUNCTION/ROW    one row, in this process
+ *   bad-input-tests --list          print the row names
+ *   bad-input-tests --functions     print each function the table covers
  * INFINIRT_TEST_DEVICE picks the device type (cpu when unset); with no
  * INFINIRT_CONFIG a config with two CPU devices is written.
  */
@@ -24,9 +26,7 @@
 #include "common.h"
 
 #include <limits.h>
-#include <signal.h>
 #include <stdint.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define BI_SMALL ((size_t)4096)   /* d_a, h_pin */
@@ -134,13 +134,13 @@ BI_ROWS(BI_FN)
 #undef BI_FN
 
 typedef struct {
-    const char *function, *name;
-    void (*addr)(void); /* the function itself: a misspelt name does not compile */
+    const char *function, *test_name; /* "fn", "fn/name" */
+    void (*addr)(void);               /* the function itself: a misspelt name does not compile */
     int (*call)(bi_fixture *f);
     int want, flags;
 } bi_row;
 
-#define BI_ENTRY(fn, name, want, flags, call) {#fn, #name, (void (*)(void))fn, bi_##fn##_##name, want, flags},
+#define BI_ENTRY(fn, name, want, flags, call) {#fn, #fn "/" #name, (void (*)(void))fn, bi_##fn##_##name, want, flags},
 static const bi_row k_rows[] = {BI_ROWS(BI_ENTRY)};
 #undef BI_ENTRY
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
@@ -467,9 +467,15 @@ static const char *log_since(const char *path, long from)
     return (long)strlen(all) >= from ? all + from : "";
 }
 
-/* The child's side: fixture, snapshot, call, snapshot, compare. */
-static int run_row(const bi_row *r, const char *log_path)
+static char g_log_path[512];
+
+/* One row, in the process the runner gives it: fixture, snapshot, call,
+ * snapshot, compare. */
+static int run_row(size_t i)
 {
+    const bi_row *r = &k_rows[i];
+    const char *log_path = g_log_path;
+    unlink(log_path);
     bi_fixture *f = calloc(1, sizeof *f);
     if (f == NULL)
         return TEST_FAIL;
@@ -521,30 +527,20 @@ static int run_row(const bi_row *r, const char *log_path)
 
 /* ------------------------------------------------------------ runner */
 
-static bool selected(const bi_row *r, int argc, char **argv)
+static const char *row_name(size_t i)
 {
-    if (argc <= 1)
-        return true;
-    char name[160];
-    snprintf(name, sizeof name, "%s/%s", r->function, r->name);
-    for (int i = 1; i < argc; i++)
-        if (strstr(name, argv[i]) != NULL)
-            return true;
-    return false;
+    return k_rows[i].test_name;
 }
 
-static const char *signal_text(int sig)
+/* Nothing passed and nothing failed: every row skipped (no such device). */
+static int after_all(int passed, int failed, int skipped)
 {
-    return sig == SIGALRM ? "hung (no answer within the row's time limit)" : strsignal(sig);
+    (void)skipped;
+    return failed ? TEST_FAIL : passed == 0 ? TEST_SKIP : TEST_OK;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (size_t i = 0; i < NROWS; i++)
-            printf("%s/%s\n", k_rows[i].function, k_rows[i].name);
-        return 0;
-    }
     if (argc == 2 && strcmp(argv[1], "--functions") == 0) {
         for (size_t i = 0; i < NROWS; i++)
             if (i == 0 || strcmp(k_rows[i].function, k_rows[i - 1].function) != 0)
@@ -554,67 +550,13 @@ int main(int argc, char **argv)
     const char *cfg = getenv("INFINIRT_CONFIG");
     if (cfg == NULL || cfg[0] == '\0')
         tc_use_config("[plugin.cpu]\nlibrary = " CPU_PLUGIN "\ndevices = 2\n");
-    char log_path[512], err_path[512];
-    snprintf(log_path, sizeof log_path, "%s/row.log", tc_temp_dir());
-    snprintf(err_path, sizeof err_path, "%s/row.err", tc_temp_dir());
-    static size_t failures[NROWS];
-    tc_setenv("INFINIRT_LOG_FILE", log_path);
+    snprintf(g_log_path, sizeof g_log_path, "%s/row.log", tc_temp_dir());
+    tc_setenv("INFINIRT_LOG_FILE", g_log_path);
     tc_setenv("INFINIRT_LOG", "warn");
-
-    int passed = 0, failed = 0, skipped = 0, ran = 0;
-    for (size_t i = 0; i < NROWS; i++) {
-        const bi_row *r = &k_rows[i];
-        if (!selected(r, argc, argv))
-            continue;
-        ran++;
-        unlink(log_path);
-        unlink(err_path);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("fork");
-            return 1;
-        }
-        if (pid == 0) {
-            alarm(BI_ROW_SECONDS);
-            /* The row's diagnostics go to a file the parent shows only if
-             * the row fails. */
-            if (freopen(err_path, "w", stderr) == NULL)
-                _exit(TEST_FAIL);
-            int rc = run_row(r, log_path);
-            fflush(NULL);
-            _exit(rc); /* not exit(): the loader's exit-time work is no part of the row */
-        }
-        int ws = 0;
-        while (waitpid(pid, &ws, 0) < 0)
-            ;
-        if (WIFEXITED(ws) && WEXITSTATUS(ws) == TEST_OK) {
-            passed++;
-            printf("ok      %s/%s\n", r->function, r->name);
-        } else if (WIFEXITED(ws) && WEXITSTATUS(ws) == TEST_SKIP) {
-            skipped++;
-            printf("skip    %s/%s\n", r->function, r->name);
-        } else {
-            failures[failed++] = i;
-            if (WIFSIGNALED(ws))
-                printf("FAILED  %s/%s: killed: %s\n", r->function, r->name, signal_text(WTERMSIG(ws)));
-            else
-                printf("FAILED  %s/%s\n", r->function, r->name);
-            const char *err = tc_read_file(err_path);
-            if (err != NULL)
-                fputs(err, stdout);
-        }
-    }
-    fflush(stdout);
-    printf("%d rows: %d passed, %d failed, %d skipped\n", ran, passed, failed, skipped);
-    /* The failures again, so the end of the output names every one. */
-    for (int k = 0; k < failed; k++)
-        printf("  failed: %s/%s\n", k_rows[failures[k]].function, k_rows[failures[k]].name);
-    if (ran == 0) {
-        fprintf(stderr, "no row matches\n");
-        return 2;
-    }
-    if (failed == 0 && passed == 0)
-        return TEST_SKIP;
-    return failed ? 1 : 0;
+    const test_suite suite = {NULL, 0, NULL, NULL, after_all};
+    /* Quiet: a row's diagnostics are shown only if it fails.  _exit: the
+     * loader's exit-time work is no part of a row. */
+    const test_rows rows = {
+        .count = NROWS, .name = row_name, .run = run_row, .timeout = BI_ROW_SECONDS, .quiet = 1, .quick_exit = 1};
+    return test_main_rows(argc, argv, &suite, &rows);
 }
