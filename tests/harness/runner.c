@@ -118,20 +118,56 @@ static int timeout_s(void)
     return n > 0 ? n : 120;
 }
 
+/* Wait for `pid` until `deadline`, with SIGCHLD (`chld`) blocked: 0 when
+ * it ended (its wait status in *status), -1 when it ran past the deadline
+ * and was killed with its process group, TEST_FAIL when waiting failed. */
+static int wait_until(pid_t pid, double deadline, int *status, const sigset_t *chld)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR) {
+            perror("waitpid");
+            return TEST_FAIL;
+        }
+        double left = deadline - now_s();
+        if (left <= 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return -1;
+        }
+        /* Wakes on a SIGCHLD (this child's, or one another child of the
+         * test left pending) or when the time is up; then look again. */
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        sigtimedwait(chld, NULL, &ts);
+    }
+}
+
 /* Run test i in a child process of its own (its own process group, so that
  * what it forked goes with it), its stdout and stderr sent to `capture`
  * when that is not -1; its exit code, or -1 when it ran past `limit`
  * seconds and was killed. */
 static int run_child(size_t i, int limit, int tap, int capture)
 {
+    /* SIGCHLD held back, so that the wait below sleeps until the child ends
+     * or the time is up (a test, a bad-input row, often ends within a
+     * millisecond). */
+    sigset_t chld, mask;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &mask);
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         perror("fork");
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         return TEST_FAIL;
     }
     if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         setpgid(0, 0);
         /* Out of the runner's process group, the test must still end with
          * the runner (CTest's own time limit kills the runner). */
@@ -153,24 +189,10 @@ static int run_child(size_t i, int limit, int tap, int capture)
         exit(rc);
     }
     setpgid(pid, pid); /* also here: no race with the child's own call */
-    double deadline = now_s() + limit;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            perror("waitpid");
-            return TEST_FAIL;
-        }
-        if (now_s() >= deadline) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
-    }
+    int status = 0, rc = wait_until(pid, now_s() + limit, &status, &chld);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
+    if (rc != 0)
+        return rc;
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "%s: killed by signal %d (%s)\n", test_name(i), WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
