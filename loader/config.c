@@ -207,7 +207,7 @@ void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir)
             INFINIRT__INFO("plugin folder %s: %s skipped (not a plugin name)", dir, names[i]);
         } else if (infinirt__config_find_plugin(cfg, name) == NULL) {
             /* Found and not named in the file: loaded with its defaults. */
-            infinirt__plugin_conf *pc = infinirt__config_add_plugin(cfg, name, 0);
+            infinirt__plugin_conf *pc = infinirt__config_add_plugin(cfg, name);
             snprintf(pc->library, sizeof pc->library, "%s/%s", dir, names[i]);
         }
         free(names[i]);

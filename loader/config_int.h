@@ -18,9 +18,8 @@ void infinirt__config_apply_only(infinirt__config *cfg);
 
 /* The plugin entry named name, or NULL. */
 infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const char *name);
-/* The plugin entry named name, added (enabled) when there is none; line:
- * where the file named it (0: not in the file). */
-infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name, int line);
+/* The plugin entry named name, added (enabled) when there is none. */
+infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name);
 /* 1 to 63 letters, digits, '_' or '-'. */
 bool infinirt__config_plugin_name_ok(const char *name);
 

@@ -117,7 +117,7 @@ infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const
     return NULL;
 }
 
-infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name, int line)
+infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name)
 {
     infinirt__plugin_conf *pc = infinirt__config_find_plugin(cfg, name);
     if (pc != NULL)
@@ -127,7 +127,6 @@ infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const 
     memset(pc, 0, sizeof *pc);
     snprintf(pc->name, sizeof pc->name, "%s", name);
     pc->enabled = true;
-    pc->line = line;
     return pc;
 }
 
@@ -161,7 +160,7 @@ static void on_section(infinirt__ini_sink *sink, const char *name, int line)
         }
         r->kind = SEC_PLUGIN;
         /* "[plugin.cpu]" alone means "load cpu with its defaults". */
-        r->plugin = infinirt__config_add_plugin(r->cfg, name + 7, line);
+        r->plugin = infinirt__config_add_plugin(r->cfg, name + 7);
     } else {
         INFINIRT__WARN("%s:%d: unknown section [%.80s%s]: its keys are ignored (known: [loader], [allocator], "
                        "[plugin.NAME])",
@@ -370,7 +369,7 @@ void infinirt__config_apply_only(infinirt__config *cfg)
             INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path, cfg->only_line,
                            tok);
         else if (infinirt__config_find_plugin(cfg, tok) == NULL)
-            infinirt__config_add_plugin(cfg, tok, cfg->only_line);
+            infinirt__config_add_plugin(cfg, tok);
     }
     free(list);
 }

@@ -40,7 +40,6 @@ typedef struct {
     char library[1024]; /* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
     bool enabled;
     char why_off[256];  /* why it is not loaded when !enabled (the report's message) */
-    int line;           /* line of the section header, 0 for scanned plugins */
     infinirt__kv *keys; /* keys other than library/enabled, passed to the plugin */
     size_t nkeys, capkeys;
 } infinirt__plugin_conf;
