@@ -377,19 +377,41 @@ infiniStatus_t infinirt__capture_malloc(infinirt__stream *s, size_t size, void *
         pthread_mutex_unlock(&infinirt__capture_mu);
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, fn, "stream %p is in an invalidated capture", s->native);
     }
+    /* The allocation may call the backend and, out of memory, wait for
+     * queued work: not under the capture lock, which every capture
+     * operation of every thread takes.  The reference keeps the capture's
+     * memory (the pool's key for it) alive meanwhile. */
+    gmem *m = c->mem;
+    infinirt__gmem_ref(m);
+    pthread_mutex_unlock(&infinirt__capture_mu);
+
     void *p = NULL;
     infinirt__device *dev = s->dev;
     infinirt__pool *pool = infinirt__device_pool(dev);
-    infiniStatus_t st = pool != NULL ? infinirt__pool_alloc(pool, size, c->mem, &p) : INFINI_STATUS_OUT_OF_MEMORY;
-    if (st == INFINI_STATUS_SUCCESS && infinirt__held_add(c->mem, p, HELD_CAPTIVE) != 0) {
-        infinirt__pool_free_sync(p, infinirt__want_pool(pool));
-        st = INFINI_STATUS_OUT_OF_MEMORY;
+    infiniStatus_t st = pool != NULL ? infinirt__pool_alloc(pool, size, m, &p) : INFINI_STATUS_OUT_OF_MEMORY;
+    const char *why = NULL;
+    if (st == INFINI_STATUS_SUCCESS) {
+        /* The capture may have ended or been invalidated meanwhile (another
+         * thread's EndCapture, or an illegal call): then the block is no
+         * graph's, and goes back. */
+        pthread_mutex_lock(&infinirt__capture_mu);
+        c = capture_of_locked(s, false);
+        if (c == NULL || c->mem != m || c->invalid) {
+            why = "the capture ended or was invalidated while the block was allocated";
+            st = INFINI_STATUS_INVALID_STATE;
+        } else if (infinirt__held_add(m, p, HELD_CAPTIVE) != 0) {
+            why = "no memory to note the block as the graph's";
+            st = INFINI_STATUS_OUT_OF_MEMORY;
+        }
+        pthread_mutex_unlock(&infinirt__capture_mu);
+        if (st != INFINI_STATUS_SUCCESS)
+            infinirt__pool_free_sync(p, infinirt__want_pool(pool));
     }
-    pthread_mutex_unlock(&infinirt__capture_mu);
+    infinirt__gmem_put(m);
     if (st != INFINI_STATUS_SUCCESS) {
         char name[64];
-        return infinirt__fail(st, fn, "%zu bytes for a capture on %s", size,
-                              infinirt__dev_name(dev, name, sizeof name));
+        return infinirt__fail(st, fn, "%zu bytes for a capture on %s%s%s", size,
+                              infinirt__dev_name(dev, name, sizeof name), why ? ": " : "", why ? why : "");
     }
     *out = p;
     return INFINI_STATUS_SUCCESS;

@@ -8,6 +8,7 @@
 #include "fault_tests.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -349,5 +350,124 @@ int test_threads_destroy_drains_late_work(void)
     ASSERT_EQ(api.calls("stream_synchronize") - before, 2);
     ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
     ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
+/* ------------------------------ a capture's allocation and the capture lock */
+
+typedef struct {
+    infinirtStream_t other;
+    pthread_t thread;
+    int started;
+    atomic_int done;
+    int done_in_time;
+    infiniStatus_t begin, end;
+} capture_probe;
+
+static void *capture_other(void *p)
+{
+    capture_probe *c = p;
+    infinirtGraph_t g = NULL;
+    c->begin = infinirtStreamBeginCapture(c->other, INFINIRT_STREAM_CAPTURE_MODE_RELAXED);
+    c->end = infinirtStreamEndCapture(c->other, &g);
+    if (g != NULL)
+        (void)infinirtGraphDestroy(g);
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+/* Runs inside the plugin's malloc_device of the test's MallocAsync: another
+ * thread begins and ends a capture of its own stream, which takes the
+ * capture lock.  It is not joined here: were the lock held across the
+ * allocation, the join would never return. */
+static void capture_during_malloc(void *p)
+{
+    capture_probe *c = p;
+    c->started = pthread_create(&c->thread, NULL, capture_other, c) == 0;
+    for (int i = 0; c->started && i < 2000 && !atomic_load(&c->done); i++)
+        tc_sleep_ms(1);
+    c->done_in_time = atomic_load(&c->done);
+}
+
+/* MallocAsync in a capture allocates with the capture lock dropped: the
+ * allocation may call the backend and, out of memory, wait for queued
+ * work, and every capture operation of every thread takes that lock.  The
+ * block still becomes the graph's, freed when the graph goes. */
+int test_threads_capture_malloc_unlocked(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtStream_t s;
+    capture_probe c = {0};
+    ASSERT_OK(ft_stream(&s));
+    ASSERT_OK(ft_stream(&c.other));
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_EQ(api.hook("malloc_device", capture_during_malloc, &c), 0);
+    long before = api.calls("malloc_device");
+    void *p = NULL;
+    ASSERT_OK(infinirtMallocAsync(&p, LIMIT / 4, s));
+    ASSERT_EQ(api.calls("malloc_device") - before, 1); /* the hook ran inside this allocation */
+    ASSERT(c.started);
+    ASSERT_EQ(pthread_join(c.thread, NULL), 0);
+    ASSERT_EQ(c.done_in_time, 1);
+    ASSERT_OK(c.begin);
+    ASSERT_OK(c.end);
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    infinirtGraph_t g = NULL;
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtStreamDestroy(c.other));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+typedef struct {
+    infinirtStream_t s;
+    infinirtGraph_t g;
+    pthread_t thread;
+    int started;
+    atomic_int done;
+    infiniStatus_t end;
+} capture_ender;
+
+static void *end_capture(void *p)
+{
+    capture_ender *e = p;
+    e->end = infinirtStreamEndCapture(e->s, &e->g);
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+static void end_during_malloc(void *p)
+{
+    capture_ender *e = p;
+    e->started = pthread_create(&e->thread, NULL, end_capture, e) == 0;
+    for (int i = 0; e->started && i < 2000 && !atomic_load(&e->done); i++)
+        tc_sleep_ms(1);
+}
+
+/* The capture ends (another thread's EndCapture) while a MallocAsync in it
+ * is allocating: the block is no graph's, so it goes back to the pool, the
+ * call fails with INVALID_STATE and leaves its output alone, and nothing
+ * stays allocated. */
+int test_threads_capture_malloc_capture_ended(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    capture_ender e = {0};
+    ASSERT_OK(ft_stream(&e.s));
+    ASSERT_OK(infinirtStreamBeginCapture(e.s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_EQ(api.hook("malloc_device", end_during_malloc, &e), 0);
+    void *p = &e;
+    ASSERT_STATUS(infinirtMallocAsync(&p, LIMIT / 4, e.s), INFINI_STATUS_INVALID_STATE);
+    ASSERT_PTR_EQ(p, &e);
+    ASSERT(e.started);
+    ASSERT_EQ(pthread_join(e.thread, NULL), 0);
+    ASSERT_OK(e.end);
+    ASSERT_OK(infinirtGraphDestroy(e.g));
+    ASSERT_OK(infinirtStreamDestroy(e.s));
+    CHECK(all_memory_back());
     return TEST_OK;
 }

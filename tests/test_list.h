@@ -105,6 +105,8 @@
     X(threads, sync_copy_after_default_stream) \
     X(threads, gate_timeout)                   \
     X(threads, destroy_drains_late_work)       \
+    X(threads, capture_malloc_unlocked)        \
+    X(threads, capture_malloc_capture_ended)   \
     X(memory_checks, huge_request)             \
     X(memory_checks, huge_request_limited)     \
     X(fault, table_no_event_query)             \
