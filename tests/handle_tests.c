@@ -376,16 +376,26 @@ static void *capture_other(void *p)
     return NULL;
 }
 
+/* Start fn(arg) on *t and wait up to 2 s for it to set *done, without
+ * joining: the hooks below run inside an allocation, and were the capture
+ * lock held across it, a join would never return.  Whether the thread
+ * started. */
+static int start_and_wait(pthread_t *t, void *(*fn)(void *), void *arg, atomic_int *done)
+{
+    if (pthread_create(t, NULL, fn, arg) != 0)
+        return 0;
+    for (int i = 0; i < 2000 && !atomic_load(done); i++)
+        tc_sleep_ms(1);
+    return 1;
+}
+
 /* Runs inside the plugin's malloc_device of the test's MallocAsync: another
  * thread begins and ends a capture of its own stream, which takes the
- * capture lock.  It is not joined here: were the lock held across the
- * allocation, the join would never return. */
+ * capture lock. */
 static void capture_during_malloc(void *p)
 {
     capture_probe *c = p;
-    c->started = pthread_create(&c->thread, NULL, capture_other, c) == 0;
-    for (int i = 0; c->started && i < 2000 && !atomic_load(&c->done); i++)
-        tc_sleep_ms(1);
+    c->started = start_and_wait(&c->thread, capture_other, c, &c->done);
     c->done_in_time = atomic_load(&c->done);
 }
 
@@ -442,9 +452,7 @@ static void *end_capture(void *p)
 static void end_during_malloc(void *p)
 {
     capture_ender *e = p;
-    e->started = pthread_create(&e->thread, NULL, end_capture, e) == 0;
-    for (int i = 0; e->started && i < 2000 && !atomic_load(&e->done); i++)
-        tc_sleep_ms(1);
+    e->started = start_and_wait(&e->thread, end_capture, e, &e->done);
 }
 
 /* The capture ends (another thread's EndCapture) while a MallocAsync in it
