@@ -59,7 +59,7 @@
 #include <stdlib.h>
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 5
+#define INFINIRT_PLUGIN_ABI_MINOR 6
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -475,6 +475,18 @@ typedef struct infinirtPluginOps {
      * plugin starts; must not block.  Bits the loader does not know are
      * ignored. */
     infiniStatus_t (*get_device_flags)(int dev, uint32_t *flags);
+
+    /* ---- ABI 1.6: whole-device query ---- */
+    /* *idle = 1 when everything queued so far on every stream of device
+     * `dev` - through the plugin or natively, by any thread - has
+     * completed; 0 otherwise.  Must not block, and must neither take part
+     * in nor invalidate a capture.  Optional, and only worth bringing
+     * where it is cheaper than stream_query on each stream (one counter).
+     * The loader asks it only of a plugin that has stream_query (whose
+     * streams may carry work it does not see), before it queries each
+     * stream for a synchronous free: an answer of 0, or an error, sends it
+     * to those per-stream queries. */
+    infiniStatus_t (*device_query)(int dev, int *idle);
 } infinirtPluginOps;
 
 /* Bits of get_device_flags.
@@ -501,6 +513,8 @@ typedef struct infinirtPluginOps {
  * a 1.4 table needs INFINIRT_PLUGIN_OPS_SIZE_1_3. */
 /* The same for ABI 1.5. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_5 (offsetof(infinirtPluginOps, get_device_flags) + sizeof(void (*)(void)))
+/* The same for ABI 1.6. */
+#define INFINIRT_PLUGIN_OPS_SIZE_1_6 (offsetof(infinirtPluginOps, device_query) + sizeof(void (*)(void)))
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

@@ -221,6 +221,12 @@ static infiniStatus_t no_flags(int d, uint32_t *flags)
     (void)flags;
     return INFINI_STATUS_NOT_IMPLEMENTED;
 }
+static infiniStatus_t no_device_query(int d, int *idle)
+{
+    (void)d;
+    *idle = 0;
+    return INFINI_STATUS_NOT_IMPLEMENTED;
+}
 
 /* Every entry: its name, where it sits, its stub, the capability bit. */
 typedef void (*any_fn)(void);
@@ -276,12 +282,13 @@ static const struct {
     ENTRY(get_utilization, no_utilization),
     ENTRY(get_device_uuid, no_uuid),
     ENTRY(get_device_flags, no_flags),
+    ENTRY(device_query, no_device_query),
 };
 #undef ENTRY
 
 /* The k_entries order is the enum's; a mismatch would give one entry
  * another's stub. */
-_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_get_device_flags == INFINIRT__OP_COUNT - 1,
+_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_device_query == INFINIRT__OP_COUNT - 1,
                "infinirt__op enum and k_entries disagree");
 
 const char *infinirt__op_name(infinirt__op op)

@@ -192,6 +192,26 @@ static inline bool device_idle(infinirt__device *dev, uint_fast64_t *seen)
     return *seen == atomic_load_explicit(&dev->synced_all, memory_order_acquire);
 }
 
+/* Whether the plugin of a device with native work says all of it is idle
+ * (ABI 1.6 device_query): one call instead of dev->lock and a query per
+ * stream.  False when it cannot say - no entry, busy, or an error (warned
+ * once; the per-stream queries decide then).  Never blocks. */
+static bool plugin_says_idle(infinirt__device *dev)
+{
+    if (!INFINIRT__NATIVE_WORK(dev->plugin) || !INFINIRT__HAS(dev->plugin, device_query))
+        return false;
+    int idle = 0;
+    infiniStatus_t st = dev->plugin->ops->device_query(dev->index, &idle);
+    if (st != INFINI_STATUS_SUCCESS) {
+        if (!atomic_exchange(&dev->devq_warned, true))
+            INFINIRT__WARN("%s:%d (plugin %s): device_query failed (%s); the allocator queries each stream instead",
+                           infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name,
+                           infinirtGetErrorName(st));
+        return false;
+    }
+    return idle == 1;
+}
+
 /* Whether the work counted as of `seen` has completed, as far as the
  * loader's own counters tell: the device was idle past it, or every stream
  * has been synchronised past what it had queued.  Never blocks. */
@@ -200,6 +220,10 @@ static bool done_by_counters(infinirt__device *dev, uint_fast64_t seen)
     uint_fast64_t now;
     if (atomic_load_explicit(&dev->synced_all, memory_order_acquire) >= seen || device_idle(dev, &now))
         return true;
+    if (plugin_says_idle(dev)) {
+        infinirt__device_note_idle(dev, now); /* asked after `now` was read */
+        return true;
+    }
     /* Called under arena locks: never wait for dev->lock (a device
      * synchronize may hold it for long); busy means "not known done". */
     if (pthread_mutex_trylock(&dev->lock) != 0)
@@ -219,6 +243,10 @@ static infiniStatus_t fence_device(infinirt__device *dev, infinirt__fence **f, i
     uint_fast64_t seen;
     if (device_idle(dev, &seen) && !INFINIRT__NATIVE_WORK(dev->plugin))
         return INFINI_STATUS_SUCCESS;
+    if (plugin_says_idle(dev)) {
+        infinirt__device_note_idle(dev, seen); /* asked after `seen` was read */
+        return INFINI_STATUS_SUCCESS;
+    }
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     int before = *f ? (*f)->n : 0;
     pthread_mutex_lock(&dev->lock);

@@ -144,6 +144,7 @@ typedef enum {
     INFINIRT__OP_get_utilization,
     INFINIRT__OP_get_device_uuid,
     INFINIRT__OP_get_device_flags,
+    INFINIRT__OP_device_query,
     INFINIRT__OP_COUNT
 } infinirt__op;
 
@@ -217,6 +218,11 @@ struct infinirt__device {
     /* get_device_flags said DONE_AT_RETURN: no stream of the device ever
      * has work queued, so none is counted and no fence is made. */
     bool done_at_return;
+    /* The plugin has stream_query (INFINIRT__NATIVE_WORK): the allocator
+     * asks it whether a stream is idle and raises `submitted` itself for
+     * each fence, so the loader's calls are not counted on the device (a
+     * counter every stream of the device would fight over). */
+    bool native_work;
     /* Created on first use (infinirt__device_pool): a device that is never
      * used costs no allocator. */
     _Atomic(infinirt__pool *) pool;
@@ -230,8 +236,9 @@ struct infinirt__device {
     size_t event_pool_n, event_pool_cap;
     size_t events_owned; /* idle or in a fence; under dev->lock */
     /* Work accounting for the allocator's fences: submitted counts every
-     * async operation queued on any stream of the device; synced_all is the
-     * value of `submitted` at the last moment every stream was known idle. */
+     * async operation queued on any stream of the device (on a native_work
+     * device only the fences' own raises); synced_all is the value of
+     * `submitted` at the last moment every stream was known idle. */
     atomic_uint_fast64_t submitted;
     atomic_uint_fast64_t synced_all;
     /* Bit i: a stream of device i of the same plugin has had asynchronous
@@ -240,7 +247,7 @@ struct infinirt__device {
      * 63 stands for every device from 63 on.  Never cleared. */
     atomic_uint_fast64_t peers;
     /* One warning each when the plugin fails the allocator's fences. */
-    atomic_bool fence_warned, query_warned, wait_warned;
+    atomic_bool fence_warned, query_warned, wait_warned, devq_warned;
     /* Stream captures begun through infinirt and not yet ended on this
      * device (capture.c; the list is under the capture lock). */
     atomic_int captures;
@@ -324,13 +331,16 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
  * that read the counts before then did not cover it).  The stream's count
  * first: whoever reads the device's count and then the streams' (the
  * allocator's "every stream idle" checks) sees this stream busy whenever
- * that device count includes the work. */
+ * that device count includes the work.  A native_work device's count is
+ * not raised here: nothing reads it as "work queued" (fence.c asks the
+ * plugin, and raises it for each fence it takes). */
 static inline void infinirt__stream_note_submit(infinirt__stream *s)
 {
     if (s->dev->done_at_return)
         return; /* complete already: nothing to count, nothing to fence */
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
-    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
+    if (!s->dev->native_work)
+        atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
 }
 /* Work queued on a stream of `user` touches memory of `owner`. */
 static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__device *user)

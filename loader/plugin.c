@@ -198,7 +198,8 @@ static int open_and_handshake(infinirt__plugin *p)
     /* A table must hold every entry of the minor it claims (later minors
      * than the loader's are read up to what the loader knows). */
     uint32_t known = ops->abi_minor < INFINIRT_PLUGIN_ABI_MINOR ? ops->abi_minor : INFINIRT_PLUGIN_ABI_MINOR;
-    size_t need = known >= 5   ? INFINIRT_PLUGIN_OPS_SIZE_1_5
+    size_t need = known >= 6   ? INFINIRT_PLUGIN_OPS_SIZE_1_6
+                  : known == 5 ? INFINIRT_PLUGIN_OPS_SIZE_1_5
                   : known >= 3 ? INFINIRT_PLUGIN_OPS_SIZE_1_3
                   : known == 2 ? INFINIRT_PLUGIN_OPS_SIZE_1_2
                   : known == 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1
@@ -269,6 +270,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int index)
     uint32_t flags = 0;
     d->done_at_return = p->ops->get_device_flags(index, &flags) == INFINI_STATUS_SUCCESS &&
                         (flags & INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN);
+    d->native_work = INFINIRT__NATIVE_WORK(p);
     d->default_stream = calloc(1, sizeof *d->default_stream);
     if (d->default_stream == NULL)
         return -1;

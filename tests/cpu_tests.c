@@ -301,7 +301,8 @@ static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
  * that size are served, and a device index outside [0, count) is
  * DEVICE_NOT_FOUND from every entry that looks a device up.  No infinirt
  * call is made, so the loader never loads the same library. */
-int test_cpu_abi_fields(void)
+/* The CPU plugin's own table, from its entry (no loader involved). */
+static int raw_cpu_ops(const infinirtPluginOps **ops)
 {
     void *lib = dlopen(CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
     ASSERT(lib != NULL);
@@ -309,8 +310,15 @@ int test_cpu_abi_fields(void)
     ASSERT(sym != NULL);
     infinirtPluginEntryFn entry;
     memcpy(&entry, &sym, sizeof sym);
+    *ops = NULL;
+    ASSERT_OK(entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, ops));
+    return TEST_OK;
+}
+
+int test_cpu_abi_fields(void)
+{
     const infinirtPluginOps *ops = NULL;
-    ASSERT_OK(entry(INFINIRT_PLUGIN_ABI_MAJOR, INFINIRT_PLUGIN_ABI_MINOR, &ops));
+    CHECK(raw_cpu_ops(&ops));
     const infinirtPluginKeyValue kv[] = {{"devices", "2"}, {"streams", "async"}};
     char msg[256] = "";
     infinirtPluginInitArgs args = {
@@ -344,11 +352,65 @@ int test_cpu_abi_fields(void)
         ASSERT_STATUS(ops->stream_create(dev, &a), INFINI_STATUS_DEVICE_NOT_FOUND);
         ASSERT_STATUS(ops->stream_synchronize(dev, NULL), INFINI_STATUS_DEVICE_NOT_FOUND);
         ASSERT_STATUS(ops->stream_query(dev, NULL, &idle), INFINI_STATUS_DEVICE_NOT_FOUND);
+        ASSERT_STATUS(ops->device_query(dev, &idle), INFINI_STATUS_DEVICE_NOT_FOUND);
         ASSERT_STATUS(ops->memcpy(dev, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H), INFINI_STATUS_DEVICE_NOT_FOUND);
         ASSERT_STATUS(ops->memcpy_async(dev, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H, NULL),
                       INFINI_STATUS_DEVICE_NOT_FOUND);
     }
     ASSERT_EQ(y, 0);
+    ops->shutdown();
+    return TEST_OK;
+}
+
+static void wait_open(void *flag)
+{
+    while (!atomic_load((atomic_int *)flag))
+        tc_sleep_ms(1);
+}
+
+/* device_query (ABI 1.6), async streams: idle with nothing queued and after
+ * small work run on the caller's thread; busy while a command waits in a
+ * stream of the device (only that device), and idle again once it is
+ * done. */
+int test_cpu_device_query(void)
+{
+    const infinirtPluginOps *ops = NULL;
+    CHECK(raw_cpu_ops(&ops));
+    const infinirtPluginKeyValue kv[] = {{"devices", "2"}, {"streams", "async"}};
+    char msg[256] = "";
+    infinirtPluginInitArgs args = {
+        .struct_size = sizeof args,
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .config = kv,
+        .config_count = 2,
+        .log = abi_log_fn,
+        .message = msg,
+        .message_size = sizeof msg,
+    };
+    int count = -1, idle = -1;
+    ASSERT_OK(ops->init(&args, &count));
+    ASSERT_OK(ops->device_query(0, &idle));
+    ASSERT_EQ(idle, 1);
+    void *s;
+    unsigned char x = 7, y = 0;
+    ASSERT_OK(ops->stream_create(0, &s));
+    ASSERT_OK(ops->memcpy_async(0, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H, s));
+    ASSERT_OK(ops->device_query(0, &idle));
+    ASSERT_EQ(idle, 1);
+    ASSERT_EQ(y, 7);
+    static atomic_int open;
+    atomic_store(&open, 0);
+    ASSERT_OK(ops->launch_host_func(0, s, wait_open, &open));
+    ASSERT_OK(ops->memcpy_async(0, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H, s));
+    ASSERT_OK(ops->device_query(0, &idle));
+    ASSERT_EQ(idle, 0);
+    ASSERT_OK(ops->device_query(1, &idle));
+    ASSERT_EQ(idle, 1);
+    atomic_store(&open, 1);
+    ASSERT_OK(ops->stream_synchronize(0, s));
+    ASSERT_OK(ops->device_query(0, &idle));
+    ASSERT_EQ(idle, 1);
+    ASSERT_OK(ops->stream_destroy(0, s));
     ops->shutdown();
     return TEST_OK;
 }

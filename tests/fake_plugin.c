@@ -23,6 +23,7 @@
  *                    "err!" (INTERNAL_ERROR), anything else NOT_IMPLEMENTED
  *   FAKE_SHORT12     claims ABI 1.2 with a table of ABI 1.1's size (refused)
  *   FAKE_SHORT15     claims ABI 1.5 with a table of ABI 1.4's size (refused)
+ *   FAKE_SHORT16     claims ABI 1.6 with a table of ABI 1.5's size (refused)
  *   FAKE_PARTIAL_GRAPH  FAKE_STREAMS of ABI 1.2 with stream_begin_capture
  *                    but not the other graph entries (incoherent: refused)
  *
@@ -295,7 +296,9 @@ static const infinirtPluginOps fake_ops = {
 #else
     .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
 #endif
-#if defined(FAKE_SHORT15)
+#if defined(FAKE_SHORT16)
+    .abi_minor = 6,
+#elif defined(FAKE_SHORT15)
     .abi_minor = 5,
 #elif defined(FAKE_SHORT12) || defined(FAKE_PARTIAL_GRAPH)
     .abi_minor = 2,
@@ -310,6 +313,8 @@ static const infinirtPluginOps fake_ops = {
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_1,
 #elif defined(FAKE_SHORT15)
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_3, /* 1.4 appended no entry */
+#elif defined(FAKE_SHORT16)
+    .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_5,
 #elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV) && !defined(FAKE_PARTIAL_GRAPH)) || defined(FAKE_SHORT11)
     /* A plugin built against ABI 1.0: its table ends after memset_async
      * (short11 claims minor 1 with such a table, and is refused). */

@@ -342,6 +342,15 @@ static infiniStatus_t f_memset_async(int dev, void *p, int v, size_t n, void *s)
     FORWARD(memset_async, dev, p, v, n, s);
 }
 
+static infiniStatus_t f_stream_query(int dev, void *s, int *idle)
+{
+    FORWARD(stream_query, dev, s, idle);
+}
+static infiniStatus_t f_device_query(int dev, int *idle)
+{
+    FORWARD(device_query, dev, idle);
+}
+
 /* The inner plugin's flags only with FAULT_DONE_AT_RETURN=1 (read at each
  * call, which is once per device when the plugin starts): the fault tests
  * exercise the loader's fences, which a device whose work is done at
@@ -376,6 +385,11 @@ static infinirtPluginOps ops = {
  * loader calls the entry. */
 __attribute__((constructor)) static void apply_omit(void)
 {
+    const char *native = getenv("FAULT_NATIVE_QUERIES");
+    if (native == NULL || strcmp(native, "1") != 0) {
+        ops.stream_query = NULL;
+        ops.device_query = NULL;
+    }
     const char *env = getenv("FAULT_OMIT");
     if (env == NULL || env[0] == '\0')
         return;

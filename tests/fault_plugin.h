@@ -6,31 +6,36 @@
 #define INFINIRT_TEST_FAULT_PLUGIN_H_
 
 /* Every entry that can be made to fail, in table order (init and shutdown
- * cannot). */
-#define FAULT_OPS(X)      \
-    X(get_device_info)    \
-    X(get_mem_info)       \
-    X(device_synchronize) \
-    X(stream_create)      \
-    X(stream_destroy)     \
-    X(stream_synchronize) \
-    X(stream_wait_event)  \
-    X(launch_host_func)   \
-    X(event_create)       \
-    X(event_destroy)      \
-    X(event_record)       \
-    X(event_query)        \
-    X(event_synchronize)  \
-    X(event_elapsed_time) \
-    X(malloc_device)      \
-    X(free_device)        \
-    X(malloc_host)        \
-    X(free_host)          \
-    X(memcpy)             \
-    X(memcpy_async)       \
-    X(memset)             \
-    X(memset_async)       \
-    X(stream_create_with_flags)
+ * cannot).  stream_query and device_query are in the table only under
+ * FAULT_NATIVE_QUERIES=1 (read when the library is loaded): with them the
+ * loader asks the plugin whether streams are idle instead of trusting its
+ * own counts, as it does for the CPU, CUDA and OpenCL plugins. */
+#define FAULT_OPS(X)            \
+    X(get_device_info)          \
+    X(get_mem_info)             \
+    X(device_synchronize)       \
+    X(stream_create)            \
+    X(stream_destroy)           \
+    X(stream_synchronize)       \
+    X(stream_wait_event)        \
+    X(launch_host_func)         \
+    X(event_create)             \
+    X(event_destroy)            \
+    X(event_record)             \
+    X(event_query)              \
+    X(event_synchronize)        \
+    X(event_elapsed_time)       \
+    X(malloc_device)            \
+    X(free_device)              \
+    X(malloc_host)              \
+    X(free_host)                \
+    X(memcpy)                   \
+    X(memcpy_async)             \
+    X(memset)                   \
+    X(memset_async)             \
+    X(stream_create_with_flags) \
+    X(stream_query)             \
+    X(device_query)
 
 /* Modes of fault_set. */
 #define FAULT_OFF 0

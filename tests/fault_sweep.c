@@ -312,6 +312,15 @@ int test_fault_sweep_noalloc(void)
     return sweep_nth("[allocator]\nenabled = false\n");
 }
 
+/* The plugin has stream_query and device_query (FAULT_NATIVE_QUERIES=1):
+ * the fences ask it instead of trusting the loader's counts, and those
+ * queries fail too. */
+int test_fault_sweep_native(void)
+{
+    tc_setenv("FAULT_NATIVE_QUERIES", "1");
+    return sweep_nth(NULL);
+}
+
 /* Each entry failing at every call of the workload, in turn. */
 int test_fault_sweep_always(void)
 {

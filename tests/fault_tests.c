@@ -531,3 +531,77 @@ int test_fault_done_at_return_off(void)
     ASSERT_GT(records, 0);
     return TEST_OK;
 }
+
+/* A plugin with stream_query and device_query (ABI 1.6; the fault plugin
+ * passes the CPU plugin's on under FAULT_NATIVE_QUERIES=1): the loader does
+ * not trust its own counts there, and asks device_query first before a
+ * synchronous free.  On an idle device that one answer is enough - no
+ * stream is queried; with a stream held it answers busy, the streams are
+ * queried, and the block stays pending until the stream's work is done. */
+static int native_queries_start(fault_api *api)
+{
+    ft_config(NULL, NULL);
+    tc_setenv("FAULT_NATIVE_QUERIES", "1");
+    return ft_start(api);
+}
+
+/* Frees a block of half the device while stream a is held by a gate, and
+ * checks that the next allocation of that size is not served from it. */
+static int free_behind_held_stream(fault_api *api, infinirtStream_t a, long *stream_queries)
+{
+    void *p, *q;
+    ASSERT_OK(infinirtMalloc(&p, LIMIT / 2));
+    static tc_gate gate;
+    CHECK(tc_hold_stream(a, &gate));
+    long before = api->calls("stream_query");
+    ASSERT_OK(infinirtFree(p)); /* the held stream may use it, as far as anyone knows */
+    *stream_queries = api->calls("stream_query") - before;
+    ASSERT_OK(infinirtMalloc(&q, LIMIT / 2));
+    int reused = q == p;
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(a));
+    ASSERT(!reused);
+    ASSERT_OK(infinirtFree(q));
+    return TEST_OK;
+}
+
+int test_fault_device_query_idle(void)
+{
+    fault_api api;
+    CHECK(native_queries_start(&api));
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, 4096));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    long sq = api.calls("stream_query"), dq = api.calls("device_query");
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_GE(api.calls("device_query") - dq, 1);
+    ASSERT_EQ(api.calls("stream_query") - sq, 0);
+    long queried = 0;
+    CHECK(free_behind_held_stream(&api, a, &queried));
+    ASSERT_GE(queried, 1);
+    ASSERT_OK(infinirtStreamDestroy(a));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}
+
+/* device_query failing: one warning, and the per-stream queries decide, so
+ * a block freed behind a held stream still waits for it. */
+int test_fault_device_query_fails(void)
+{
+    fault_api api;
+    CHECK(native_queries_start(&api));
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    ASSERT_EQ(api.set("device_query", FAULT_ALWAYS, 0, INFINI_STATUS_INTERNAL_ERROR), 0);
+    long queried = 0;
+    CHECK(free_behind_held_stream(&api, a, &queried));
+    ASSERT_GE(queried, 1);
+    CHECK(free_behind_held_stream(&api, a, &queried));
+    ASSERT_EQ(log_count("device_query failed"), 1);
+    api.reset();
+    ASSERT_OK(infinirtStreamDestroy(a));
+    CHECK(all_memory_back());
+    return TEST_OK;
+}

@@ -148,6 +148,12 @@ int test_loader_table_short_for_minor_5(void)
                            "ABI 1.5 needs at least");
 }
 
+int test_loader_table_short_for_minor_6(void)
+{
+    return bad_plugin_case("library = " FAKE_DIR "/libfake_short16.so", "short16", INFINIRT_PLUGIN_ABI_MISMATCH,
+                           "ABI 1.6 needs at least");
+}
+
 /* Native graphs come whole: a part of the seven entries is refused. */
 int test_loader_incoherent_partial_graph(void)
 {

@@ -123,6 +123,7 @@
     X(fault, sweep)                            \
     X(fault, sweep_release)                    \
     X(fault, sweep_noalloc)                    \
+    X(fault, sweep_native)                     \
     X(fault, sweep_always)                     \
     X(fault, sync_by_stream_unlocked)          \
     X(fault, passthrough_wait_fails)           \
@@ -131,7 +132,10 @@
     X(fault, counted_memcpy_async_in_flight)   \
     X(fault, done_at_return)                   \
     X(fault, done_at_return_off)               \
+    X(fault, device_query_idle)                \
+    X(fault, device_query_fails)               \
     X(loader, table_short_for_minor_5)         \
+    X(loader, table_short_for_minor_6)         \
     X(config, plugin_parsers)                  \
     X(loader, default_device_negative)         \
     X(allocator, fence_one_past_sync)          \
@@ -188,6 +192,7 @@
     X(cpu, native_work_free_streams_counted)   \
     X(cpu, pool_first_work_one_thread)         \
     X(cpu, abi_fields)                         \
+    X(cpu, device_query)                       \
     X(ledger, set_device)                      \
     X(ledger, malloc_free)                     \
     X(ledger, copies)                          \

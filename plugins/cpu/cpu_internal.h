@@ -88,6 +88,12 @@ typedef struct {
     pthread_mutex_t lock;                 /* streams list, default stream creation */
     cpu_stream *streams;                  /* every stream of the device, default included */
     _Atomic(cpu_stream *) default_stream; /* async mode: created on first use */
+    /* Async mode: commands queued on any stream of the device (rings, the
+     * native path included) and not yet done.  Raised when a command is
+     * queued, lowered (release) when it is done: 0 lets a synchronous copy
+     * and device_query skip `lock` and the stream scan.  Work run on the
+     * caller's thread is never counted: it is done when its call returns. */
+    atomic_uint_fast64_t pending;
 } cpu_device;
 
 /* Written under mu; `recorded` and `completed` are read without it, so a
@@ -213,6 +219,8 @@ void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle);
  * wait for the work queued on the default stream and on every blocking
  * stream of dev. */
 infiniStatus_t cpu__sync_point(int dev, const char *call);
+/* ABI 1.6 device_query: nothing queued on any stream of dev is pending. */
+infiniStatus_t cpu__device_query(int dev, int *idle);
 
 /* Events (cpu_event.c). */
 void cpu__event_put(cpu_event *e);

@@ -137,6 +137,8 @@ static const infinirtPluginOps ops = {
     .device_get_native = cpu__device_get_native,
     /* ABI 1.5 */
     .get_device_flags = cpu__get_device_flags,
+    /* ABI 1.6 */
+    .device_query = cpu__device_query,
 };
 
 INFINIRT_PLUGIN_DEFINE_ENTRY(ops)

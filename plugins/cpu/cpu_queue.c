@@ -241,6 +241,9 @@ void cpu__stream_run(cpu_stream *s)
         s->count--;
         uint64_t done = atomic_load_explicit(&s->done, memory_order_relaxed) + 1;
         atomic_store_explicit(&s->done, done, memory_order_release);
+        /* Lowered after `done`: whoever reads 0 here sees every count
+         * reached, and the work's effects. */
+        atomic_fetch_sub_explicit(&s->dev->pending, 1, memory_order_release);
         if (s->waiters > 0)
             pthread_cond_broadcast(&s->cv_done);
         if (s->parked != NULL) {
@@ -343,6 +346,7 @@ static void ring_push(cpu_stream *s, const cmd *c)
 {
     s->ring[(s->first + s->count) & (s->cap - 1)] = *c;
     s->count++;
+    atomic_fetch_add_explicit(&s->dev->pending, 1, memory_order_relaxed);
     uint64_t q = atomic_load_explicit(&s->queued, memory_order_relaxed) + 1;
     atomic_store_explicit(&s->queued, q, memory_order_release);
 }
@@ -523,6 +527,8 @@ static infiniStatus_t wait_pending(int dev, const char *call, enum pending_set s
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (atomic_load_explicit(&d->pending, memory_order_acquire) == 0)
+        return INFINI_STATUS_SUCCESS; /* nothing queued on any stream: no lock, no scan */
     after *list;
     if (pending_streams(d, set, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
@@ -539,4 +545,16 @@ infiniStatus_t cpu__device_synchronize(int dev)
 infiniStatus_t cpu__sync_point(int dev, const char *call)
 {
     return wait_pending(dev, call, FOR_SYNC);
+}
+
+infiniStatus_t cpu__device_query(int dev, int *idle)
+{
+    *idle = 1;
+    if (cpu__inline)
+        return INFINI_STATUS_SUCCESS;
+    cpu_device *d = cpu__device(dev);
+    if (d == NULL)
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
+    *idle = atomic_load_explicit(&d->pending, memory_order_acquire) == 0;
+    return INFINI_STATUS_SUCCESS;
 }
