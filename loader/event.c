@@ -18,15 +18,20 @@ infinirt__event *infinirt__event_get(infinirtEvent_t h)
     return infinirt__handle_get(INFINIRT__KIND_EVENT, h, put_event);
 }
 
+/* The last reference is gone: the plugin event and the loader's object. */
+static void event_free(infinirt__event *e)
+{
+    infinirt__device *dev = e->dev;
+    infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
+    if (st != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(st, dev, "event_destroy");
+    free(e);
+}
+
 void infinirt__event_put(infinirt__event *e)
 {
-    if (e != NULL && infinirt__handle_drop(INFINIRT__KIND_EVENT, e->slot) != NULL) {
-        infinirt__device *dev = e->dev;
-        infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, e->pe);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, "event_destroy");
-        free(e);
-    }
+    if (e != NULL && infinirt__handle_drop(INFINIRT__KIND_EVENT, e->slot) != NULL)
+        event_free(e);
 }
 
 /* ------------------------------------------------------------- event API */
@@ -43,9 +48,18 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     infinirt__device *dev = NULL;
     if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__event *e = calloc(1, sizeof *e);
+    /* malloc and each field set, not calloc: glibc serves malloc from the
+     * thread's cache (calloc bypasses it), and an event often lives one
+     * loop iteration.  (A memset after malloc would be turned back into
+     * calloc by the compiler.) */
+    infinirt__event *e = malloc(sizeof *e);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an event handle");
+    e->slot = 0;
+    e->pe = NULL;
+    atomic_init(&e->captured, NULL);
+    e->captured_seq = 0;
+    e->captured_on = NULL;
     st = dev->plugin->ops->event_create(dev->index, flags, &e->pe);
     if (st != INFINI_STATUS_SUCCESS) {
         free(e);
@@ -87,13 +101,14 @@ INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__event *e = infinirt__event_get(event);
-    if (e == NULL || infinirt__handle_kill(INFINIRT__KIND_EVENT, event, e->slot) != 0) {
-        infinirt__event_put(e);
+    /* No reference is needed meanwhile: the handle dies and drops its own
+     * reference in one step; a thread still inside a call on the event
+     * frees it when it lets go. */
+    void *last = NULL;
+    if (infinirt__handle_destroy(INFINIRT__KIND_EVENT, event, &last) != 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
-    }
-    infinirt__event_put(e);
-    infinirt__event_put(e);
+    if (last != NULL)
+        event_free(last);
     return INFINI_STATUS_SUCCESS;
 }
 

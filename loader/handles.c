@@ -337,6 +337,20 @@ static int handle_kill(const void *h, uint32_t kind, uint32_t idx)
     return 0;
 }
 
+/* The slot at idx, dead and without references, goes to the back of the
+ * free list; caller holds t->lock. */
+static void slot_release_locked(table *t, slot *sl, uint32_t idx)
+{
+    sl->obj = NULL;
+    atomic_store_explicit(&sl->key, 0, memory_order_relaxed);
+    sl->next_free = 0;
+    if (t->free_tail != 0)
+        slot_at(t, t->free_tail - 1)->next_free = idx + 1;
+    else
+        t->free_head = idx + 1;
+    t->free_tail = idx + 1;
+}
+
 /* Drop a reference; returns the object when it was the last one (the slot
  * is then free for reuse), else NULL. */
 static void *handle_drop(uint32_t kind, uint32_t idx)
@@ -348,16 +362,44 @@ static void *handle_drop(uint32_t kind, uint32_t idx)
         return NULL;
     void *obj = sl->obj;
     pthread_mutex_lock(&t->lock);
-    sl->obj = NULL;
-    atomic_store_explicit(&sl->key, 0, memory_order_relaxed);
-    sl->next_free = 0;
-    if (t->free_tail != 0)
-        slot_at(t, t->free_tail - 1)->next_free = idx + 1;
-    else
-        t->free_head = idx + 1;
-    t->free_tail = idx + 1;
+    slot_release_locked(t, sl, idx);
     pthread_mutex_unlock(&t->lock);
     return obj;
+}
+
+/* handle_kill and the drop of the handle's own reference in one section
+ * under the table lock, without taking a reference first: what a destroy
+ * that needs no reference meanwhile costs (EventDestroy).  Returns -1 when
+ * h is not a live handle of this kind; else 0, with *last = the object
+ * when that was its last reference (the slot is free again), or NULL when
+ * a thread inside a call on it still holds one (its drop returns it). */
+static int handle_destroy(uint32_t kind, const void *h, void **last)
+{
+    table *t = &g_tables[kind];
+    uintptr_t key = (uintptr_t)h;
+    *last = NULL;
+    if (key == 0)
+        return -1;
+    pthread_mutex_lock(&t->lock);
+    map_entry *e = map_find_locked(t, key);
+    uint64_t val = e != NULL ? atomic_load_explicit(&e->val, memory_order_relaxed) : 0;
+    slot *sl = e != NULL ? slot_at(t, (uint32_t)val) : NULL;
+    uint64_t w = sl != NULL ? atomic_load(&sl->word) : 0;
+    do {
+        /* Not live: another thread's destroy cleared it and has yet to take
+         * the lock to remove the entry. */
+        if (sl == NULL || W_GEN(w) != (uint32_t)(val >> 32) || !(w & W_LIVE) || W_REFS(w) == 0) {
+            pthread_mutex_unlock(&t->lock);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak(&sl->word, &w, (w & ~W_LIVE) - 1));
+    map_remove_locked(t, key, val);
+    if (W_REFS(w) == 1) {
+        *last = sl->obj;
+        slot_release_locked(t, sl, (uint32_t)val);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return 0;
 }
 
 /* The registry for the files of each kind (stream.c, event.c, graph.c),
@@ -380,6 +422,11 @@ int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t idx)
 void *infinirt__handle_drop(uint32_t kind, uint32_t idx)
 {
     return handle_drop(kind, idx);
+}
+
+int infinirt__handle_destroy(uint32_t kind, const void *h, void **last)
+{
+    return handle_destroy(kind, h, last);
 }
 
 const char *infinirt__handle_register_error(int rc)

@@ -309,6 +309,10 @@ int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t 
 void *infinirt__handle_get(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
 void *infinirt__handle_drop(uint32_t kind, uint32_t slot);
+/* Kill a handle and drop its own reference at once, with no reference
+ * taken first: -1 if it was not live; else 0 and *last = the object when
+ * that was its last reference (NULL: a user's drop will return it). */
+int infinirt__handle_destroy(uint32_t kind, const void *h, void **last);
 /* What infinirt__handle_register's failure rc means, for the log. */
 const char *infinirt__handle_register_error(int rc);
 /* Drop a reference to a graph or executable graph (graph.c). */

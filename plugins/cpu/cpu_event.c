@@ -26,16 +26,21 @@ double cpu__now_ms(void)
 
 static cpu_event *event_new(int dev, uint32_t flags)
 {
-    cpu_event *e = calloc(1, sizeof *e);
+    /* Not calloc, and every field set (a memset would be turned back into
+     * calloc): malloc is served from glibc's thread cache, calloc is not. */
+    cpu_event *e = malloc(sizeof *e);
     if (e == NULL)
         return NULL;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     e->flags = flags;
-    e->device = dev;
     atomic_init(&e->refs, 1);
     atomic_init(&e->recorded, 0);
     atomic_init(&e->completed, 0);
+    e->completed_at_ms = 0;
+    e->waiters = 0;
+    e->parked = NULL;
+    e->device = dev;
     return e;
 }
 
