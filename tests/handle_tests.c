@@ -353,6 +353,56 @@ int test_threads_destroy_drains_late_work(void)
     return TEST_OK;
 }
 
+typedef struct {
+    fault_api *api;
+    infinirtEvent_t e;
+    infiniStatus_t st;
+    long destroyed_meanwhile; /* event_destroy calls the destroy itself made */
+} event_destroy_probe;
+
+static void *event_destroy_thread(void *p)
+{
+    event_destroy_probe *d = p;
+    long before = d->api->calls("event_destroy");
+    d->st = infinirtEventDestroy(d->e);
+    d->destroyed_meanwhile = d->api->calls("event_destroy") - before;
+    return NULL;
+}
+
+/* Runs inside the test's EventQuery, after the plugin answered: another
+ * thread destroys the event while the query still holds its reference. */
+static void destroy_event_from_hook(void *p)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, event_destroy_thread, p) == 0)
+        pthread_join(t, NULL);
+}
+
+/* EventDestroy while another thread is inside a call on the event: the
+ * handle dies at once (later calls get BAD_PARAM), but the plugin event is
+ * destroyed only when that call lets go of it, exactly once. */
+int test_threads_event_destroy_while_queried(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtEventRecord(e, NULL));
+    event_destroy_probe d = {.api = &api, .e = e, .st = INFINI_STATUS_INTERNAL_ERROR, .destroyed_meanwhile = -1};
+    ASSERT_EQ(api.hook("event_query", destroy_event_from_hook, &d), 0);
+    long before = api.calls("event_destroy");
+    infinirtEventStatus_t q;
+    ASSERT_OK(infinirtEventQuery(e, &q));
+    ASSERT_OK(d.st);
+    ASSERT_EQ(d.destroyed_meanwhile, 0);
+    ASSERT_EQ(api.calls("event_destroy") - before, 1);
+    ASSERT_STATUS(infinirtEventQuery(e, &q), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtEventDestroy(e), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(api.calls("event_destroy") - before, 1);
+    return TEST_OK;
+}
+
 /* ------------------------------ a capture's allocation and the capture lock */
 
 typedef struct {

@@ -105,6 +105,7 @@
     X(threads, sync_copy_after_default_stream) \
     X(threads, gate_timeout)                   \
     X(threads, destroy_drains_late_work)       \
+    X(threads, event_destroy_while_queried)    \
     X(threads, capture_malloc_unlocked)        \
     X(threads, capture_malloc_capture_ended)   \
     X(memory_checks, huge_request)             \
