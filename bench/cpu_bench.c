@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
 
 #define BATCHES 7
 
@@ -146,6 +151,61 @@ static double handoff_ns(void)
     pthread_mutex_unlock(&h.m);
     pthread_join(t, NULL);
     return ns;
+}
+
+/* What a process-wide barrier costs: the price a StreamDestroy would pay
+ * for handle references without atomic read-modify-writes on the caller's
+ * side (hazard pointers; docs/performance.md).  With `busy`, another thread
+ * of the process spins meanwhile, as a program's other threads would run.
+ * The mean of one run, not the best batch: every destroy would pay it. */
+static atomic_int g_spin_stop, g_spin_started;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    atomic_store(&g_spin_started, 1);
+    while (!atomic_load_explicit(&g_spin_stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+static void b_membarrier(long n, void *ctx)
+{
+    (void)ctx;
+#if defined(__linux__) && defined(SYS_membarrier)
+    for (long i = 0; i < n; i++)
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+            exit(1);
+#else
+    (void)n;
+#endif
+}
+
+static double membarrier_ns(int busy)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+        return -1;
+    pthread_t t;
+    atomic_store(&g_spin_stop, 0);
+    atomic_store(&g_spin_started, 0);
+    if (busy && pthread_create(&t, NULL, spinner, NULL) != 0)
+        return -1;
+    while (busy && !atomic_load(&g_spin_started))
+        ;
+    long n = 5000 / g_scale;
+    double t0 = now_ns();
+    b_membarrier(n, NULL);
+    double ns = (now_ns() - t0) / (double)n;
+    if (busy) {
+        atomic_store(&g_spin_stop, 1);
+        pthread_join(t, NULL);
+    }
+    return ns;
+#else
+    (void)busy;
+    return -1;
+#endif
 }
 
 /* ------------------------------------------------------------- the API */
@@ -305,6 +365,8 @@ static void rows(const char *label)
     printf("%s malloc4k %.2f\n", label, best_per_op(b_malloc, &s4k, 2000000));
     printf("%s pthread %.1f\n", label, best_per_op(b_pthread, NULL, 2000));
     printf("%s handoff %.1f\n", label, handoff_ns());
+    printf("%s membarrier %.0f\n", label, membarrier_ns(0));
+    printf("%s membarrier_busy %.0f\n", label, membarrier_ns(1));
     fflush(stdout);
 
     MUST(infinirtInit());
@@ -542,6 +604,11 @@ int main(int argc, char **argv)
         line("two threads, each its own stream (speed-up)", value(out, lab, "two_threads"), "x", 1, "one thread", 1.8,
              1);
     }
+    double mb = value(out_inline, "inline", "membarrier"), mb_busy = value(out_inline, "inline", "membarrier_busy");
+    if (mb >= 0)
+        printf("-- a process-wide barrier (what RMW-free handle references would cost each destroy): "
+               "membarrier %.1f us, %.1f us with another thread running\n",
+               mb / 1e3, mb_busy / 1e3);
     printf("-- start-up (median of 5 fresh processes: Init, SetDevice(CPU), Malloc)\n");
     printf("%-46s %10.2f ms\n", "first CPU call, cpu plugin only", cpu_only);
     if (with_cl >= 0)
