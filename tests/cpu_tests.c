@@ -315,21 +315,28 @@ static int raw_cpu_ops(const infinirtPluginOps **ops)
     return TEST_OK;
 }
 
+/* Init args for two devices with async streams, of this loader's size. */
+static const infinirtPluginKeyValue k_two_async[] = {{"devices", "2"}, {"streams", "async"}};
+static infinirtPluginInitArgs two_async_args(char *msg, size_t size)
+{
+    return (infinirtPluginInitArgs){
+        .struct_size = sizeof(infinirtPluginInitArgs),
+        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
+        .config = k_two_async,
+        .config_count = 2,
+        .log = abi_log_fn,
+        .message = msg,
+        .message_size = size,
+    };
+}
+
 int test_cpu_abi_fields(void)
 {
     const infinirtPluginOps *ops = NULL;
     CHECK(raw_cpu_ops(&ops));
-    const infinirtPluginKeyValue kv[] = {{"devices", "2"}, {"streams", "async"}};
     char msg[256] = "";
-    infinirtPluginInitArgs args = {
-        .struct_size = offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t) - 1,
-        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
-        .config = kv,
-        .config_count = 2,
-        .log = abi_log_fn,
-        .message = msg,
-        .message_size = sizeof msg,
-    };
+    infinirtPluginInitArgs args = two_async_args(msg, sizeof msg);
+    args.struct_size = offsetof(infinirtPluginInitArgs, message_size) + sizeof(size_t) - 1;
     int count = -1;
     ASSERT_STATUS(ops->init(&args, &count), INFINI_STATUS_BAD_PARAM);
     ASSERT_EQ(abi_logged, 1);
@@ -376,17 +383,8 @@ int test_cpu_device_query(void)
 {
     const infinirtPluginOps *ops = NULL;
     CHECK(raw_cpu_ops(&ops));
-    const infinirtPluginKeyValue kv[] = {{"devices", "2"}, {"streams", "async"}};
     char msg[256] = "";
-    infinirtPluginInitArgs args = {
-        .struct_size = sizeof args,
-        .abi_major = INFINIRT_PLUGIN_ABI_MAJOR,
-        .config = kv,
-        .config_count = 2,
-        .log = abi_log_fn,
-        .message = msg,
-        .message_size = sizeof msg,
-    };
+    infinirtPluginInitArgs args = two_async_args(msg, sizeof msg);
     int count = -1, idle = -1;
     ASSERT_OK(ops->init(&args, &count));
     ASSERT_OK(ops->device_query(0, &idle));
