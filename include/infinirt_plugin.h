@@ -484,8 +484,10 @@ typedef struct infinirtPluginOps {
      * where it is cheaper than stream_query on each stream (one counter).
      * The loader asks it only of a plugin that has stream_query (whose
      * streams may carry work it does not see), before it queries each
-     * stream for a synchronous free: an answer of 0, or an error, sends it
-     * to those per-stream queries. */
+     * stream: for a synchronous free, and when a fence's event cannot
+     * answer (then under an allocator lock, so it must return at once
+     * and never call into libinfinirt).  An answer of 0, or an error,
+     * sends the loader to the per-stream queries. */
     infiniStatus_t (*device_query)(int dev, int *idle);
 } infinirtPluginOps;
 

@@ -209,7 +209,7 @@ static bool plugin_says_idle(infinirt__device *dev)
                            infinirtGetErrorName(st));
         return false;
     }
-    return idle == 1;
+    return idle != 0; /* as busy() reads stream_query's answer */
 }
 
 /* Whether the work counted as of `seen` has completed, as far as the

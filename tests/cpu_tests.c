@@ -378,7 +378,7 @@ static void wait_open(void *flag)
 /* device_query (ABI 1.6), async streams: idle with nothing queued and after
  * small work run on the caller's thread; busy while a command waits in a
  * stream of the device (only that device), and idle again once it is
- * done. */
+ * done.  Inline streams are always idle. */
 int test_cpu_device_query(void)
 {
     const infinirtPluginOps *ops = NULL;
@@ -409,6 +409,16 @@ int test_cpu_device_query(void)
     ASSERT_OK(ops->device_query(0, &idle));
     ASSERT_EQ(idle, 1);
     ASSERT_OK(ops->stream_destroy(0, s));
+    ops->shutdown();
+    /* Inline streams: always idle, and a device out of range is still
+     * DEVICE_NOT_FOUND (for stream_query too). */
+    const infinirtPluginKeyValue inl[] = {{"devices", "2"}, {"streams", "inline"}};
+    args.config = inl;
+    ASSERT_OK(ops->init(&args, &count));
+    ASSERT_OK(ops->device_query(0, &idle));
+    ASSERT_EQ(idle, 1);
+    ASSERT_STATUS(ops->device_query(2, &idle), INFINI_STATUS_DEVICE_NOT_FOUND);
+    ASSERT_STATUS(ops->stream_query(2, NULL, &idle), INFINI_STATUS_DEVICE_NOT_FOUND);
     ops->shutdown();
     return TEST_OK;
 }

@@ -348,6 +348,8 @@ static infiniStatus_t f_stream_query(int dev, void *s, int *idle)
 }
 static infiniStatus_t f_device_query(int dev, int *idle)
 {
+    if (g_inner->struct_size < INFINIRT_PLUGIN_OPS_SIZE_1_6 || g_inner->device_query == NULL)
+        return INFINI_STATUS_NOT_IMPLEMENTED;
     FORWARD(device_query, dev, idle);
 }
 

@@ -549,12 +549,10 @@ infiniStatus_t cpu__sync_point(int dev, const char *call)
 
 infiniStatus_t cpu__device_query(int dev, int *idle)
 {
-    *idle = 1;
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
+    /* Inline mode never queues: pending stays 0. */
     *idle = atomic_load_explicit(&d->pending, memory_order_acquire) == 0;
     return INFINI_STATUS_SUCCESS;
 }

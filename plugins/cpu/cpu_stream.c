@@ -235,11 +235,11 @@ infiniStatus_t cpu__stream_synchronize(int dev, void *stream)
 infiniStatus_t cpu__stream_query(int dev, void *stream, int *idle)
 {
     *idle = 1;
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
     cpu_stream *s = stream;
     if (s == NULL && cpu__device(dev) == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
+    if (cpu__inline)
+        return INFINI_STATUS_SUCCESS;
     if (s == NULL && (s = atomic_load_explicit(&cpu__device(dev)->default_stream, memory_order_acquire)) == NULL)
         return INFINI_STATUS_SUCCESS;
     uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
