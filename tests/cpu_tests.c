@@ -295,12 +295,6 @@ static void abi_log_fn(int level, const char *plugin, const char *fmt, ...)
     abi_logged += level == INFINIRT_PLUGIN_LOG_ERROR && strstr(fmt, "init args of") != NULL;
 }
 
-/* plugins/README.md, "ABI fields", on the CPU plugin's table called
- * without the loader (as a tool or a test harness may): init args shorter
- * than ABI 1.0's are refused with the reason in the log, args of exactly
- * that size are served, and a device index outside [0, count) is
- * DEVICE_NOT_FOUND from every entry that looks a device up.  No infinirt
- * call is made, so the loader never loads the same library. */
 /* The CPU plugin's own table, from its entry (no loader involved). */
 static int raw_cpu_ops(const infinirtPluginOps **ops)
 {
@@ -330,6 +324,12 @@ static infinirtPluginInitArgs two_async_args(char *msg, size_t size)
     };
 }
 
+/* plugins/README.md, "ABI fields", on the CPU plugin's table called
+ * without the loader (as a tool or a test harness may): init args shorter
+ * than ABI 1.0's are refused with the reason in the log, args of exactly
+ * that size are served, and a device index outside [0, count) is
+ * DEVICE_NOT_FOUND from every entry that looks a device up.  No infinirt
+ * call is made, so the loader never loads the same library. */
 int test_cpu_abi_fields(void)
 {
     const infinirtPluginOps *ops = NULL;
@@ -369,12 +369,6 @@ int test_cpu_abi_fields(void)
     return TEST_OK;
 }
 
-static void wait_open(void *flag)
-{
-    while (!atomic_load((atomic_int *)flag))
-        tc_sleep_ms(1);
-}
-
 /* device_query (ABI 1.6), async streams: idle with nothing queued and after
  * small work run on the caller's thread; busy while a command waits in a
  * stream of the device (only that device), and idle again once it is
@@ -396,15 +390,14 @@ int test_cpu_device_query(void)
     ASSERT_OK(ops->device_query(0, &idle));
     ASSERT_EQ(idle, 1);
     ASSERT_EQ(y, 7);
-    static atomic_int open;
-    atomic_store(&open, 0);
-    ASSERT_OK(ops->launch_host_func(0, s, wait_open, &open));
+    static tc_gate gate;
+    ASSERT_OK(ops->launch_host_func(0, s, tc_gate_wait_fn, &gate));
     ASSERT_OK(ops->memcpy_async(0, &y, &x, 1, INFINIRT_PLUGIN_MEMCPY_H2H, s));
     ASSERT_OK(ops->device_query(0, &idle));
     ASSERT_EQ(idle, 0);
     ASSERT_OK(ops->device_query(1, &idle));
     ASSERT_EQ(idle, 1);
-    atomic_store(&open, 1);
+    tc_gate_open(&gate);
     ASSERT_OK(ops->stream_synchronize(0, s));
     ASSERT_OK(ops->device_query(0, &idle));
     ASSERT_EQ(idle, 1);

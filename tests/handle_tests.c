@@ -310,14 +310,21 @@ static void *late_destroy_thread(void *p)
     return NULL;
 }
 
+/* fn(arg) on another thread, waited for: what a fault-plugin hook runs
+ * while the test's own thread is inside a loader call. */
+static void on_other_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, fn, arg) == 0)
+        pthread_join(t, NULL);
+}
+
 /* Runs inside the test's MemcpyAsync, after the plugin queued the copy and
  * before the loader counted it: another thread destroys the stream, whose
  * drain therefore cannot have seen the copy counted. */
 static void destroy_from_hook(void *p)
 {
-    pthread_t t;
-    if (pthread_create(&t, NULL, late_destroy_thread, p) == 0)
-        pthread_join(t, NULL);
+    on_other_thread(late_destroy_thread, p);
 }
 
 /* StreamDestroy drains the stream once, and the release of its last
@@ -373,9 +380,7 @@ static void *event_destroy_thread(void *p)
  * thread destroys the event while the query still holds its reference. */
 static void destroy_event_from_hook(void *p)
 {
-    pthread_t t;
-    if (pthread_create(&t, NULL, event_destroy_thread, p) == 0)
-        pthread_join(t, NULL);
+    on_other_thread(event_destroy_thread, p);
 }
 
 /* EventDestroy while another thread is inside a call on the event: the
