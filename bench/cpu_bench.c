@@ -169,18 +169,6 @@ static void *spinner(void *arg)
     return NULL;
 }
 
-static void b_membarrier(long n, void *ctx)
-{
-    (void)ctx;
-#if defined(__linux__) && defined(SYS_membarrier)
-    for (long i = 0; i < n; i++)
-        if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-            exit(1);
-#else
-    (void)n;
-#endif
-}
-
 static double membarrier_ns(int busy)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
@@ -195,7 +183,9 @@ static double membarrier_ns(int busy)
         ;
     long n = 5000 / g_scale;
     double t0 = now_ns();
-    b_membarrier(n, NULL);
+    for (long i = 0; i < n; i++)
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+            exit(1);
     double ns = (now_ns() - t0) / (double)n;
     if (busy) {
         atomic_store(&g_spin_stop, 1);
