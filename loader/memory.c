@@ -209,7 +209,7 @@ check_side(const void *ptr, size_t size, bool device_side, const char *what, con
     infinirt__ptr_info info;
     if (!device_side && infinirt__dir_outside((uintptr_t)ptr))
         return INFINI_STATUS_SUCCESS; /* host memory no pool holds */
-    if (!infinirt__pool_lookup(ptr, &info)) {
+    if (!infinirt__pool_lookup_inline(ptr, &info)) {
         if (!device_side)
             return INFINI_STATUS_SUCCESS; /* foreign host memory */
         /* The allocator's own memory outside every live block is no one's

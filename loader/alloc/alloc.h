@@ -32,6 +32,7 @@
 #include <stdbool.h>
 
 typedef struct infinirt__pool infinirt__pool;
+typedef struct infinirt__arena infinirt__arena; /* alloc_arena.h */
 typedef struct infinirt__fence infinirt__fence; /* opaque, loader-defined */
 
 typedef struct infinirt__pool_backend {
@@ -150,6 +151,65 @@ static inline bool infinirt__dir_outside(uintptr_t p)
 /* Find the live block containing ptr (interior pointers too).
  * Returns 1 and fills *info when found, 0 otherwise. */
 int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info);
+
+/* This thread's last two blocks found by infinirt__pool_lookup, with what
+ * tells whether each still holds (alloc_pool_lookup.c): the segment's
+ * owning arena and that arena's lock epoch as they were, and the
+ * allocator's generation.  A block changes only under its arena's lock,
+ * which moves the epoch, so an entry whose three values are unchanged
+ * names a block still live with the same size.  Here so that the copy
+ * paths answer a hit inline, with no call. */
+typedef struct {
+    uintptr_t start;                             /* 0: empty */
+    size_t req;                                  /* the block's requested size */
+    _Atomic(infinirt__arena *) const *seg_arena; /* &segment->arena */
+    infinirt__arena *arena;                      /* its value then */
+    const atomic_uint_fast64_t *epoch;           /* &arena->lock.epoch */
+    uint_fast64_t epoch_then;
+    uint_fast64_t gen;
+    infinirt__pool *pool;
+    void *owner;
+    int device_type, device_id;
+} infinirt__lookup_hit;
+extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__lookup_hit infinirt__tl_hit[2];
+extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hit_last;
+extern atomic_uint_fast64_t infinirt__alloc_gen;
+
+static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uintptr_t p)
+{
+    return p - h->start < h->req && atomic_load_explicit(h->seg_arena, memory_order_acquire) == h->arena &&
+           atomic_load_explicit(h->epoch, memory_order_acquire) == h->epoch_then &&
+           atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen;
+}
+
+static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uintptr_t p, infinirt__ptr_info *info)
+{
+    info->pool = h->pool;
+    info->owner = h->owner;
+    info->device_type = h->device_type;
+    info->device_id = h->device_id;
+    info->block_base = (void *)h->start;
+    info->block_size = h->req;
+    info->offset = p - h->start;
+}
+
+/* infinirt__pool_lookup, with a hit on either of this thread's last two
+ * blocks answered here, with no call. */
+static inline __attribute__((always_inline)) int infinirt__pool_lookup_inline(const void *ptr,
+                                                                              infinirt__ptr_info *info)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    unsigned k = infinirt__tl_hit_last;
+    const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
+    if (!infinirt__lookup_hit_valid(h, p))
+        h = &infinirt__tl_hit[k ^= 1u];
+    if (__builtin_expect(infinirt__lookup_hit_valid(h, p), 1)) {
+        infinirt__tl_hit_last = k;
+        infinirt__lookup_hit_info(h, p, info);
+        return 1;
+    }
+    return infinirt__pool_lookup(ptr, info);
+}
 /* Whether ptr lies in a segment some pool holds, in a live block or not.
  * Where infinirt__pool_lookup found no live block, 1 means freed or cached
  * memory (or a block's rounding): the allocator's, never someone else's. */

@@ -11,54 +11,30 @@
 static _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__seg *tl_seg;
 
 /* The blocks of this thread's last two successful lookups, as found under
- * their arenas' locks.  One is answered again with no lock while nobody
- * has taken its arena's lock since (the epoch): a block changes only under
- * its arena's lock (freed, moved with its segment), so an untouched arena
- * means the block is still live with the same size.  Two, because a D2D
- * copy looks up its source and its destination on every call, and they
+ * their arenas' locks (alloc.h).  One is answered again with no lock while
+ * nobody has taken its arena's lock since (the epoch): a block changes only
+ * under its arena's lock (freed, moved with its segment), so an untouched
+ * arena means the block is still live with the same size.  Two, because a
+ * D2D copy looks up its source and its destination on every call, and they
  * are usually different blocks in different segments: the loop of a
  * program that copies between two buffers then costs a few loads per
  * lookup.  A miss replaces the entry not used last. */
-typedef struct {
-    uintptr_t start;
-    size_t req;
-    infinirt__seg *seg;
-    infinirt__arena *arena;
-    uint_fast64_t epoch;
-    uint_fast64_t gen;
-} lookup_hit;
-static _Thread_local __attribute__((tls_model("initial-exec"))) lookup_hit tl_hit[2];
-static _Thread_local __attribute__((tls_model("initial-exec"))) unsigned tl_hit_last; /* used last */
-
-static inline int hit_valid(const lookup_hit *h, uintptr_t p)
-{
-    return h->seg != NULL && p - h->start < h->req &&
-           atomic_load_explicit(&h->seg->arena, memory_order_acquire) == h->arena &&
-           atomic_load_explicit(&h->arena->lock.epoch, memory_order_acquire) == h->epoch &&
-           atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen;
-}
+_Thread_local __attribute__((tls_model("initial-exec"))) infinirt__lookup_hit infinirt__tl_hit[2];
+_Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hit_last; /* used last */
 
 int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
 {
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0)
         return 0;
-    unsigned k = tl_hit_last;
-    const lookup_hit *h = &tl_hit[k];
-    if (!hit_valid(h, p))
-        h = &tl_hit[k ^= 1u];
-    if (hit_valid(h, p)) {
-        tl_hit_last = k;
-        if (info != NULL) {
-            infinirt__pool *pool = h->arena->pool;
-            info->pool = pool;
-            info->owner = pool->be.ctx;
-            info->device_type = pool->be.device_type;
-            info->device_id = pool->be.device_id;
-            info->block_base = (void *)h->start;
-            info->block_size = h->req;
-            info->offset = p - h->start;
-        }
+    unsigned k = infinirt__tl_hit_last;
+    const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
+    if (!infinirt__lookup_hit_valid(h, p))
+        h = &infinirt__tl_hit[k ^= 1u];
+    if (infinirt__lookup_hit_valid(h, p)) {
+        infinirt__tl_hit_last = k;
+        if (info != NULL)
+            infinirt__lookup_hit_info(h, p, info);
         return 1;
     }
     /* Host memory on the stack or the heap, the other side of most
@@ -82,18 +58,21 @@ int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
     infinirt__blk *b = infinirt__ht_get(&a->blocks, start);
     int found = b != NULL && p - start < b->req;
     if (found) {
-        tl_hit_last ^= 1u; /* the entry not used last */
-        tl_hit[tl_hit_last] =
-            (lookup_hit){start, b->req, s, a, atomic_load_explicit(&a->lock.epoch, memory_order_relaxed), gen};
-    }
-    if (found && info != NULL) {
-        info->pool = pool;
-        info->owner = pool->be.ctx;
-        info->device_type = pool->be.device_type;
-        info->device_id = pool->be.device_id;
-        info->block_base = (void *)start;
-        info->block_size = b->req;
-        info->offset = p - start;
+        infinirt__tl_hit_last ^= 1u; /* the entry not used last */
+        infinirt__lookup_hit *e = &infinirt__tl_hit[infinirt__tl_hit_last];
+        *e = (infinirt__lookup_hit){.start = start,
+                                    .req = b->req,
+                                    .seg_arena = &s->arena,
+                                    .arena = a,
+                                    .epoch = &a->lock.epoch,
+                                    .epoch_then = atomic_load_explicit(&a->lock.epoch, memory_order_relaxed),
+                                    .gen = gen,
+                                    .pool = pool,
+                                    .owner = pool->be.ctx,
+                                    .device_type = pool->be.device_type,
+                                    .device_id = pool->be.device_id};
+        if (info != NULL)
+            infinirt__lookup_hit_info(e, p, info);
     }
     infinirt__spin_unlock(&a->lock);
     tl_seg = s;
