@@ -32,7 +32,10 @@ static cpu_event *event_new(int dev, uint32_t flags)
     if (e == NULL)
         return NULL;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
+    /* The condition variable is made by the first host thread that waits
+     * (most events are never waited on, and destroying one costs a locked
+     * instruction in glibc). */
+    e->cv_ready = false;
     e->flags = flags;
     atomic_init(&e->refs, 1);
     atomic_init(&e->recorded, 0);
@@ -54,9 +57,14 @@ static cpu_event *event_new(int dev, uint32_t flags)
  * drops its reference before completing the event). */
 void cpu__event_put(cpu_event *e)
 {
-    if (atomic_fetch_sub(&e->refs, 1) == 1) {
+    /* A count of 1 is the caller's own reference, and only a holder of a
+     * reference takes another (a record or wait queued through the handle
+     * the loader keeps alive): nobody can raise it any more, so the last
+     * reference goes without a locked instruction. */
+    if (atomic_load_explicit(&e->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&e->refs, 1) == 1) {
         pthread_mutex_destroy(&e->mu);
-        pthread_cond_destroy(&e->cv);
+        if (e->cv_ready)
+            pthread_cond_destroy(&e->cv);
         free(e);
     }
 }
@@ -84,9 +92,16 @@ static cpu_parked *complete_locked(cpu_event *e, uint64_t gen, double now)
                              : NULL;
 }
 
+/* The time a completion is stamped with: not read for an event that keeps
+ * no time. */
+static double stamp(const cpu_event *e)
+{
+    return (e->flags & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING) ? 0 : cpu__now_ms();
+}
+
 void cpu__event_complete(cpu_event *e, uint64_t gen)
 {
-    double now = cpu__now_ms();
+    double now = stamp(e);
     pthread_mutex_lock(&e->mu);
     cpu_parked *wake = complete_locked(e, gen, now);
     pthread_mutex_unlock(&e->mu);
@@ -95,7 +110,7 @@ void cpu__event_complete(cpu_event *e, uint64_t gen)
 
 void cpu__event_record_now(cpu_event *e)
 {
-    double now = cpu__now_ms();
+    double now = stamp(e);
     pthread_mutex_lock(&e->mu);
     uint64_t gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
     atomic_store_explicit(&e->recorded, gen, memory_order_release);
@@ -115,6 +130,10 @@ void cpu__event_wait_gen(cpu_event *e, uint64_t gen)
     if (atomic_load_explicit(&e->completed, memory_order_acquire) >= gen)
         return;
     pthread_mutex_lock(&e->mu);
+    if (!e->cv_ready) {
+        pthread_cond_init(&e->cv, NULL);
+        e->cv_ready = true;
+    }
     e->waiters++;
     while (atomic_load_explicit(&e->completed, memory_order_relaxed) < gen)
         pthread_cond_wait(&e->cv, &e->mu);

@@ -100,7 +100,8 @@ typedef struct {
  * query or a synchronize of a completed event takes no lock. */
 struct cpu_event {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* initialised by the first waiter (cv_ready), under mu */
+    bool cv_ready;
     uint32_t flags;
     atomic_int refs;            /* the handle + each queued record/wait */
     _Atomic uint64_t recorded;  /* generation of the latest record */
