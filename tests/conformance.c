@@ -186,6 +186,61 @@ int test_conformance_memcpy_errors(void)
     return TEST_OK;
 }
 
+/* Copies whose device sides are blocks this thread has just used are
+ * decided from what the thread remembers of them (memory.c, quick_copy):
+ * every check of the full path holds there too. */
+int test_conformance_memcpy_remembered(void)
+{
+    CHECK(tc_use_device(0));
+    enum { M = 64 };
+    unsigned char h[2 * M], back[M];
+    for (int i = 0; i < 2 * M; i++)
+        h[i] = (unsigned char)(i * 7 + 1);
+    void *d, *d2, *ph;
+    ASSERT_OK(infinirtMalloc(&d, M));
+    ASSERT_OK(infinirtMalloc(&d2, M));
+    ASSERT_OK(infinirtMemcpy(d, h, M, INFINIRT_MEMCPY_H2D)); /* both blocks remembered */
+    ASSERT_OK(infinirtMemcpy(d2, d, M, INFINIRT_MEMCPY_D2D));
+    /* Ranges past the end of a remembered block. */
+    ASSERT_STATUS(infinirtMemcpy((char *)d + 1, h, M, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(h, (char *)d2 + 8, M - 7, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d2, d, M + 1, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy((char *)d2 + M - 1, d, 2, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    /* ... which changed nothing; an exact fit at an offset is fine. */
+    ASSERT_OK(infinirtMemcpy(back, d2, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(back, h, M);
+    ASSERT_OK(infinirtMemcpy((char *)d2 + M / 2, h + M, M / 2, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(back, d2, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(back, h, M / 2);
+    ASSERT_MEM_EQ(back + M / 2, h + M, M / 2);
+    /* A remembered device block as the host side: only a CPU device's
+     * memory is host memory. */
+    ASSERT_STATUS(infinirtMemcpy(d2, d, M, INFINIRT_MEMCPY_H2D),
+                  tc_device_type() == INFINI_DEVICE_CPU ? INFINI_STATUS_SUCCESS : INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, d2, M, INFINIRT_MEMCPY_D2H),
+                  tc_device_type() == INFINI_DEVICE_CPU ? INFINI_STATUS_SUCCESS : INFINI_STATUS_BAD_PARAM);
+    /* Pinned host memory, remembered as the host side of a copy, is still
+     * not device memory. */
+    ASSERT_OK(infinirtMallocHost(&ph, M));
+    ASSERT_OK(infinirtMemcpy(d, ph, M, INFINIRT_MEMCPY_H2D));
+    ASSERT_STATUS(infinirtMemcpy(ph, h, M, INFINIRT_MEMCPY_H2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(h, ph, M, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(ph, d, M, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtMemcpy(d, ph, M, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFreeHost(ph));
+    /* A remembered block freed (kept by the allocator) is refused. */
+    infinirtAllocatorSettings_t as;
+    ASSERT_OK(infinirtGetAllocatorSettings(&as));
+    ASSERT_OK(infinirtMemcpy(back, d2, M, INFINIRT_MEMCPY_D2H));
+    ASSERT_OK(infinirtFree(d2));
+    if (as.enabled && !as.release_on_free) {
+        ASSERT_STATUS(infinirtMemcpy(back, d2, M, INFINIRT_MEMCPY_D2H), INFINI_STATUS_BAD_PARAM);
+        ASSERT_STATUS(infinirtMemcpy(d, d2, M, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+    }
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
 int test_conformance_memset(void)
 {
     CHECK(tc_use_device(0));

@@ -76,6 +76,14 @@ int test_conformance_graph_illegal_calls(void)
     CHECK(begin_one(s, d));
     ASSERT_STATUS(infinirtMemset(d2, 0, N), INFINI_STATUS_INVALID_STATE);
     CHECK(end_invalidated(s, d, 5));
+    /* The copy again with its destination just used and a host buffer the
+     * loader does not know: decided from the thread's remembered block
+     * (memory.c, quick_copy), which must see the capture too. */
+    static unsigned char plain[N];
+    ASSERT_OK(infinirtMemcpy(d2, plain, N, INFINIRT_MEMCPY_H2D));
+    CHECK(begin_one(s, d));
+    ASSERT_STATUS(infinirtMemcpy(d2, plain, N, INFINIRT_MEMCPY_H2D), INFINI_STATUS_INVALID_STATE);
+    CHECK(end_invalidated(s, d, 12));
 
     /* A wait on an event recorded outside the capture. */
     ASSERT_OK(infinirtEventRecord(e_out, s2));

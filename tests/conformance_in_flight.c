@@ -372,6 +372,13 @@ int test_conformance_d2d_across_backends(void)
     ASSERT_OK(infinirtMemcpy(d, c, N, INFINIRT_MEMCPY_D2D)); /* cpu -> target */
     ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
     ASSERT_MEM_EQ(got, want, N);
+    /* Again with both blocks remembered by this thread (memory.c,
+     * quick_copy): still staged through host memory. */
+    ASSERT_OK(infinirtMemset(d, 0, N));
+    ASSERT_OK(infinirtMemcpy(d, c, N, INFINIRT_MEMCPY_D2D));
+    memset(got, 0, N);
+    ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(got, want, N);
     ASSERT_OK(infinirtMemcpy(c2, d, N, INFINIRT_MEMCPY_D2D)); /* target -> cpu */
     memset(got, 0, N);
     ASSERT_OK(infinirtMemcpy(got, c2, N, INFINIRT_MEMCPY_D2H));

@@ -13,6 +13,7 @@
     X(conformance, malloc_free)                   \
     X(conformance, memcpy_kinds)                  \
     X(conformance, memcpy_errors)                 \
+    X(conformance, memcpy_remembered)             \
     X(conformance, memset)                        \
     X(conformance, async_chain)                   \
     X(conformance, default_stream)                \
