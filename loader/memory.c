@@ -369,8 +369,8 @@ static inline bool quick_host_side(const void *ptr, size_t size)
 
 /* The usual synchronous copy in one pass: device sides answered by the
  * thread's remembered blocks, host sides outside every pool, no capture,
- * one backend.  Sets *done when it made the copy (status in *st); anything
- * else goes through the full checks, which also give the errors. */
+ * one backend.  Returns true when it made the copy (status in *st);
+ * anything else goes through the full checks, which also give the errors. */
 static inline __attribute__((always_inline)) bool quick_copy(void *dst, const void *src, size_t size, int kind,
                                                              infiniStatus_t *st)
 {
