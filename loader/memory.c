@@ -367,27 +367,47 @@ static inline bool quick_host_side(const void *ptr, size_t size)
     return (uintptr_t)ptr <= UINTPTR_MAX - size && infinirt__dir_outside((uintptr_t)ptr);
 }
 
-/* The usual synchronous copy in one pass: device sides answered by the
- * thread's remembered blocks, host sides outside every pool, no capture,
- * one backend.  Returns true when it made the copy (status in *st);
+/* Both sides of a copy in one pass: each device side in one of the
+ * thread's remembered blocks, each host side outside every pool, a D2D on
+ * one backend.  *owner is the device whose plugin makes the copy (dst's,
+ * or src's for D2H), *other src's for D2D (else NULL).  False: the full
+ * checks decide. */
+static inline __attribute__((always_inline)) bool quick_sides(void *dst, const void *src, size_t size, int kind,
+                                                              infinirt__device **owner, infinirt__device **other)
+{
+    *other = NULL;
+    if (kind == INFINIRT_MEMCPY_H2D)
+        return (*owner = quick_device_side(dst, size)) != NULL && quick_host_side(src, size);
+    if (kind == INFINIRT_MEMCPY_D2H)
+        return (*owner = quick_device_side(src, size)) != NULL && quick_host_side(dst, size);
+    if (kind == INFINIRT_MEMCPY_D2D) {
+        infinirt__device *o, *s;
+        if ((o = quick_device_side(dst, size)) == NULL || (s = quick_device_side(src, size)) == NULL ||
+            s->plugin != o->plugin)
+            return false;
+        *owner = o;
+        *other = s;
+        return true;
+    }
+    return false;
+}
+
+/* Whether a copy of these arguments may try the one-pass path at all. */
+static inline bool quick_args(void *dst, const void *src, size_t size)
+{
+    return __builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) &&
+           size - 1 < (size_t)PTRDIFF_MAX && dst != NULL && src != NULL;
+}
+
+/* The usual synchronous copy in one pass: quick_sides, and no capture on
+ * the device.  Returns true when it made the copy (status in *st);
  * anything else goes through the full checks, which also give the errors. */
 static inline __attribute__((always_inline)) bool quick_copy(void *dst, const void *src, size_t size, int kind,
                                                              infiniStatus_t *st)
 {
-    infinirt__device *owner, *other = NULL;
-    if (kind == INFINIRT_MEMCPY_H2D) {
-        if ((owner = quick_device_side(dst, size)) == NULL || !quick_host_side(src, size))
-            return false;
-    } else if (kind == INFINIRT_MEMCPY_D2H) {
-        if ((owner = quick_device_side(src, size)) == NULL || !quick_host_side(dst, size))
-            return false;
-    } else if (kind == INFINIRT_MEMCPY_D2D) {
-        if ((owner = quick_device_side(dst, size)) == NULL || (other = quick_device_side(src, size)) == NULL ||
-            other->plugin != owner->plugin)
-            return false;
-    } else {
+    infinirt__device *owner, *other;
+    if (!quick_sides(dst, src, size, kind, &owner, &other))
         return false;
-    }
     if (atomic_load_explicit(&owner->captures, memory_order_acquire) != 0)
         return false;
     *st = owner->plugin->ops->memcpy(owner->index, dst, src, size, kind);
@@ -396,11 +416,37 @@ static inline __attribute__((always_inline)) bool quick_copy(void *dst, const vo
     return true;
 }
 
+/* The usual asynchronous copy in one pass: quick_sides, on a created
+ * stream of the very device whose memory both device sides are (no peer to
+ * note), not capturing.  Returns true when it queued the copy (status in
+ * *st); anything else, a dead stream included, goes through the full
+ * checks. */
+static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, const void *src, size_t size, int kind,
+                                                                   infinirtStream_t stream, infiniStatus_t *st)
+{
+    infinirt__device *owner, *other;
+    if (stream == NULL || !quick_sides(dst, src, size, kind, &owner, &other))
+        return false;
+    infinirt__stream *str = infinirt__stream_get(stream);
+    if (str == NULL)
+        return false;
+    infinirt__device *dev = str->dev;
+    if (owner != dev || (other != NULL && other != dev) || infinirt__stream_capture(str) != NULL) {
+        infinirt__stream_put(str);
+        return false;
+    }
+    *st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps);
+    infinirt__stream_note_submit(str);
+    if (*st != INFINI_STATUS_SUCCESS)
+        infinirt__plugin_failed(*st, dev, "memcpy_async");
+    infinirt__stream_put(str);
+    return true;
+}
+
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
 {
     infiniStatus_t qst;
-    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) &&
-        size - 1 < (size_t)PTRDIFF_MAX && dst != NULL && src != NULL && quick_copy(dst, src, size, (int)kind, &qst))
+    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst))
         return qst;
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
@@ -447,6 +493,9 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
                                                 infinirtStream_t stream)
 {
+    infiniStatus_t qst;
+    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst))
+        return qst;
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

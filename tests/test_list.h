@@ -33,6 +33,8 @@
     X(conformance, async_ops_fence)               \
     X(conformance, pinned_other_device)           \
     X(conformance, peer_memset_free)              \
+    X(conformance, peer_copy_free)                \
+    X(conformance, peer_d2d_free)                 \
     X(conformance, pinned_other_backend)          \
     X(conformance, d2d_across_backends)           \
     X(conformance, free_async_other_device)       \
