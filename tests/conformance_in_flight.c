@@ -183,6 +183,38 @@ static void *free_and_reuse(void *p)
     return NULL;
 }
 
+/* free_and_reuse(a) on a thread of its own while the gate holds the
+ * stream's work, then the gate opened and the thread joined: a free that
+ * waits for that work returns only then. */
+static int refree_past_gate(refree_arg *a, tc_gate *gate)
+{
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, a), 0);
+    tc_sleep_ms(100);
+    tc_gate_open(gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(a->st);
+    return TEST_OK;
+}
+
+/* The peer operation just queued on s0 (a stream of device 0) returned
+ * st.  Where the backend refuses peer access the test ends unsupported,
+ * with s0 destroyed and device 1's block p (n bytes) freed; else *arg is
+ * set up for refree_past_gate to free and reuse p. */
+static int peer_refree(infiniStatus_t st, infinirtStream_t s0, tc_gate *gate, void *p, size_t n, refree_arg *arg)
+{
+    if (st == INFINI_STATUS_BAD_PARAM || st == INFINI_STATUS_NOT_IMPLEMENTED) {
+        tc_gate_open(gate); /* nothing to check */
+        ASSERT_OK(infinirtStreamDestroy(s0));
+        ASSERT_OK(infinirtFree(p));
+        TC_UNSUPPORTED(TC_PEER_ACCESS);
+    }
+    ASSERT_OK(st);
+    TC_SUPPORTED(TC_PEER_ACCESS);
+    *arg = (refree_arg){.h = p, .n = n, .type = tc_device_type(), .device = 1, .device_memory = true};
+    return TEST_OK;
+}
+
 int test_conformance_pinned_other_device(void)
 {
     CHECK(tc_use_device(0));
@@ -202,12 +234,7 @@ int test_conformance_pinned_other_device(void)
     CHECK(tc_hold_stream(s1, &gate));
     ASSERT_OK(infinirtMemcpyAsync(d1, h, N, INFINIRT_MEMCPY_H2D, s1));
     refree_arg arg = {.h = h, .n = N, .type = tc_device_type()};
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
-    tc_sleep_ms(100);
-    tc_gate_open(&gate);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    ASSERT_OK(arg.st);
+    CHECK(refree_past_gate(&arg, &gate));
     void *h2 = arg.h;
     ASSERT_OK(infinirtStreamSynchronize(s1));
     ASSERT_OK(infinirtMemcpy(got, d1, N, INFINIRT_MEMCPY_D2H));
@@ -234,24 +261,11 @@ int test_conformance_peer_memset_free(void)
     ASSERT_OK(infinirtStreamCreate(&s0));
     static tc_gate gate;
     CHECK(tc_hold_stream(s0, &gate));
-    infiniStatus_t st = infinirtMemsetAsync(p, 0xaa, N, s0);
-    if (st == INFINI_STATUS_BAD_PARAM || st == INFINI_STATUS_NOT_IMPLEMENTED) {
-        tc_gate_open(&gate); /* the backend refuses peer writes: nothing to check */
-        ASSERT_OK(infinirtStreamDestroy(s0));
-        ASSERT_OK(infinirtFree(p));
-        TC_UNSUPPORTED(TC_PEER_ACCESS);
-    }
-    ASSERT_OK(st);
-    TC_SUPPORTED(TC_PEER_ACCESS);
     /* Free and reuse from a thread of their own: without the cache the
      * free waits for the gated write. */
-    refree_arg arg = {.h = p, .n = N, .type = tc_device_type(), .device = 1, .device_memory = true};
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
-    tc_sleep_ms(100);
-    tc_gate_open(&gate);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    ASSERT_OK(arg.st);
+    refree_arg arg;
+    CHECK(peer_refree(infinirtMemsetAsync(p, 0xaa, N, s0), s0, &gate, p, N, &arg));
+    CHECK(refree_past_gate(&arg, &gate));
     ASSERT_OK(infinirtStreamSynchronize(s0));
     unsigned char *got = malloc(N);
     ASSERT(got != NULL);
@@ -288,22 +302,13 @@ static int peer_copy_free(bool d2d)
     CHECK(tc_hold_stream(s0, &gate));
     infiniStatus_t st = d2d ? infinirtMemcpyAsync(q, p, N, INFINIRT_MEMCPY_D2D, s0)
                             : infinirtMemcpyAsync(p, src, N, INFINIRT_MEMCPY_H2D, s0);
-    if (st == INFINI_STATUS_BAD_PARAM || st == INFINI_STATUS_NOT_IMPLEMENTED) {
-        tc_gate_open(&gate); /* the backend refuses peer copies: nothing to check */
-        ASSERT_OK(infinirtStreamDestroy(s0));
-        ASSERT_OK(infinirtFree(p));
+    refree_arg arg;
+    int rc = peer_refree(st, s0, &gate, p, N, &arg);
+    if (rc != TEST_OK) {
         ASSERT_OK(infinirtFree(q));
-        TC_UNSUPPORTED(TC_PEER_ACCESS);
+        return rc;
     }
-    ASSERT_OK(st);
-    TC_SUPPORTED(TC_PEER_ACCESS);
-    refree_arg arg = {.h = p, .n = N, .type = tc_device_type(), .device = 1, .device_memory = true};
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
-    tc_sleep_ms(100);
-    tc_gate_open(&gate);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    ASSERT_OK(arg.st);
+    CHECK(refree_past_gate(&arg, &gate));
     ASSERT_OK(infinirtStreamSynchronize(s0));
     if (d2d) {
         /* The copy read device 1's block before anyone could reuse it. */
@@ -393,12 +398,7 @@ int test_conformance_pinned_other_backend(void)
     ASSERT_EQ(pthread_join(tc, NULL), 0);
     ASSERT_OK(cp.st);
     refree_arg arg = {.h = h, .n = N, .type = INFINI_DEVICE_CPU};
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, free_and_reuse, &arg), 0);
-    tc_sleep_ms(100);
-    tc_gate_open(&gate);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    ASSERT_OK(arg.st);
+    CHECK(refree_past_gate(&arg, &gate));
     ASSERT_OK(infinirtStreamSynchronize(s));
     ASSERT_OK(infinirtMemcpy(got, d, N, INFINIRT_MEMCPY_D2H));
     ASSERT_MEM_EQ(got, want, N);
