@@ -12,23 +12,24 @@
 
 #include <string.h>
 
-static cpu_device g_devices[CPU__MAX_DEVICES];
-static int g_count;
+/* Read by cpu__sync_free (cpu_internal.h) on every synchronous copy. */
+cpu_device cpu__devices[CPU__MAX_DEVICES];
+int cpu__ndevices;
 
 cpu_device *cpu__device(int dev)
 {
-    return dev >= 0 && dev < g_count ? &g_devices[dev] : NULL;
+    return dev >= 0 && dev < cpu__ndevices ? &cpu__devices[dev] : NULL;
 }
 
 int cpu__device_count(void)
 {
-    return g_count;
+    return cpu__ndevices;
 }
 
 void cpu__devices_init(int count, size_t memory_limit)
 {
     for (int i = 0; i < count; i++) {
-        cpu_device *d = &g_devices[i];
+        cpu_device *d = &cpu__devices[i];
         memset(d, 0, sizeof *d);
         d->index = i;
         d->memory_limit = memory_limit;
@@ -36,7 +37,7 @@ void cpu__devices_init(int count, size_t memory_limit)
         atomic_init(&d->default_stream, NULL);
         pthread_mutex_init(&d->lock, NULL);
     }
-    g_count = count;
+    cpu__ndevices = count;
 }
 
 /* With streams = inline every operation, native ones included, is done

@@ -196,6 +196,19 @@ void cpu__parked_wake(cpu_parked *taken);
 cpu_device *cpu__device(int dev);
 int cpu__device_count(void);
 void cpu__devices_init(int count, size_t memory_limit);
+extern cpu_device cpu__devices[CPU__MAX_DEVICES];
+extern int cpu__ndevices;
+
+/* Whether a synchronous copy or fill on dev runs at once, with no call:
+ * not from inside a host function, and nothing queued on the device
+ * (inline mode never queues).  Else cpu__sync_point decides (and refuses,
+ * waits, or reports an unknown device). */
+static inline bool cpu__sync_free(int dev)
+{
+    return cpu__in_host_fn == 0 &&
+           (cpu__inline || (dev >= 0 && dev < cpu__ndevices &&
+                            atomic_load_explicit(&cpu__devices[dev].pending, memory_order_acquire) == 0));
+}
 infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags);
 infiniStatus_t cpu__device_get_native(int dev, void **device, void **context);
 

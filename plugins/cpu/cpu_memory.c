@@ -136,7 +136,7 @@ infiniStatus_t cpu__free_host(int dev, void *ptr)
  * inline mode there is none). */
 infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
-    if (cpu__inline && cpu__in_host_fn == 0) { /* nothing to wait for, no call */
+    if (cpu__sync_free(dev)) { /* nothing to wait for, no call */
         memmove(dst, src, size);
         return INFINI_STATUS_SUCCESS;
     }
@@ -148,7 +148,7 @@ infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int
 
 infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size)
 {
-    if (cpu__inline && cpu__in_host_fn == 0) { /* nothing to wait for, no call */
+    if (cpu__sync_free(dev)) { /* nothing to wait for, no call */
         memset(ptr, value, size);
         return INFINI_STATUS_SUCCESS;
     }
