@@ -350,13 +350,9 @@ static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, in
 static inline __attribute__((always_inline)) infinirt__device *quick_device_side(const void *ptr, size_t size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    for (unsigned k = 0; k < 2; k++) {
-        const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
-        if (infinirt__lookup_hit_valid(h, p) && size <= h->req - (p - h->start) && h->device_id >= 0) {
-            infinirt__tl_hit_last = k;
-            return h->owner;
-        }
-    }
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_find(p);
+    if (h != NULL && size <= h->req - (p - h->start) && h->device_id >= 0)
+        return h->owner;
     return NULL;
 }
 

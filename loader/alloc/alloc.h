@@ -151,6 +151,9 @@ static inline bool infinirt__dir_outside(uintptr_t p)
 /* Find the live block containing ptr (interior pointers too).
  * Returns 1 and fills *info when found, 0 otherwise. */
 int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info);
+/* The same past this thread's remembered blocks: the look-up under the
+ * owning arena's lock (which remembers what it finds). */
+int infinirt__pool_lookup_slow(const void *ptr, infinirt__ptr_info *info);
 
 /* This thread's last two blocks found by infinirt__pool_lookup, with what
  * tells whether each still holds (alloc_pool_lookup.c): the segment's
@@ -193,22 +196,30 @@ static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uint
     info->offset = p - h->start;
 }
 
+/* The one of this thread's two remembered blocks that holds p and still
+ * stands (the one used last is tried first), now the one used last; NULL
+ * when neither does. */
+static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
+{
+    unsigned k = infinirt__tl_hit_last;
+    if (!infinirt__lookup_hit_valid(&infinirt__tl_hit[k], p) &&
+        !infinirt__lookup_hit_valid(&infinirt__tl_hit[k ^= 1u], p))
+        return NULL;
+    infinirt__tl_hit_last = k;
+    return &infinirt__tl_hit[k];
+}
+
 /* infinirt__pool_lookup, with a hit on either of this thread's last two
  * blocks answered here, with no call. */
 static inline __attribute__((always_inline)) int infinirt__pool_lookup_inline(const void *ptr,
                                                                               infinirt__ptr_info *info)
 {
-    uintptr_t p = (uintptr_t)ptr;
-    unsigned k = infinirt__tl_hit_last;
-    const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
-    if (!infinirt__lookup_hit_valid(h, p))
-        h = &infinirt__tl_hit[k ^= 1u];
-    if (__builtin_expect(infinirt__lookup_hit_valid(h, p), 1)) {
-        infinirt__tl_hit_last = k;
-        infinirt__lookup_hit_info(h, p, info);
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_find((uintptr_t)ptr);
+    if (__builtin_expect(h != NULL, 1)) {
+        infinirt__lookup_hit_info(h, (uintptr_t)ptr, info);
         return 1;
     }
-    return infinirt__pool_lookup(ptr, info);
+    return infinirt__pool_lookup_slow(ptr, info);
 }
 /* Whether ptr lies in a segment some pool holds, in a live block or not.
  * Where infinirt__pool_lookup found no live block, 1 means freed or cached

@@ -24,19 +24,19 @@ _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_h
 
 int infinirt__pool_lookup(const void *ptr, infinirt__ptr_info *info)
 {
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_find((uintptr_t)ptr);
+    if (h == NULL)
+        return infinirt__pool_lookup_slow(ptr, info);
+    if (info != NULL)
+        infinirt__lookup_hit_info(h, (uintptr_t)ptr, info);
+    return 1;
+}
+
+int infinirt__pool_lookup_slow(const void *ptr, infinirt__ptr_info *info)
+{
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0)
         return 0;
-    unsigned k = infinirt__tl_hit_last;
-    const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
-    if (!infinirt__lookup_hit_valid(h, p))
-        h = &infinirt__tl_hit[k ^= 1u];
-    if (infinirt__lookup_hit_valid(h, p)) {
-        infinirt__tl_hit_last = k;
-        if (info != NULL)
-            infinirt__lookup_hit_info(h, p, info);
-        return 1;
-    }
     /* Host memory on the stack or the heap, the other side of most
      * copies: no lock, and the thread's remembered block stays. */
     if (infinirt__dir_outside(p))

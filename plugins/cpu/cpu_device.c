@@ -12,14 +12,10 @@
 
 #include <string.h>
 
-/* Read by cpu__sync_free (cpu_internal.h) on every synchronous copy. */
+/* Read through cpu__device (cpu_internal.h), inline on every synchronous
+ * copy. */
 cpu_device cpu__devices[CPU__MAX_DEVICES];
 int cpu__ndevices;
-
-cpu_device *cpu__device(int dev)
-{
-    return dev >= 0 && dev < cpu__ndevices ? &cpu__devices[dev] : NULL;
-}
 
 int cpu__device_count(void)
 {

@@ -193,11 +193,15 @@ cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached);
 void cpu__parked_wake(cpu_parked *taken);
 
 /* Devices (cpu_device.c). */
-cpu_device *cpu__device(int dev);
-int cpu__device_count(void);
-void cpu__devices_init(int count, size_t memory_limit);
 extern cpu_device cpu__devices[CPU__MAX_DEVICES];
 extern int cpu__ndevices;
+/* Device dev, or NULL when there is no such device. */
+static inline cpu_device *cpu__device(int dev)
+{
+    return dev >= 0 && dev < cpu__ndevices ? &cpu__devices[dev] : NULL;
+}
+int cpu__device_count(void);
+void cpu__devices_init(int count, size_t memory_limit);
 
 /* Whether a synchronous copy or fill on dev runs at once, with no call:
  * not from inside a host function, and nothing queued on the device
@@ -205,9 +209,12 @@ extern int cpu__ndevices;
  * waits, or reports an unknown device). */
 static inline bool cpu__sync_free(int dev)
 {
-    return cpu__in_host_fn == 0 &&
-           (cpu__inline || (dev >= 0 && dev < cpu__ndevices &&
-                            atomic_load_explicit(&cpu__devices[dev].pending, memory_order_acquire) == 0));
+    if (cpu__in_host_fn != 0)
+        return false;
+    if (cpu__inline)
+        return true;
+    cpu_device *d = cpu__device(dev);
+    return d != NULL && atomic_load_explicit(&d->pending, memory_order_acquire) == 0;
 }
 infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags);
 infiniStatus_t cpu__device_get_native(int dev, void **device, void **context);
