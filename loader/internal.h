@@ -493,8 +493,28 @@ static inline infiniStatus_t infinirt__ensure_init(void)
 
 /* The device (type, id) or NULL; logs why with the calling function's name. */
 infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out);
+/* This thread's current device (runtime.c): set by SetDevice, else the
+ * configured default once first asked for (dev NULL until then, and while
+ * the device set does not exist).  initial-exec: read on every call that
+ * takes no stream. */
+typedef struct {
+    bool set;
+    infiniDevice_t type;
+    int id;
+    infinirt__device *dev;
+} infinirt__current;
+extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__current infinirt__tl_current;
+infiniStatus_t infinirt__current_device_slow(const char *fn, infinirt__device **out);
 /* This thread's current device; NULL (with status) if it does not exist. */
-infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out);
+static inline infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out)
+{
+    infinirt__device *d = infinirt__tl_current.dev;
+    if (__builtin_expect(d != NULL, 1)) {
+        *out = d;
+        return INFINI_STATUS_SUCCESS;
+    }
+    return infinirt__current_device_slow(fn, out);
+}
 
 /* Log a failed call: "fn: reason (STATUS)" and return the status. */
 infiniStatus_t infinirt__fail(infiniStatus_t st, const char *fn, const char *fmt, ...) INFINIRT__PRINTF(3, 4);

@@ -17,6 +17,12 @@
 
 /* ------------------------------------------------------------ allocation */
 
+static __attribute__((noinline, cold)) void malloc_failed(infiniStatus_t st, size_t size, const infinirt__device *dev,
+                                                          const char *fn)
+{
+    infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+}
+
 static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
@@ -51,11 +57,10 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
         void *p = NULL;
         infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
         st = pool != NULL ? infinirt__pool_alloc(pool, size, host ? NULL : s, &p) : INFINI_STATUS_OUT_OF_MEMORY;
-        if (st == INFINI_STATUS_SUCCESS)
+        if (__builtin_expect(st == INFINI_STATUS_SUCCESS, 1))
             *p_ptr = p;
         else
-            infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type),
-                           dev->index);
+            malloc_failed(st, size, dev, fn);
     }
     if (s != NULL)
         infinirt__stream_put(s);
@@ -76,6 +81,8 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
 {
     return do_malloc(p_ptr, size, stream, false, __func__);
 }
+
+static void free_failed(infiniStatus_t st, void *ptr, infinirt__stream *s, bool host, const char *fn);
 
 /* Free ptr.  A stream handle makes it stream-ordered on that stream; with
  * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
@@ -118,27 +125,34 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
         st = INFINI_STATUS_BAD_PARAM;
     else
         st = all ? infinirt__pool_free_sync(ptr, owner) : infinirt__pool_free(ptr, s, owner);
-    if (st != INFINI_STATUS_SUCCESS) {
-        infinirt__ptr_info info;
-        bool found = infinirt__pool_lookup(ptr, &info);
-        if (found && (info.device_id < 0) != host)
-            infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
-                           info.device_id < 0 ? "host (MallocHost)" : "device",
-                           info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
-        else if (found && info.offset != 0)
-            infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
-                           info.offset, info.block_size, info.block_base,
-                           infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
-                           info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
-        else if (s != NULL)
-            infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
-                           infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
-        else
-            infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
-    }
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        free_failed(st, ptr, s, host, fn);
     if (s != NULL)
         infinirt__stream_put(s);
     return st;
+}
+
+/* Why a free the pool refused failed, logged (out of line: no free that
+ * succeeds pays for its registers). */
+static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void *ptr, infinirt__stream *s, bool host,
+                                                        const char *fn)
+{
+    infinirt__ptr_info info;
+    bool found = infinirt__pool_lookup(ptr, &info);
+    if (found && (info.device_id < 0) != host)
+        infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
+                       info.device_id < 0 ? "host (MallocHost)" : "device",
+                       info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
+    else if (found && info.offset != 0)
+        infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
+                       info.offset, info.block_size, info.block_base,
+                       infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
+                       info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
+    else if (s != NULL)
+        infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
+                       infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+    else
+        infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
 }
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)

@@ -122,35 +122,27 @@ infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *
  * initial-exec, like the allocator's thread caches: a plain read instead of
  * a __tls_get_addr call on every Malloc (a loader dlopened after start-up
  * still gets these few bytes from glibc's static TLS surplus). */
-static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
-    bool set;
-    infiniDevice_t type;
-    int id;
-    infinirt__device *dev;
-} tls_current;
+_Thread_local __attribute__((tls_model("initial-exec"))) infinirt__current infinirt__tl_current;
 
 static void current_init(void)
 {
-    tls_current.set = true;
-    tls_current.type = infinirt__rt.default_type;
-    tls_current.id = infinirt__rt.default_id;
-    infinirt__plugin *p = infinirt__plugin_of_slot(infinirt__type_slot(tls_current.type));
-    tls_current.dev = (p != NULL && tls_current.id < p->device_count) ? &p->devices[tls_current.id] : NULL;
+    infinirt__tl_current.set = true;
+    infinirt__tl_current.type = infinirt__rt.default_type;
+    infinirt__tl_current.id = infinirt__rt.default_id;
+    infinirt__plugin *p = infinirt__plugin_of_slot(infinirt__type_slot(infinirt__tl_current.type));
+    infinirt__tl_current.dev =
+        (p != NULL && infinirt__tl_current.id < p->device_count) ? &p->devices[infinirt__tl_current.id] : NULL;
 }
 
-infiniStatus_t infinirt__current_device(const char *fn, infinirt__device **out)
+infiniStatus_t infinirt__current_device_slow(const char *fn, infinirt__device **out)
 {
-    if (__builtin_expect(tls_current.dev != NULL, 1)) {
-        *out = tls_current.dev;
-        return INFINI_STATUS_SUCCESS;
-    }
-    if (!tls_current.set)
+    if (!infinirt__tl_current.set)
         current_init();
-    if (tls_current.dev != NULL) {
-        *out = tls_current.dev;
+    if (infinirt__tl_current.dev != NULL) {
+        *out = infinirt__tl_current.dev;
         return INFINI_STATUS_SUCCESS;
     }
-    return infinirt__device_lookup(tls_current.type, tls_current.id, fn, out);
+    return infinirt__device_lookup(infinirt__tl_current.type, infinirt__tl_current.id, fn, out);
 }
 
 /* ------------------------------------------------------------ device API */
@@ -222,10 +214,10 @@ INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_
     if (INFINIRT__HAS(dev->plugin, set_device) &&
         (st = dev->plugin->ops->set_device(dev->index)) != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "set_device");
-    tls_current.set = true;
-    tls_current.type = device;
-    tls_current.id = device_id;
-    tls_current.dev = dev;
+    infinirt__tl_current.set = true;
+    infinirt__tl_current.type = device;
+    infinirt__tl_current.id = device_id;
+    infinirt__tl_current.dev = dev;
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -236,12 +228,12 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
         return st;
     if (device_ptr == NULL && device_id_ptr == NULL) /* as InfiniCore's runtime answers */
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "device_ptr and device_id_ptr are both NULL");
-    if (!tls_current.set)
+    if (!infinirt__tl_current.set)
         current_init();
     if (device_ptr != NULL)
-        *device_ptr = tls_current.type;
+        *device_ptr = infinirt__tl_current.type;
     if (device_id_ptr != NULL)
-        *device_id_ptr = tls_current.id;
+        *device_id_ptr = infinirt__tl_current.id;
     return INFINI_STATUS_SUCCESS;
 }
 

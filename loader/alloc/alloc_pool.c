@@ -282,33 +282,11 @@ bool infinirt__wait_all(infinirt__pool *pool)
     return true;
 }
 
-static infiniStatus_t no_fence(const infinirt__pool_backend *be, infiniStatus_t st)
+infiniStatus_t infinirt__no_fence(const infinirt__pool_backend *be, infiniStatus_t st)
 {
     INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails", be->label,
                    infinirtGetErrorName(st));
     return st;
-}
-
-infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
-{
-    const infinirt__pool_backend *be = &pool->be;
-    *out = NULL;
-    if (be->fence_take == NULL)
-        return INFINI_STATUS_SUCCESS;
-    INFINIRT__ALLOC_UNLOCKED("fence_take");
-    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
-    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
-}
-
-infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **out)
-{
-    const infinirt__pool_backend *be = &pool->be;
-    *out = NULL;
-    if (be->fence_take == NULL)
-        return INFINI_STATUS_SUCCESS;
-    INFINIRT__ALLOC_UNLOCKED("fence_take_all");
-    infiniStatus_t st = be->fence_take_all(be->ctx, out);
-    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? no_fence(be, st) : st;
 }
 
 /* ------------------------------------------------ releasing the cache */

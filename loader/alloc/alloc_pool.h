@@ -142,8 +142,30 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
  * _all, the fence a synchronous free needs.  Fail only when no fence could
  * be had and the device could not be synchronised instead: the free must
  * then fail and change nothing. */
-infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out);
-infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **out);
+infiniStatus_t infinirt__no_fence(const infinirt__pool_backend *be, infiniStatus_t st);
+/* Inline: every free calls one, and most learn at once that nothing is
+ * pending (the backend's own test is one call). */
+static inline infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    *out = NULL;
+    if (be->fence_take == NULL)
+        return INFINI_STATUS_SUCCESS;
+    INFINIRT__ALLOC_UNLOCKED("fence_take");
+    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
+    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__no_fence(be, st) : st;
+}
+
+static inline infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infinirt__fence **out)
+{
+    const infinirt__pool_backend *be = &pool->be;
+    *out = NULL;
+    if (be->fence_take == NULL)
+        return INFINI_STATUS_SUCCESS;
+    INFINIRT__ALLOC_UNLOCKED("fence_take_all");
+    infiniStatus_t st = be->fence_take_all(be->ctx, out);
+    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__no_fence(be, st) : st;
+}
 /* Wait until every fence taken so far has completed; false if none was
  * pending or the wait failed (then nothing may be assumed complete). */
 bool infinirt__wait_all(infinirt__pool *pool);

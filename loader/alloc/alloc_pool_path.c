@@ -333,20 +333,13 @@ static inline infiniStatus_t fence_for(infinirt__pool *pool, void *stream, bool 
     return sync ? infinirt__take_fence_all(pool, f) : infinirt__take_fence(pool, stream, f);
 }
 
-/* The end of a free, once nothing is left to wait for: block b (state USED
- * or PENDING, in no table or queue) goes to the quick list or the bins of
- * arena a (locked).  Returns a segment to give back once unlocked, or NULL. */
-static infinirt__seg *free_done(infinirt__arena *a, infinirt__blk *b)
+/* free_done for a block the quick lists do not take: to the bins, and its
+ * segment given back when the settings say so. */
+static infinirt__seg *free_release(infinirt__arena *a, infinirt__blk *b)
 {
     infinirt__pool *pool = a->pool;
     infinirt__seg *s = infinirt__blk_seg(b);
     a->used -= b->size;
-    size_t n = b->size >> pool->gshift;
-    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
-        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
-        infinirt__quick_push(&a->quick, b, n);
-        return NULL;
-    }
     infinirt__blk_release(a, b);
     if ((pool->cfg.release_on_free ||
          (pool->cfg.max_cached_bytes != 0 && a->reserved - a->used > pool->cfg.max_cached_bytes)) &&
@@ -355,6 +348,23 @@ static infinirt__seg *free_done(infinirt__arena *a, infinirt__blk *b)
         return s;
     }
     return NULL;
+}
+
+/* The end of a free, once nothing is left to wait for: block b (state USED
+ * or PENDING, in no table or queue) goes to the quick list or the bins of
+ * arena a (locked).  Returns a segment to give back once unlocked, or NULL.
+ * Inline: the quick list is where most small frees end. */
+static inline __attribute__((always_inline)) infinirt__seg *free_done(infinirt__arena *a, infinirt__blk *b)
+{
+    infinirt__pool *pool = a->pool;
+    size_t n = b->size >> pool->gshift;
+    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
+        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
+        a->used -= b->size;
+        infinirt__quick_push(&a->quick, b, n);
+        return NULL;
+    }
+    return free_release(a, b);
 }
 
 /* Block b (just out of the hash) is freed on `stream` (or synchronously)
@@ -560,7 +570,15 @@ static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr,
             }
             if (__builtin_expect(b != NULL, 1)) {
                 infinirt__fence *wait = NULL;
-                infinirt__seg *rel = free_locked(a, b, stream, sync, f, &wait);
+                infinirt__seg *rel;
+                if (f == NULL && a->nfenced == 0) {
+                    /* What free_locked comes to with no fence taken or
+                     * held in the arena, without the call. */
+                    account_free(a, req);
+                    rel = free_done(a, b);
+                } else {
+                    rel = free_locked(a, b, stream, sync, f, &wait);
+                }
                 infinirt__spin_unlock(&a->lock);
                 if (rel != NULL)
                     infinirt__seg_destroy(pool, rel);
