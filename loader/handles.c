@@ -95,6 +95,13 @@ static slot *slot_at(table *t, uint32_t idx)
     return chunk ? &chunk[idx % CHUNK_SLOTS] : NULL;
 }
 
+/* The slot at an index this registry handed out (an object's own slot):
+ * its chunk exists and stays, so no bounds check. */
+static inline slot *slot_known(table *t, uint32_t idx)
+{
+    return &atomic_load_explicit(&t->chunks[idx / CHUNK_SLOTS], memory_order_acquire)[idx % CHUNK_SLOTS];
+}
+
 static inline size_t map_hash(uintptr_t key, size_t mask)
 {
     /* Fibonacci hashing: handle values are aligned addresses, whose low
@@ -128,12 +135,10 @@ static void map_place(map_array *a, uintptr_t key, uint64_t val)
     atomic_store_explicit(&a->e[i].key, key, memory_order_release);
 }
 
-/* Add key -> val; caller holds t->lock.  Returns 0, -1 without memory, -2
- * when key is already there (a live handle has that value). */
+/* Add key -> val; caller holds t->lock and has found no entry for key.
+ * Returns 0, or -1 without memory. */
 static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
 {
-    if (map_find_locked(t, key) != NULL)
-        return -2;
     map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
     if (a == NULL || (t->map_live + 1) * 2 > a->mask + 1) {
         size_t cap = a ? (a->mask + 1) * 2 : 64;
@@ -155,13 +160,11 @@ static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
     return 0;
 }
 
-/* Remove key if it maps to val; caller holds t->lock.  Later entries of the
- * probe run shift back into the hole, so no tombstones pile up. */
-static void map_remove_locked(table *t, uintptr_t key, uint64_t val)
+/* Remove entry e (of t's current map); caller holds t->lock.  Later
+ * entries of the probe run shift back into the hole, so no tombstones pile
+ * up. */
+static void map_remove_entry_locked(table *t, map_entry *e)
 {
-    map_entry *e = map_find_locked(t, key);
-    if (e == NULL || atomic_load_explicit(&e->val, memory_order_relaxed) != val)
-        return;
     map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
     size_t i = (size_t)(e - a->e);
     for (size_t j = (i + 1) & a->mask;; j = (j + 1) & a->mask) {
@@ -181,6 +184,14 @@ static void map_remove_locked(table *t, uintptr_t key, uint64_t val)
     }
     atomic_store_explicit(&a->e[i].key, 0, memory_order_release);
     t->map_live--;
+}
+
+/* Remove key if it maps to val; caller holds t->lock. */
+static void map_remove_locked(table *t, uintptr_t key, uint64_t val)
+{
+    map_entry *e = map_find_locked(t, key);
+    if (e != NULL && atomic_load_explicit(&e->val, memory_order_relaxed) == val)
+        map_remove_entry_locked(t, e);
 }
 
 /* Register obj under the handle value key (refs = 1, live).  Returns 0, -1
@@ -351,20 +362,26 @@ static void slot_release_locked(table *t, slot *sl, uint32_t idx)
     t->free_tail = idx + 1;
 }
 
-/* Drop a reference; returns the object when it was the last one (the slot
- * is then free for reuse), else NULL. */
-static void *handle_drop(uint32_t kind, uint32_t idx)
+/* The last reference of a dead handle is gone: its slot goes back. */
+static __attribute__((noinline)) void *drop_last(table *t, slot *sl, uint32_t idx)
 {
-    table *t = &g_tables[kind];
-    slot *sl = slot_at(t, idx);
-    uint64_t w = atomic_fetch_sub_explicit(&sl->word, 1, memory_order_acq_rel) - 1;
-    if (W_REFS(w) != 0 || (w & W_LIVE))
-        return NULL;
     void *obj = sl->obj;
     pthread_mutex_lock(&t->lock);
     slot_release_locked(t, sl, idx);
     pthread_mutex_unlock(&t->lock);
     return obj;
+}
+
+/* Drop a reference; returns the object when it was the last one (the slot
+ * is then free for reuse), else NULL. */
+static inline void *handle_drop(uint32_t kind, uint32_t idx)
+{
+    table *t = &g_tables[kind];
+    slot *sl = slot_known(t, idx);
+    uint64_t w = atomic_fetch_sub_explicit(&sl->word, 1, memory_order_acq_rel) - 1;
+    if (__builtin_expect(W_REFS(w) != 0 || (w & W_LIVE), 1))
+        return NULL;
+    return drop_last(t, sl, idx);
 }
 
 /* handle_kill and the drop of the handle's own reference in one section
@@ -393,7 +410,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last)
             return -1;
         }
     } while (!atomic_compare_exchange_weak(&sl->word, &w, (w & ~W_LIVE) - 1));
-    map_remove_locked(t, key, val);
+    map_remove_entry_locked(t, e); /* entries move only under the lock: e is still key's */
     if (W_REFS(w) == 1) {
         *last = sl->obj;
         slot_release_locked(t, sl, (uint32_t)val);
