@@ -160,7 +160,8 @@ static inline infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infi
 {
     const infinirt__pool_backend *be = &pool->be;
     *out = NULL;
-    if (be->fence_take == NULL)
+    if (be->fence_take == NULL ||
+        (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0))
         return INFINI_STATUS_SUCCESS;
     INFINIRT__ALLOC_UNLOCKED("fence_take_all");
     infiniStatus_t st = be->fence_take_all(be->ctx, out);
