@@ -493,10 +493,10 @@ static inline infiniStatus_t infinirt__ensure_init(void)
 
 /* The device (type, id) or NULL; logs why with the calling function's name. */
 infiniStatus_t infinirt__device_lookup(infiniDevice_t type, int id, const char *fn, infinirt__device **out);
-/* This thread's current device (runtime.c): set by SetDevice, else the
- * configured default once first asked for (dev NULL until then, and while
- * the device set does not exist).  initial-exec: read on every call that
- * takes no stream. */
+/* This thread's current device (runtime.c): set by a successful
+ * SetDevice, else the configured default once first asked for (dev NULL
+ * until then, and when that default does not exist).  initial-exec: read
+ * on every call that takes no stream. */
 typedef struct {
     bool set;
     infiniDevice_t type;

@@ -50,11 +50,10 @@ typedef struct infinirt__pool_backend {
     infiniStatus_t (*fence_query)(void *ctx, infinirt__fence *fence, int *done);
     infiniStatus_t (*fence_wait)(void *ctx, infinirt__fence *fence);
     void (*fence_release)(void *ctx, infinirt__fence *fence);
-    /* Optional (NULL: none).  While the word it points to reads 0, nothing
-     * can be pending on memory of this pool, and fence_take_all would give
-     * no fence: a synchronous free then makes no call (a device whose work
-     * is done when queued, whose memory no other device's stream has
-     * touched). */
+    /* Optional (NULL: none).  The backend promises that while the word it
+     * points to reads 0, fence_take_all would give no fence: a synchronous
+     * free then makes no call.  (The loader points it at the `peers` word
+     * of a DONE_AT_RETURN device, fence.c.) */
     const atomic_uint_fast64_t *quiet_while_zero;
     size_t max_alloc_size; /* largest raw allocation; 0 = no limit */
     size_t total_memory;   /* device memory size, for segment sizing; 0 = unknown */

@@ -1,6 +1,6 @@
 /*
  * alloc_pool.c - pools (alloc_pool.h): create and destroy, the arena table,
- * raw segments from the backend, fences, releasing and stealing cached
+ * raw segments from the backend, waiting for fences, releasing and stealing cached
  * segments, statistics, trim and stream retirement.  The alloc and free
  * paths are in alloc_pool_path.c.
  */

@@ -138,13 +138,14 @@ infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool lar
 /* Give a detached segment back to the backend (releasing its fence). */
 void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
 
-/* The fence a free on `stream` needs (*out NULL: nothing pending); with
- * _all, the fence a synchronous free needs.  Fail only when no fence could
- * be had and the device could not be synchronised instead: the free must
- * then fail and change nothing. */
+/* Log that no fence could be had for a free and return st (alloc_pool.c). */
 infiniStatus_t infinirt__no_fence(const infinirt__pool_backend *be, infiniStatus_t st);
-/* Inline: every free calls one, and most learn at once that nothing is
- * pending (the backend's own test is one call). */
+/* The fence a free on `stream` needs (*out NULL: nothing pending); with
+ * _all, the fence a synchronous free needs, asked for only while the
+ * backend's quiet_while_zero word (if any) is not 0.  Fail only when no
+ * fence could be had and the device could not be synchronised instead:
+ * the free must then fail and change nothing.  Inline: every free calls
+ * one, and most learn at once that nothing is pending. */
 static inline infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *stream, infinirt__fence **out)
 {
     const infinirt__pool_backend *be = &pool->be;
@@ -160,13 +161,15 @@ static inline infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infi
 {
     const infinirt__pool_backend *be = &pool->be;
     *out = NULL;
-    if (be->fence_take == NULL ||
-        (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0))
+    if (be->fence_take == NULL)
         return INFINI_STATUS_SUCCESS;
     INFINIRT__ALLOC_UNLOCKED("fence_take_all");
+    if (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0)
+        return INFINI_STATUS_SUCCESS;
     infiniStatus_t st = be->fence_take_all(be->ctx, out);
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__no_fence(be, st) : st;
 }
+
 /* Wait until every fence taken so far has completed; false if none was
  * pending or the wait failed (then nothing may be assumed complete). */
 bool infinirt__wait_all(infinirt__pool *pool);

@@ -335,7 +335,7 @@ static inline infiniStatus_t fence_for(infinirt__pool *pool, void *stream, bool 
 
 /* free_done for a block the quick lists do not take: to the bins, and its
  * segment given back when the settings say so. */
-static infinirt__seg *free_release(infinirt__arena *a, infinirt__blk *b)
+static __attribute__((noinline)) infinirt__seg *free_release(infinirt__arena *a, infinirt__blk *b)
 {
     infinirt__pool *pool = a->pool;
     infinirt__seg *s = infinirt__blk_seg(b);

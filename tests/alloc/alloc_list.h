@@ -12,6 +12,7 @@
     X(random_model_oom)          \
     X(stream_order_async)        \
     X(stream_order_sync)         \
+    X(quiet_word)                \
     X(free_fence_fails)          \
     X(oom_retry)                 \
     X(oom_waits_for_fences)      \

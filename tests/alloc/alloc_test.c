@@ -191,6 +191,39 @@ static int test_stream_order_sync(void)
     return finish(pool, &f);
 }
 
+/* A backend's quiet_while_zero word: while it reads 0 a synchronous free
+ * asks for no fence at all (the backend promises none would be given: here
+ * the pool is made to trust it against a busy stream, to show the call is
+ * skipped); once it reads non-zero the free asks again, and the busy
+ * stream pins the block. */
+static int test_quiet_word(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "quiet");
+    atomic_uint_fast64_t word = 0;
+    f.be.quiet_while_zero = &word;
+    infinirt__pool *pool = make_pool(&f, NULL);
+    ASSERT(pool != NULL);
+    char *p, *q, *r;
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&p));
+    fake_set_busy(&f, (void *)0xA0);
+    ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
+    ASSERT_EQ(f.take_calls, 0);
+    ASSERT_EQ(f.taken, 0);
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
+    ASSERT(q == p); /* back at once */
+    atomic_store(&word, 1);
+    ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
+    ASSERT_EQ(f.take_calls, 1);
+    ASSERT_EQ(f.taken, 1);
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&r));
+    ASSERT(r + 3000 <= q || r >= q + 3000); /* pinned by the fence */
+    ASSERT_OK(infinirt__pool_free_sync(r, infinirt__want_any()));
+    fake_complete_all(&f);
+    CHECK(check_stats(pool, &f, 0, 0));
+    return finish(pool, &f);
+}
+
 /* A free whose fence can be neither taken nor waited for fails and frees
  * nothing: the block stays allocated (not reused, freeable later), for a
  * stream-ordered and for a synchronous free. */

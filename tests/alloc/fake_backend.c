@@ -71,6 +71,7 @@ static infiniStatus_t take(fake *f, void *stream, bool all, infinirt__fence **ou
 {
     pthread_mutex_lock(&f->mu);
     *out = NULL;
+    f->take_calls++;
     if (f->take_fails != INFINI_STATUS_SUCCESS) {
         infiniStatus_t st = f->take_fails;
         pthread_mutex_unlock(&f->mu);

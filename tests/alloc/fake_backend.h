@@ -40,6 +40,7 @@ typedef struct fake {
     infinirt__fence **fences; /* live (taken, not released) */
     size_t nfence, capfence;
     size_t taken, released, waits, bad_release;
+    size_t take_calls; /* fence_take and fence_take_all calls */
     unsigned seq;
     unsigned char *done_seq; /* done_seq[seq] = 1 once that fence completed */
     unsigned last_seq;       /* seq of the last fence handed out */
