@@ -82,7 +82,28 @@ INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infin
     return do_malloc(p_ptr, size, stream, false, __func__);
 }
 
-static void free_failed(infiniStatus_t st, void *ptr, infinirt__stream *s, bool host, const char *fn);
+/* Why a free the pool refused failed, logged (out of line: no free that
+ * succeeds pays for its registers). */
+static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void *ptr, infinirt__stream *s, bool host,
+                                                        const char *fn)
+{
+    infinirt__ptr_info info;
+    bool found = infinirt__pool_lookup(ptr, &info);
+    if (found && (info.device_id < 0) != host)
+        infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
+                       info.device_id < 0 ? "host (MallocHost)" : "device",
+                       info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
+    else if (found && info.offset != 0)
+        infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
+                       info.offset, info.block_size, info.block_base,
+                       infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
+                       info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
+    else if (s != NULL)
+        infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
+                       infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+    else
+        infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
+}
 
 /* Free ptr.  A stream handle makes it stream-ordered on that stream; with
  * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
@@ -130,29 +151,6 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     if (s != NULL)
         infinirt__stream_put(s);
     return st;
-}
-
-/* Why a free the pool refused failed, logged (out of line: no free that
- * succeeds pays for its registers). */
-static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void *ptr, infinirt__stream *s, bool host,
-                                                        const char *fn)
-{
-    infinirt__ptr_info info;
-    bool found = infinirt__pool_lookup(ptr, &info);
-    if (found && (info.device_id < 0) != host)
-        infinirt__fail(st, fn, "%p is %s memory; free it with %s", ptr,
-                       info.device_id < 0 ? "host (MallocHost)" : "device",
-                       info.device_id < 0 ? "infinirtFreeHost" : "infinirtFree");
-    else if (found && info.offset != 0)
-        infinirt__fail(st, fn, "%p is %zu bytes inside a %zu-byte block at %p on %s%s%d, not its start", ptr,
-                       info.offset, info.block_size, info.block_base,
-                       infinirtGetDeviceTypeName((infiniDevice_t)info.device_type),
-                       info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
-    else if (s != NULL)
-        infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
-                       infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
-    else
-        infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
 }
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
@@ -358,6 +356,27 @@ static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, in
     return st;
 }
 
+/* The plugin's synchronous copy on owner, and its failure logged: the
+ * last step of both paths of infinirtMemcpy. */
+static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, int kind)
+{
+    infiniStatus_t st = owner->plugin->ops->memcpy(owner->index, dst, src, size, kind);
+    return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__plugin_failed(st, owner, "memcpy") : st;
+}
+
+/* The copy queued on stream str and counted as submitted (even when the
+ * plugin fails: it may have queued part of it), its failure logged: the
+ * last step of both paths of infinirtMemcpyAsync. */
+static inline infiniStatus_t queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind)
+{
+    infinirt__device *dev = str->dev;
+    infiniStatus_t st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps);
+    infinirt__stream_note_submit(str);
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        infinirt__plugin_failed(st, dev, "memcpy_async");
+    return st;
+}
+
 /* The device of a device side that is one of this thread's two remembered
  * blocks (alloc.h) of a device pool, with room for size bytes from ptr;
  * else NULL, and the full checks decide. */
@@ -420,9 +439,7 @@ static inline __attribute__((always_inline)) bool quick_copy(void *dst, const vo
         return false;
     if (atomic_load_explicit(&owner->captures, memory_order_acquire) != 0)
         return false;
-    *st = owner->plugin->ops->memcpy(owner->index, dst, src, size, kind);
-    if (*st != INFINI_STATUS_SUCCESS)
-        *st = infinirt__plugin_failed(*st, owner, "memcpy");
+    *st = plugin_copy(owner, dst, src, size, kind);
     return true;
 }
 
@@ -445,10 +462,7 @@ static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, co
         infinirt__stream_put(str);
         return false;
     }
-    *st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps);
-    infinirt__stream_note_submit(str);
-    if (*st != INFINI_STATUS_SUCCESS)
-        infinirt__plugin_failed(*st, dev, "memcpy_async");
+    *st = queue_copy(str, dst, src, size, kind);
     infinirt__stream_put(str);
     return true;
 }
@@ -494,10 +508,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
                                   infinirtGetDeviceTypeName(owner->plugin->type), owner->index);
         return st;
     }
-    st = owner->plugin->ops->memcpy(owner->index, dst, src, size, (int)kind);
-    if (st != INFINI_STATUS_SUCCESS)
-        return infinirt__plugin_failed(st, owner, "memcpy");
-    return st;
+    return plugin_copy(owner, dst, src, size, (int)kind);
 }
 
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
@@ -564,10 +575,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
          * its synchronous frees must wait for this device's streams too. */
         infinirt__note_peer(known(&d), dev);
         infinirt__note_peer(known(&s), dev);
-        st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, (int)kind, str->ps);
-        infinirt__stream_note_submit(str);
-        if (st != INFINI_STATUS_SUCCESS)
-            infinirt__plugin_failed(st, dev, "memcpy_async");
+        st = queue_copy(str, dst, src, size, (int)kind);
     }
     infinirt__stream_put(str);
     return st;

@@ -521,14 +521,12 @@ infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
  * on one of them may itself queue work (which takes d->lock). */
 static infiniStatus_t wait_pending(int dev, const char *call, enum pending_set set)
 {
+    if (cpu__sync_free(dev))
+        return INFINI_STATUS_SUCCESS; /* nothing queued on any stream: no lock, no scan */
     CPU__REFUSE_IN_HOST_FN(call);
-    if (cpu__inline)
-        return INFINI_STATUS_SUCCESS;
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if (atomic_load_explicit(&d->pending, memory_order_acquire) == 0)
-        return INFINI_STATUS_SUCCESS; /* nothing queued on any stream: no lock, no scan */
     after *list;
     if (pending_streams(d, set, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
