@@ -28,9 +28,20 @@ static void event_free(infinirt__event *e)
     free(e);
 }
 
+infinirt__event *infinirt__event_borrow(infinirtEvent_t h, int *use)
+{
+    return infinirt__handle_borrow(INFINIRT__KIND_EVENT, h, put_event, use);
+}
+
+/* event_free for the registry, which frees a borrowed event later. */
+static void event_release(void *obj)
+{
+    event_free(obj);
+}
+
 void infinirt__event_put(infinirt__event *e)
 {
-    if (e != NULL && infinirt__handle_drop(INFINIRT__KIND_EVENT, e->slot) != NULL)
+    if (e != NULL && infinirt__handle_drop(INFINIRT__KIND_EVENT, e->slot, event_release) != NULL)
         event_free(e);
 }
 
@@ -105,7 +116,7 @@ INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
      * reference in one step; a thread still inside a call on the event
      * frees it when it lets go. */
     void *last = NULL;
-    if (infinirt__handle_destroy(INFINIRT__KIND_EVENT, event, &last) != 0)
+    if (infinirt__handle_destroy(INFINIRT__KIND_EVENT, event, &last, event_release) != 0)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     if (last != NULL)
         event_free(last);
@@ -132,11 +143,12 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__event *e = infinirt__event_get(event);
+    int use_e, use_s;
+    infinirt__event *e = infinirt__event_borrow(event, &use_e);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, e->dev, __func__, &s)) == INFINI_STATUS_SUCCESS) {
+    if ((st = infinirt__stream_resolve_borrow(stream, e->dev, __func__, &s, &use_s)) == INFINI_STATUS_SUCCESS) {
         if (s->dev != e->dev) {
             st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event of %s:%d recorded on a stream of %s:%d",
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index,
@@ -153,9 +165,9 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
                     infinirt__plugin_failed(st, e->dev, "event_record");
             }
         }
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use_s);
     }
-    infinirt__event_put(e);
+    infinirt__event_return(e, use_e);
     return st;
 }
 
@@ -166,20 +178,21 @@ INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEv
         return st;
     if (status_ptr == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "status_ptr is NULL");
-    infinirt__event *e = infinirt__event_get(event);
+    int use;
+    infinirt__event *e = infinirt__event_borrow(event, &use);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     int done = 0;
     if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
         (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__event_put(e);
+        infinirt__event_return(e, use);
         return st;
     }
     if ((st = e->dev->plugin->ops->event_query(e->dev->index, e->pe, &done)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_query");
     else
         *status_ptr = done ? INFINIRT_EVENT_COMPLETE : INFINIRT_EVENT_NOT_READY;
-    infinirt__event_put(e);
+    infinirt__event_return(e, use);
     return st;
 }
 
@@ -188,17 +201,18 @@ INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__event *e = infinirt__event_get(event);
+    int use;
+    infinirt__event *e = infinirt__event_borrow(event, &use);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     if (__builtin_expect(atomic_load_explicit(&e->captured, memory_order_acquire) != NULL, 0) &&
         (st = infinirt__capture_event_forbid(e, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__event_put(e);
+        infinirt__event_return(e, use);
         return st;
     }
     if ((st = e->dev->plugin->ops->event_synchronize(e->dev->index, e->pe)) != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, e->dev, "event_synchronize");
-    infinirt__event_put(e);
+    infinirt__event_return(e, use);
     return st;
 }
 
@@ -241,7 +255,8 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
-    infinirt__event *e = infinirt__event_get(event);
+    int use_e, use_s = -1;
+    infinirt__event *e = infinirt__event_borrow(event, &use_e);
     if (e == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
     infinirt__device *dev = NULL;
@@ -249,7 +264,7 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
     if (stream == NULL)
         st = infinirt__current_device(__func__, &dev);
     if (st == INFINI_STATUS_SUCCESS)
-        st = infinirt__stream_resolve(stream, dev, __func__, &s);
+        st = infinirt__stream_resolve_borrow(stream, dev, __func__, &s, &use_s);
     if (st == INFINI_STATUS_SUCCESS) {
         dev = s->dev;
         if (dev->plugin != e->dev->plugin)
@@ -270,8 +285,8 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
                     infinirt__plugin_failed(st, dev, "stream_wait_event");
             }
         }
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use_s);
     }
-    infinirt__event_put(e);
+    infinirt__event_return(e, use_e);
     return st;
 }

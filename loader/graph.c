@@ -38,7 +38,7 @@ static void gobj_free(gobj *g)
 void infinirt__gobj_put(uint32_t kind, void *obj)
 {
     gobj *g = obj;
-    if (g != NULL && infinirt__handle_drop(kind, g->slot) != NULL)
+    if (g != NULL && infinirt__handle_drop(kind, g->slot, NULL) != NULL) /* never borrowed */
         gobj_free(g);
 }
 

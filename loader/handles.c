@@ -13,8 +13,12 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* --------------------------------------------------------- the registry */
 
@@ -77,7 +81,23 @@ typedef struct {
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
     _Atomic(map_array *) map;
     size_t map_live;
+    uint32_t retired;                  /* slots of retired objects (index + 1, linked by next_free); 0 = none */
+    infinirt__handle_free_fn *release; /* the kind's, set at the first retire */
 } table;
+
+/* This thread's last look-up of each kind: a handle value and the map
+ * value (generation << 32 | slot index) it had.  Only a hint: a look-up
+ * that starts from it validates the slot exactly as one that starts from
+ * the map does (slot_ref: live, that generation, a reference taken; then
+ * the slot's key), so a hint left over from a destroyed handle, or from a
+ * slot since reused, fails that check and the map decides.  A slot that
+ * passes is live under that very value, and a value has at most one live
+ * handle: the answer is the map's. */
+typedef struct {
+    uintptr_t key;
+    uint64_t val;
+} hint;
+static _Thread_local __attribute__((tls_model("initial-exec"))) hint tl_hint[INFINIRT__KINDS];
 
 static table g_tables[INFINIRT__KINDS] = {
     [KIND_STREAM] = {.lock = PTHREAD_MUTEX_INITIALIZER},
@@ -259,6 +279,8 @@ static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_ou
     *slot_out = idx;
     atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
     pthread_mutex_unlock(&t->lock);
+    /* The thread that makes a handle is the one likely to use it next. */
+    tl_hint[kind] = (hint){key, ((uint64_t)gen << 32) | idx};
     return 0;
 }
 
@@ -279,18 +301,321 @@ static slot *slot_ref(table *t, uint64_t val)
     return sl;
 }
 
+/* ------------------------------------------------------------ borrows */
+
+/*
+ * A reference costs two read-modify-writes (slot_ref's CAS, handle_drop's
+ * decrement), each a locked instruction: on the calls that do little else
+ * (an inline stream's copy and synchronize, an event's record and query)
+ * they are most of the time.  A call may instead *borrow* a handle: it
+ * writes the slot into one of its thread's borrow cells, then checks the
+ * slot is live.  No reference is taken; instead, whoever drops an
+ * object's last reference looks at every thread's cells first, and a
+ * borrowed object is *retired* (kept, with its slot) until no cell names
+ * its slot any more.
+ *
+ * A borrower's write and its check form a store-then-load pair, which the
+ * CPU may reorder; a releaser's last drop and its look at the cells form
+ * the other.  Rather than a fence on the borrower's side (which costs as
+ * much as the references), borrowing is reserved to the one case where no
+ * fence is needed: a process with a single *participant* thread.  Every
+ * thread that borrows, or that drops a last reference, registers as a
+ * participant first; a thread that makes the count 2 issues a
+ * membarrier(2) first, which makes every borrow cell written so far
+ * visible to it and every borrower's later loads see the new count.  A
+ * borrower reads the count after its check: if it is not 1, another thread
+ * may release meanwhile, and the call takes a reference instead (and the
+ * borrow cell is cleared).  So while several threads take part, calls pay
+ * for references exactly as before; a single-threaded user of the loader
+ * pays for none.  Without membarrier (an old kernel, a sandbox) nothing is
+ * borrowed.
+ */
+enum { BORROWS = 4 };        /* nested borrows per thread (a call holds at most 2) */
+#define NOT_ALONE (1u << 30) /* added to g_nparts for good: nobody borrows */
+#define NO_BORROW (-1)       /* a reference was taken instead */
+
+typedef struct participant {
+    _Atomic(slot *) cell[BORROWS]; /* slots this thread borrows; NULL = free */
+    int depth;                     /* cells in use, from 0 (the owner's only) */
+    bool joined;                   /* in g_parts (the owner's only) */
+    struct participant *next;      /* g_parts, under g_part_lock */
+} participant;
+
+static pthread_mutex_t g_part_lock = PTHREAD_MUTEX_INITIALIZER;
+static participant *g_parts;    /* registered threads, under g_part_lock */
+static atomic_uint g_nparts;    /* how many; written under g_part_lock */
+static atomic_bool g_no_borrow; /* membarrier unusable: never borrow */
+static bool g_mb_registered;    /* under g_part_lock */
+static pthread_key_t g_part_key;
+static atomic_bool g_part_key_made; /* written under g_part_lock */
+static _Thread_local __attribute__((tls_model("initial-exec"))) _Alignas(64) participant tl_part;
+
+/* How many objects are retired (see retire_locked), counted until they
+ * are freed: a borrower that gives its cell back and then reads 0 knows
+ * nothing waits for it. */
+static atomic_size_t g_nretired;
+
+/* A participant thread exits (the key's destructor): it borrows nothing. */
+static void part_leave(void *arg)
+{
+    participant *p = arg;
+    pthread_mutex_lock(&g_part_lock);
+    for (participant **pp = &g_parts; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    atomic_fetch_sub_explicit(&g_nparts, 1, memory_order_release);
+    pthread_mutex_unlock(&g_part_lock);
+    p->joined = false;
+}
+
+/* The key's destructor lives in this library: drop the key if the library
+ * is unloaded while threads that registered still run. */
+__attribute__((destructor)) static void part_key_unload(void)
+{
+    if (atomic_load(&g_part_key_made))
+        pthread_key_delete(g_part_key);
+}
+
+static long membarrier_cmd(int cmd)
+{
+    return syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+/* Make this thread a participant (see above).  Returns false when it cannot
+ * be one (no thread-specific key): it then never borrows, and a release
+ * of its own issues a membarrier of its own (see borrowed). */
+static __attribute__((noinline)) bool part_join(void)
+{
+    participant *p = &tl_part;
+    pthread_mutex_lock(&g_part_lock);
+    if (!atomic_load_explicit(&g_part_key_made, memory_order_relaxed)) {
+        if (pthread_key_create(&g_part_key, part_leave) != 0) {
+            pthread_mutex_unlock(&g_part_lock);
+            return false;
+        }
+        atomic_store(&g_part_key_made, true);
+    }
+    if (pthread_setspecific(g_part_key, p) != 0) {
+        pthread_mutex_unlock(&g_part_lock);
+        return false;
+    }
+    unsigned n = atomic_fetch_add(&g_nparts, 1) + 1;
+    if (!atomic_load_explicit(&g_no_borrow, memory_order_relaxed)) {
+        if (!g_mb_registered) {
+            /* Before anything was borrowed: if membarrier cannot be used,
+             * nothing ever is. */
+            if (membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
+                g_mb_registered = true;
+            } else {
+                atomic_store(&g_no_borrow, true);
+                atomic_fetch_add(&g_nparts, NOT_ALONE);
+            }
+        }
+        /* Only the thread that ends a participant's being alone needs the
+         * barrier: with two or more before it, nobody keeps a borrow made
+         * since the last such barrier. */
+        if (n == 2 && g_mb_registered && membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+            /* Registered, yet refused (not expected): no thread is ever
+             * alone again, and the borrows made while one was are waited
+             * for. */
+            atomic_fetch_add(&g_nparts, NOT_ALONE);
+            for (participant *q = g_parts; q != NULL; q = q->next) {
+                for (int i = 0; i < BORROWS; i++) {
+                    while (atomic_load(&q->cell[i]) != NULL)
+                        sched_yield();
+                }
+            }
+        }
+    }
+    p->next = g_parts;
+    g_parts = p;
+    p->joined = true;
+    pthread_mutex_unlock(&g_part_lock);
+    return true;
+}
+
+/* Whether a thread borrows slot sl.  The caller is about to release sl's
+ * object: it has dropped the last reference of a dead handle. */
+static bool borrowed(const slot *sl)
+{
+    if (atomic_load_explicit(&g_no_borrow, memory_order_relaxed))
+        return false; /* decided before anything was borrowed */
+    participant *me = &tl_part;
+    if (!me->joined && !part_join()) {
+        /* Not counted, so another thread may believe it is alone: make its
+         * borrows so far visible, and its later ones see the handle dead. */
+        pthread_mutex_lock(&g_part_lock);
+        bool any = g_mb_registered;
+        pthread_mutex_unlock(&g_part_lock);
+        if (!any)
+            return false; /* nobody ever joined, so nobody borrowed */
+        if (membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+            atomic_thread_fence(memory_order_seq_cst); /* not expected; see part_join */
+    } else if (atomic_load_explicit(&g_nparts, memory_order_acquire) == 1) {
+        /* Alone: only this thread's own borrows (a call that releases what
+         * it borrowed further out, from a callback) can name sl. */
+        for (int i = 0; i < me->depth; i++) {
+            if (atomic_load_explicit(&me->cell[i], memory_order_relaxed) == sl)
+                return true;
+        }
+        return false;
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    bool found = false;
+    pthread_mutex_lock(&g_part_lock);
+    for (participant *q = g_parts; q != NULL && !found; q = q->next) {
+        for (int i = 0; i < BORROWS && !found; i++)
+            found = atomic_load_explicit(&q->cell[i], memory_order_acquire) == sl;
+    }
+    pthread_mutex_unlock(&g_part_lock);
+    return found;
+}
+
+static void slot_release_locked(table *t, slot *sl, uint32_t idx);
+
+/* Slot idx's object is dead, without references, and borrowed: keep it,
+ * and the slot, until no cell names the slot (reclaim).  Caller holds
+ * t->lock. */
+static void retire_locked(table *t, slot *sl, uint32_t idx, infinirt__handle_free_fn *release)
+{
+    t->release = release;
+    sl->next_free = t->retired;
+    t->retired = idx + 1;
+    atomic_fetch_add(&g_nretired, 1);
+}
+
+/* Free the retired objects of kind whose slots no cell names any more. */
+static __attribute__((noinline)) void reclaim(uint32_t kind)
+{
+    table *t = &g_tables[kind];
+    for (;;) {
+        void *obj = NULL;
+        infinirt__handle_free_fn *release = NULL;
+        pthread_mutex_lock(&t->lock);
+        for (uint32_t *pp = &t->retired; *pp != 0;) {
+            uint32_t idx = *pp - 1;
+            slot *sl = slot_known(t, idx);
+            if (!borrowed(sl)) {
+                *pp = sl->next_free;
+                obj = sl->obj;
+                release = t->release; /* set by the first retire, never changed */
+                slot_release_locked(t, sl, idx);
+                break;
+            }
+            pp = &sl->next_free;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (obj == NULL)
+            return;
+        release(obj);
+        atomic_fetch_sub(&g_nretired, 1);
+    }
+}
+
+static void reclaim_all(void)
+{
+    reclaim(KIND_STREAM);
+    reclaim(KIND_EVENT);
+}
+
+/* Kinds a call may borrow (the others are never looked for in cells);
+ * their drops bring their release. */
+static inline bool borrowable(uint32_t kind, infinirt__handle_free_fn *release)
+{
+    return (kind == KIND_STREAM || kind == KIND_EVENT) && release != NULL;
+}
+
+/* The map's value for key, read with no lock; false when not found (the
+ * caller then takes the reference path, whose slow path is final). */
+static inline bool map_peek(table *t, uintptr_t key, uint64_t *val)
+{
+    map_array *a = atomic_load_explicit(&t->map, memory_order_acquire);
+    if (a == NULL)
+        return false;
+    for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
+        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
+        if (k == key) {
+            *val = atomic_load_explicit(&a->e[i].val, memory_order_acquire);
+            return true;
+        }
+        if (k == 0)
+            return false;
+    }
+    return false;
+}
+
+/* Give back borrow cell `use` of this thread. */
+void infinirt__handle_return(int use)
+{
+    participant *p = &tl_part;
+    atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
+    while (p->depth > 0 && atomic_load_explicit(&p->cell[p->depth - 1], memory_order_relaxed) == NULL)
+        p->depth--;
+    /* Another participant may have retired the object meanwhile and looked
+     * at the cells before this store: then it is this thread's to free. */
+    if (atomic_load_explicit(&g_nparts, memory_order_acquire) != 1)
+        atomic_thread_fence(memory_order_seq_cst);
+    if (__builtin_expect(atomic_load_explicit(&g_nretired, memory_order_relaxed) != 0, 0))
+        reclaim_all();
+}
+
+static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
+
+void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use)
+{
+    participant *p = &tl_part;
+    uintptr_t key = (uintptr_t)h;
+    /* Not alone now: the reference path at once (the count is read again
+     * after the check, which is what makes a borrow safe). */
+    if (__builtin_expect(key != 0 && p->depth < BORROWS && (p->joined || part_join()) &&
+                             atomic_load_explicit(&g_nparts, memory_order_relaxed) == 1,
+                         1)) {
+        table *t = &g_tables[kind];
+        hint *hn = &tl_hint[kind];
+        uint64_t val;
+        slot *sl;
+        if ((hn->key == key ? (val = hn->val, true) : map_peek(t, key, &val)) &&
+            (sl = slot_at(t, (uint32_t)val)) != NULL) {
+            int i = p->depth;
+            atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
+            p->depth = i + 1;
+            /* No fence: see "borrows" above.  Only the compiler is kept
+             * from moving the check before the cell's store. */
+            atomic_signal_fence(memory_order_seq_cst);
+            uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+            if (W_GEN(w) == (uint32_t)(val >> 32) && (w & W_LIVE) && W_REFS(w) != 0 &&
+                atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+                atomic_load_explicit(&g_nparts, memory_order_acquire) == 1) {
+                *hn = (hint){key, val};
+                *use = i;
+                return sl->obj;
+            }
+            infinirt__handle_return(i);
+        }
+    }
+    *use = NO_BORROW;
+    slot *sl = handle_find(kind, h, put);
+    return sl ? sl->obj : NULL;
+}
+
 /* The look-up under the lock, where entries do not move: final.  (An entry
  * and its slot agree on the key there: both are written under the lock.) */
 static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key, infinirt__handle_put_fn *put)
 {
     pthread_mutex_lock(&t->lock);
     map_entry *e = map_find_locked(t, key);
-    slot *sl = e ? slot_ref(t, atomic_load_explicit(&e->val, memory_order_relaxed)) : NULL;
+    uint64_t val = e ? atomic_load_explicit(&e->val, memory_order_relaxed) : 0;
+    slot *sl = e ? slot_ref(t, val) : NULL;
     pthread_mutex_unlock(&t->lock);
     if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
         put(kind, sl->obj);
         return NULL;
     }
+    if (sl != NULL)
+        tl_hint[kind] = (hint){key, val};
     return sl;
 }
 
@@ -300,15 +625,28 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
     if (key == 0)
         return NULL;
     table *t = &g_tables[kind];
+    hint *hn = &tl_hint[kind];
+    if (hn->key == key) {
+        slot *sl = slot_ref(t, hn->val);
+        if (__builtin_expect(sl != NULL, 1)) {
+            if (__builtin_expect(atomic_load_explicit(&sl->key, memory_order_relaxed) == key, 1))
+                return sl;
+            put(kind, sl->obj);
+        }
+        /* A stale hint (h destroyed, maybe made again): the map decides. */
+    }
     map_array *a = atomic_load_explicit(&t->map, memory_order_acquire);
     if (a == NULL)
         return NULL;
     for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
         uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
         if (k == key) {
-            slot *sl = slot_ref(t, atomic_load_explicit(&a->e[i].val, memory_order_acquire));
-            if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key)
+            uint64_t val = atomic_load_explicit(&a->e[i].val, memory_order_acquire);
+            slot *sl = slot_ref(t, val);
+            if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
+                *hn = (hint){key, val};
                 return sl;
+            }
             /* A writer moved entries under us, or h was destroyed: our
              * reference (maybe on another handle's slot) goes the normal
              * way, which frees that object if it was its last. */
@@ -363,10 +701,17 @@ static void slot_release_locked(table *t, slot *sl, uint32_t idx)
 }
 
 /* The last reference of a dead handle is gone: its slot goes back. */
-static __attribute__((noinline)) void *drop_last(table *t, slot *sl, uint32_t idx)
+static __attribute__((noinline)) void *drop_last(uint32_t kind, table *t, slot *sl, uint32_t idx,
+                                                 infinirt__handle_free_fn *release)
 {
     void *obj = sl->obj;
     pthread_mutex_lock(&t->lock);
+    if (borrowable(kind, release) && borrowed(sl)) {
+        retire_locked(t, sl, idx, release);
+        pthread_mutex_unlock(&t->lock);
+        reclaim(kind); /* the borrower may have let go before it could see the retire */
+        return NULL;
+    }
     slot_release_locked(t, sl, idx);
     pthread_mutex_unlock(&t->lock);
     return obj;
@@ -374,14 +719,14 @@ static __attribute__((noinline)) void *drop_last(table *t, slot *sl, uint32_t id
 
 /* Drop a reference; returns the object when it was the last one (the slot
  * is then free for reuse), else NULL. */
-static inline void *handle_drop(uint32_t kind, uint32_t idx)
+static inline void *handle_drop(uint32_t kind, uint32_t idx, infinirt__handle_free_fn *release)
 {
     table *t = &g_tables[kind];
     slot *sl = slot_known(t, idx);
     uint64_t w = atomic_fetch_sub_explicit(&sl->word, 1, memory_order_acq_rel) - 1;
     if (__builtin_expect(W_REFS(w) != 0 || (w & W_LIVE), 1))
         return NULL;
-    return drop_last(t, sl, idx);
+    return drop_last(kind, t, sl, idx, release);
 }
 
 /* handle_kill and the drop of the handle's own reference in one section
@@ -390,7 +735,7 @@ static inline void *handle_drop(uint32_t kind, uint32_t idx)
  * h is not a live handle of this kind; else 0, with *last = the object
  * when that was its last reference (the slot is free again), or NULL when
  * a thread inside a call on it still holds one (its drop returns it). */
-static int handle_destroy(uint32_t kind, const void *h, void **last)
+static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__handle_free_fn *release)
 {
     table *t = &g_tables[kind];
     uintptr_t key = (uintptr_t)h;
@@ -411,11 +756,19 @@ static int handle_destroy(uint32_t kind, const void *h, void **last)
         }
     } while (!atomic_compare_exchange_weak(&sl->word, &w, (w & ~W_LIVE) - 1));
     map_remove_entry_locked(t, e); /* entries move only under the lock: e is still key's */
+    bool kept = false;
     if (W_REFS(w) == 1) {
-        *last = sl->obj;
-        slot_release_locked(t, sl, (uint32_t)val);
+        if (borrowable(kind, release) && borrowed(sl)) {
+            retire_locked(t, sl, (uint32_t)val, release);
+            kept = true;
+        } else {
+            *last = sl->obj;
+            slot_release_locked(t, sl, (uint32_t)val);
+        }
     }
     pthread_mutex_unlock(&t->lock);
+    if (kept)
+        reclaim(kind); /* as in drop_last */
     return 0;
 }
 
@@ -436,14 +789,14 @@ int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t idx)
     return handle_kill(h, kind, idx);
 }
 
-void *infinirt__handle_drop(uint32_t kind, uint32_t idx)
+void *infinirt__handle_drop(uint32_t kind, uint32_t idx, infinirt__handle_free_fn *release)
 {
-    return handle_drop(kind, idx);
+    return handle_drop(kind, idx, release);
 }
 
-int infinirt__handle_destroy(uint32_t kind, const void *h, void **last)
+int infinirt__handle_destroy(uint32_t kind, const void *h, void **last, infinirt__handle_free_fn *release)
 {
-    return handle_destroy(kind, h, last);
+    return handle_destroy(kind, h, last, release);
 }
 
 const char *infinirt__handle_register_error(int rc)

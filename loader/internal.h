@@ -308,11 +308,23 @@ typedef void infinirt__handle_put_fn(uint32_t kind, void *obj);
 int infinirt__handle_register(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot);
 void *infinirt__handle_get(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
-void *infinirt__handle_drop(uint32_t kind, uint32_t slot);
+/* The kind's release of an object whose last reference is gone, for the
+ * drops and destroys below: called later by the registry itself when a
+ * call still borrowed the object then (see infinirt__handle_borrow). */
+typedef void infinirt__handle_free_fn(void *obj);
+void *infinirt__handle_drop(uint32_t kind, uint32_t slot, infinirt__handle_free_fn *release);
 /* Kill a handle and drop its own reference at once, with no reference
  * taken first: -1 if it was not live; else 0 and *last = the object when
  * that was its last reference (NULL: a user's drop will return it). */
-int infinirt__handle_destroy(uint32_t kind, const void *h, void **last);
+int infinirt__handle_destroy(uint32_t kind, const void *h, void **last, infinirt__handle_free_fn *release);
+/* Borrow a live handle for the length of one call, with no reference when
+ * the process allows it (handles.c, "borrows"): the object, or NULL if h
+ * is not live.  *use says how it is held; give it back with
+ * infinirt__handle_return when *use >= 0, else drop the reference taken
+ * instead.  The object must not outlive the call (store nothing that
+ * keeps it: take a reference for that). */
+void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use);
+void infinirt__handle_return(int use);
 /* What infinirt__handle_register's failure rc means, for the log. */
 const char *infinirt__handle_register_error(int rc);
 /* Drop a reference to a graph or executable graph (graph.c). */
@@ -325,11 +337,34 @@ void infinirt__stream_put(infinirt__stream *s);
 infinirt__event *infinirt__event_get(infinirtEvent_t h);
 void infinirt__event_put(infinirt__event *e);
 
+/* A stream or event borrowed for one call (infinirt__handle_borrow), and
+ * given back. */
+infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use);
+infinirt__event *infinirt__event_borrow(infinirtEvent_t h, int *use);
+static inline void infinirt__stream_return(infinirt__stream *s, int use)
+{
+    if (use >= 0)
+        infinirt__handle_return(use);
+    else
+        infinirt__stream_put(s);
+}
+static inline void infinirt__event_return(infinirt__event *e, int use)
+{
+    if (use >= 0)
+        infinirt__handle_return(use);
+    else
+        infinirt__event_put(e);
+}
+
 /* Resolve a stream argument: NULL → default stream of `dev` (no reference
  * taken), else a live handle (reference taken; release with
  * infinirt__stream_put).  Logs and returns BAD_PARAM for dead handles. */
 infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev, const char *fn,
                                         infinirt__stream **out);
+/* infinirt__stream_resolve with the stream borrowed (give it back with
+ * infinirt__stream_return(*out, *use)). */
+infiniStatus_t infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn,
+                                               infinirt__stream **out, int *use);
 
 /* Note async work queued on s; call once the plugin has queued it (a sync
  * that read the counts before then did not cover it).  The stream's count

@@ -32,11 +32,12 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "p_ptr is NULL");
     infinirt__device *dev = NULL;
     infinirt__stream *s = NULL;
+    int use = -1;
     if (stream == NULL) {
         if ((st = infinirt__current_device(fn, &dev)) != INFINI_STATUS_SUCCESS)
             return st;
     } else {
-        if ((st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
+        if ((st = infinirt__stream_resolve_borrow(stream, NULL, fn, &s, &use)) != INFINI_STATUS_SUCCESS)
             return st;
         dev = s->dev;
     }
@@ -63,7 +64,7 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
             malloc_failed(st, size, dev, fn);
     }
     if (s != NULL)
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use);
     return st;
 }
 
@@ -115,10 +116,11 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         return st;
     infinirt__stream *s = NULL;
-    if (stream != NULL && (st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
+    int use = -1;
+    if (stream != NULL && (st = infinirt__stream_resolve_borrow(stream, NULL, fn, &s, &use)) != INFINI_STATUS_SUCCESS)
         return st; /* a dead stream is an error even with nothing to free */
     if (ptr == NULL) {
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use);
         return INFINI_STATUS_SUCCESS;
     }
     bool host = want.kind == INFINIRT__WANT_HOST;
@@ -130,7 +132,7 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
         bool handled = false;
         st = infinirt__capture_free(ptr, s, fn, &handled);
         if (handled || st != INFINI_STATUS_SUCCESS) {
-            infinirt__stream_put(s);
+            infinirt__stream_return(s, use);
             return st;
         }
     }
@@ -149,7 +151,7 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         free_failed(st, ptr, s, host, fn);
     if (s != NULL)
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use);
     return st;
 }
 
@@ -454,16 +456,17 @@ static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, co
     infinirt__device *owner, *other;
     if (stream == NULL || !quick_sides(dst, src, size, kind, &owner, &other))
         return false;
-    infinirt__stream *str = infinirt__stream_get(stream);
+    int use;
+    infinirt__stream *str = infinirt__stream_borrow(stream, &use);
     if (str == NULL)
         return false;
     infinirt__device *dev = str->dev;
     if (owner != dev || (other != NULL && other != dev) || infinirt__stream_capture(str) != NULL) {
-        infinirt__stream_put(str);
+        infinirt__stream_return(str, use);
         return false;
     }
     *st = queue_copy(str, dst, src, size, kind);
-    infinirt__stream_put(str);
+    infinirt__stream_return(str, use);
     return true;
 }
 

@@ -20,6 +20,11 @@ infinirt__stream *infinirt__stream_get(infinirtStream_t h)
     return infinirt__handle_get(INFINIRT__KIND_STREAM, h, put_stream);
 }
 
+infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use)
+{
+    return infinirt__handle_borrow(INFINIRT__KIND_STREAM, h, put_stream, use);
+}
+
 static void stream_unlink(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
@@ -82,9 +87,15 @@ static void stream_free(infinirt__stream *s)
     free(s);
 }
 
+/* stream_free for the registry, which frees a borrowed stream later. */
+static void stream_release(void *obj)
+{
+    stream_free(obj);
+}
+
 void infinirt__stream_put(infinirt__stream *s)
 {
-    if (s != NULL && !s->is_default && infinirt__handle_drop(INFINIRT__KIND_STREAM, s->slot) != NULL)
+    if (s != NULL && !s->is_default && infinirt__handle_drop(INFINIRT__KIND_STREAM, s->slot, stream_release) != NULL)
         stream_free(s);
 }
 
@@ -96,6 +107,21 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
         return INFINI_STATUS_SUCCESS;
     }
     infinirt__stream *s = infinirt__stream_get(h);
+    if (s == NULL)
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
+    *out = s;
+    return INFINI_STATUS_SUCCESS;
+}
+
+infiniStatus_t infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn,
+                                               infinirt__stream **out, int *use)
+{
+    *use = -1;
+    if (h == NULL) {
+        *out = dev->default_stream; /* no reference: stream_put skips it */
+        return INFINI_STATUS_SUCCESS;
+    }
+    infinirt__stream *s = infinirt__stream_borrow(h, use);
     if (s == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
     *out = s;
@@ -299,12 +325,13 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     if (stream == NULL && (st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
+    int use;
+    if ((st = infinirt__stream_resolve_borrow(stream, dev, __func__, &s, &use)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
     if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0) &&
         (st = infinirt__capture_forbid(s, __func__)) != INFINI_STATUS_SUCCESS) {
-        infinirt__stream_put(s);
+        infinirt__stream_return(s, use);
         return st;
     }
     uint_fast64_t seen = atomic_load_explicit(&s->submitted, memory_order_acquire);
@@ -313,7 +340,7 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
         infinirt__stream_note_synced(s, seen);
     else
         infinirt__plugin_failed(st, dev, "stream_synchronize");
-    infinirt__stream_put(s);
+    infinirt__stream_return(s, use);
     return st;
 }
 
@@ -328,14 +355,15 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
     if (stream == NULL && (st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve(stream, dev, __func__, &s)) != INFINI_STATUS_SUCCESS)
+    int use;
+    if ((st = infinirt__stream_resolve_borrow(stream, dev, __func__, &s, &use)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
     if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
         /* Replayed through the plugin's entry: refused now, as it would be
          * eagerly, rather than at every launch. */
         if (!INFINIRT__HAS(dev->plugin, launch_host_func)) {
-            infinirt__stream_put(s);
+            infinirt__stream_return(s, use);
             return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
                                   "the %s backend (plugin %s) has no host functions, so none can be captured",
                                   infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name);
@@ -344,7 +372,7 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
         infinirt__gop op = {.kind = INFINIRT__GOP_HOSTFN, .fn = fn, .ud = user_data};
         st = infinirt__capture_op(s, &op, __func__, &recorded);
         if (st != INFINI_STATUS_SUCCESS || recorded) {
-            infinirt__stream_put(s);
+            infinirt__stream_return(s, use);
             return st;
         }
     }
@@ -352,6 +380,6 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "launch_host_func");
-    infinirt__stream_put(s);
+    infinirt__stream_return(s, use);
     return st;
 }

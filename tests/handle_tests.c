@@ -408,6 +408,185 @@ int test_threads_event_destroy_while_queried(void)
     return TEST_OK;
 }
 
+/* ------------------------------------------- borrowed handles (handles.c) */
+
+/* What a hook's thread destroys, and what the plugin destroyed meanwhile. */
+typedef struct {
+    fault_api *api;
+    infinirtStream_t s; /* destroyed when non-NULL */
+    infinirtEvent_t e;  /* destroyed when non-NULL */
+    infiniStatus_t st_s, st_e;
+    long streams_meanwhile, events_meanwhile;
+} borrow_probe;
+
+static void *borrow_destroy_thread(void *p)
+{
+    borrow_probe *d = p;
+    long s0 = d->api->calls("stream_destroy"), e0 = d->api->calls("event_destroy");
+    if (d->e != NULL)
+        d->st_e = infinirtEventDestroy(d->e);
+    if (d->s != NULL)
+        d->st_s = infinirtStreamDestroy(d->s);
+    d->streams_meanwhile = d->api->calls("stream_destroy") - s0;
+    d->events_meanwhile = d->api->calls("event_destroy") - e0;
+    return NULL;
+}
+
+static void borrow_destroy_from_hook(void *p)
+{
+    on_other_thread(borrow_destroy_thread, p);
+}
+
+/* A call that borrows its handles (StreamSynchronize; EventRecord, which
+ * borrows an event and a stream) while another thread destroys them: the
+ * handles die at once, and the plugin objects are destroyed when the call
+ * gives them back, exactly once each.  The test's thread is the only one
+ * using the loader until the hook starts another, which is when handles.c
+ * lets a call borrow without a reference. */
+int test_threads_destroy_while_borrowed(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+
+    infinirtStream_t s;
+    ASSERT_OK(ft_stream(&s));
+    borrow_probe d = {.api = &api, .s = s, .st_s = INFINI_STATUS_INTERNAL_ERROR, .streams_meanwhile = -1};
+    ASSERT_EQ(api.hook("stream_synchronize", borrow_destroy_from_hook, &d), 0);
+    long before = api.calls("stream_destroy");
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(d.st_s);
+    ASSERT_EQ(d.streams_meanwhile, 0);
+    ASSERT_EQ(api.calls("stream_destroy") - before, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(s), INFINI_STATUS_BAD_PARAM);
+
+    infinirtEvent_t e;
+    ASSERT_OK(ft_stream(&s));
+    ASSERT_OK(infinirtEventCreate(&e));
+    d = (borrow_probe){.api = &api,
+                       .s = s,
+                       .e = e,
+                       .st_s = INFINI_STATUS_INTERNAL_ERROR,
+                       .st_e = INFINI_STATUS_INTERNAL_ERROR,
+                       .streams_meanwhile = -1,
+                       .events_meanwhile = -1};
+    ASSERT_EQ(api.hook("event_record", borrow_destroy_from_hook, &d), 0);
+    long sb = api.calls("stream_destroy"), eb = api.calls("event_destroy");
+    ASSERT_OK(infinirtEventRecord(e, s));
+    ASSERT_OK(d.st_s);
+    ASSERT_OK(d.st_e);
+    ASSERT_EQ(d.streams_meanwhile, 0);
+    ASSERT_EQ(d.events_meanwhile, 0);
+    ASSERT_EQ(api.calls("stream_destroy") - sb, 1);
+    ASSERT_EQ(api.calls("event_destroy") - eb, 1);
+    infinirtEventStatus_t q;
+    ASSERT_STATUS(infinirtEventQuery(e, &q), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtEventRecord(e, NULL), INFINI_STATUS_BAD_PARAM);
+
+    /* And once every other thread is gone, borrows are released at once
+     * again: a plain destroy right after a query destroys the event. */
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtEventRecord(e, NULL));
+    ASSERT_OK(infinirtEventQuery(e, &q));
+    eb = api.calls("event_destroy");
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_EQ(api.calls("event_destroy") - eb, 1);
+    return TEST_OK;
+}
+
+/* Threads join and leave while others borrow and destroy: each worker
+ * makes, uses and destroys its own streams and events, and short-lived
+ * threads query and destroy events that the first one publishes.  Run
+ * under the sanitizers, a use after free or a data race here is a borrow
+ * released too early. */
+enum { VISIT_ROUNDS = 2000, VISIT_SECONDS = 3 };
+
+typedef struct {
+    _Atomic(uintptr_t) shared; /* an event the owner published, or 0 */
+    atomic_int stop;
+    atomic_long visits, foreign_destroys, borrow_calls;
+} churn_state;
+
+static void *churn_visitor(void *p)
+{
+    churn_state *c = p;
+    uintptr_t h = atomic_load(&c->shared);
+    if (h != 0) {
+        atomic_fetch_add(&c->visits, 1);
+        infinirtEventStatus_t q;
+        infiniStatus_t st = infinirtEventQuery((infinirtEvent_t)h, &q);
+        atomic_fetch_add(&c->borrow_calls, st == INFINI_STATUS_SUCCESS);
+        /* Taken only if still that very event: then it is the visitor's. */
+        uintptr_t want = h;
+        if (atomic_compare_exchange_strong(&c->shared, &want, 0) &&
+            infinirtEventDestroy((infinirtEvent_t)h) == INFINI_STATUS_SUCCESS)
+            atomic_fetch_add(&c->foreign_destroys, 1);
+    }
+    return NULL;
+}
+
+static void *churn_spawner(void *p)
+{
+    churn_state *c = p;
+    while (!atomic_load(&c->stop))
+        on_other_thread(churn_visitor, c);
+    return NULL;
+}
+
+int test_threads_borrow_churn(void)
+{
+    tc_setenv("INFINIRT_LOG", "error"); /* visitors' misses are warnings */
+    tc_use_config("[plugin.cpu]\nlibrary = " CPU_PLUGIN "\nstreams = inline\n");
+    CHECK(tc_use_device(0));
+    static unsigned char host[256];
+    void *dev;
+    ASSERT_OK(infinirtMalloc(&dev, sizeof host));
+    churn_state c = {0};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, churn_spawner, &c), 0);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long own_destroys = 0, rounds = 0;
+    for (; rounds < VISIT_ROUNDS; rounds++) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= VISIT_SECONDS)
+            break;
+        infinirtStream_t s;
+        infinirtEvent_t e;
+        ASSERT_OK(infinirtStreamCreate(&s));
+        ASSERT_OK(infinirtEventCreate(&e));
+        ASSERT_OK(infinirtMemcpyAsync(dev, host, sizeof host, INFINIRT_MEMCPY_H2D, s));
+        ASSERT_OK(infinirtEventRecord(e, s));
+        infinirtEventStatus_t q;
+        ASSERT_OK(infinirtEventQuery(e, &q));
+        ASSERT_EQ(q, INFINIRT_EVENT_COMPLETE);
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        /* Published until a visitor came (or 2 ms), queried meanwhile. */
+        long v0 = atomic_load(&c.visits);
+        struct timespec p0, p1;
+        clock_gettime(CLOCK_MONOTONIC, &p0);
+        atomic_store(&c.shared, (uintptr_t)e);
+        do {
+            (void)infinirtEventQuery(e, &q);
+            clock_gettime(CLOCK_MONOTONIC, &p1);
+        } while (atomic_load(&c.visits) == v0 &&
+                 (p1.tv_sec - p0.tv_sec) * 1000000000L + p1.tv_nsec - p0.tv_nsec < 2000000);
+        if (atomic_exchange(&c.shared, 0) == (uintptr_t)e) {
+            ASSERT_OK(infinirtEventDestroy(e));
+            own_destroys++;
+        }
+        ASSERT_OK(infinirtStreamDestroy(s));
+    }
+    atomic_store(&c.stop, 1);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    /* Every event was destroyed exactly once, by one side or the other. */
+    ASSERT_EQ(own_destroys + atomic_load(&c.foreign_destroys), rounds);
+    ASSERT_OK(infinirtFree(dev));
+    fprintf(stderr, "%ld rounds, %ld visits, %ld events destroyed by visiting threads, %ld visitor queries\n", rounds,
+            atomic_load(&c.visits), atomic_load(&c.foreign_destroys), atomic_load(&c.borrow_calls));
+    return TEST_OK;
+}
+
 /* ------------------------------ a capture's allocation and the capture lock */
 
 typedef struct {

@@ -109,6 +109,8 @@
     X(threads, gate_timeout)                   \
     X(threads, destroy_drains_late_work)       \
     X(threads, event_destroy_while_queried)    \
+    X(threads, destroy_while_borrowed)         \
+    X(threads, borrow_churn)                   \
     X(threads, capture_malloc_unlocked)        \
     X(threads, capture_malloc_capture_ended)   \
     X(memory_checks, huge_request)             \
