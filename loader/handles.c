@@ -13,12 +13,10 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
-#include <linux/membarrier.h>
-#include <sched.h>
+#include "alloc_solo.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* --------------------------------------------------------- the registry */
 
@@ -317,161 +315,28 @@ static slot *slot_ref(table *t, uint64_t val)
  * A borrower's write and its check form a store-then-load pair, which the
  * CPU may reorder; a releaser's last drop and its look at the cells form
  * the other.  Rather than a fence on the borrower's side (which costs as
- * much as the references), borrowing is reserved to the one case where no
- * fence is needed: a process with a single *participant* thread.  Every
- * thread that borrows, or that drops a last reference, registers as a
- * participant first; a thread that makes the count 2 issues a
- * membarrier(2) first, which makes every borrow cell written so far
- * visible to it and every borrower's later loads see the new count.  A
- * borrower reads the count after its check: if it is not 1, another thread
- * may release meanwhile, and the call takes a reference instead (and the
- * borrow cell is cleared).  So while several threads take part, calls pay
- * for references exactly as before; a single-threaded user of the loader
- * pays for none.  Without membarrier (an old kernel, a sandbox) nothing is
- * borrowed.
+ * much as the references), a borrow is kept only while the thread is the
+ * process's single participant (alloc_solo.h): every thread that borrows,
+ * or drops a last reference, is counted first, and the one that makes the
+ * count 2 issues the membarrier that makes every cell written so far
+ * visible to it.  A borrower reads the count after its check: if it is not
+ * 1, another thread may release meanwhile, and the call takes a reference
+ * instead (and the cell is cleared).  So while several threads take part,
+ * calls pay for references exactly as before; a single-threaded user of
+ * the loader pays for none.
  */
-enum { BORROWS = 4 };        /* nested borrows per thread (a call holds at most 2) */
-#define NOT_ALONE (1u << 30) /* added to g_nparts for good: nobody borrows */
-#define NO_BORROW (-1)       /* a reference was taken instead */
-
-typedef struct participant {
-    _Atomic(slot *) cell[BORROWS]; /* slots this thread borrows; NULL = free */
-    int depth;                     /* cells in use, from 0 (the owner's only) */
-    bool joined;                   /* in g_parts (the owner's only) */
-    struct participant *next;      /* g_parts, under g_part_lock */
-} participant;
-
-static pthread_mutex_t g_part_lock = PTHREAD_MUTEX_INITIALIZER;
-static participant *g_parts;    /* registered threads, under g_part_lock */
-static atomic_uint g_nparts;    /* how many; written under g_part_lock */
-static atomic_bool g_no_borrow; /* membarrier unusable: never borrow */
-static bool g_mb_registered;    /* under g_part_lock */
-static pthread_key_t g_part_key;
-static atomic_bool g_part_key_made; /* written under g_part_lock */
-static _Thread_local __attribute__((tls_model("initial-exec"))) _Alignas(64) participant tl_part;
+#define NO_BORROW (-1) /* a reference was taken instead */
 
 /* How many objects are retired (see retire_locked), counted until they
  * are freed: a borrower that gives its cell back and then reads 0 knows
  * nothing waits for it. */
 static atomic_size_t g_nretired;
 
-/* A participant thread exits (the key's destructor): it borrows nothing. */
-static void part_leave(void *arg)
-{
-    participant *p = arg;
-    pthread_mutex_lock(&g_part_lock);
-    for (participant **pp = &g_parts; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    }
-    atomic_fetch_sub_explicit(&g_nparts, 1, memory_order_release);
-    pthread_mutex_unlock(&g_part_lock);
-    p->joined = false;
-}
-
-/* The key's destructor lives in this library: drop the key if the library
- * is unloaded while threads that registered still run. */
-__attribute__((destructor)) static void part_key_unload(void)
-{
-    if (atomic_load(&g_part_key_made))
-        pthread_key_delete(g_part_key);
-}
-
-static long membarrier_cmd(int cmd)
-{
-    return syscall(__NR_membarrier, cmd, 0, 0);
-}
-
-/* Make this thread a participant (see above).  Returns false when it cannot
- * be one (no thread-specific key): it then never borrows, and a release
- * of its own issues a membarrier of its own (see borrowed). */
-static __attribute__((noinline)) bool part_join(void)
-{
-    participant *p = &tl_part;
-    pthread_mutex_lock(&g_part_lock);
-    if (!atomic_load_explicit(&g_part_key_made, memory_order_relaxed)) {
-        if (pthread_key_create(&g_part_key, part_leave) != 0) {
-            pthread_mutex_unlock(&g_part_lock);
-            return false;
-        }
-        atomic_store(&g_part_key_made, true);
-    }
-    if (pthread_setspecific(g_part_key, p) != 0) {
-        pthread_mutex_unlock(&g_part_lock);
-        return false;
-    }
-    unsigned n = atomic_fetch_add(&g_nparts, 1) + 1;
-    if (!atomic_load_explicit(&g_no_borrow, memory_order_relaxed)) {
-        if (!g_mb_registered) {
-            /* Before anything was borrowed: if membarrier cannot be used,
-             * nothing ever is. */
-            if (membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
-                g_mb_registered = true;
-            } else {
-                atomic_store(&g_no_borrow, true);
-                atomic_fetch_add(&g_nparts, NOT_ALONE);
-            }
-        }
-        /* Only the thread that ends a participant's being alone needs the
-         * barrier: with two or more before it, nobody keeps a borrow made
-         * since the last such barrier. */
-        if (n == 2 && g_mb_registered && membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-            /* Registered, yet refused (not expected): no thread is ever
-             * alone again, and the borrows made while one was are waited
-             * for. */
-            atomic_fetch_add(&g_nparts, NOT_ALONE);
-            for (participant *q = g_parts; q != NULL; q = q->next) {
-                for (int i = 0; i < BORROWS; i++) {
-                    while (atomic_load(&q->cell[i]) != NULL)
-                        sched_yield();
-                }
-            }
-        }
-    }
-    p->next = g_parts;
-    g_parts = p;
-    p->joined = true;
-    pthread_mutex_unlock(&g_part_lock);
-    return true;
-}
-
 /* Whether a thread borrows slot sl.  The caller is about to release sl's
  * object: it has dropped the last reference of a dead handle. */
 static bool borrowed(const slot *sl)
 {
-    if (atomic_load_explicit(&g_no_borrow, memory_order_relaxed))
-        return false; /* decided before anything was borrowed */
-    participant *me = &tl_part;
-    if (!me->joined && !part_join()) {
-        /* Not counted, so another thread may believe it is alone: make its
-         * borrows so far visible, and its later ones see the handle dead. */
-        pthread_mutex_lock(&g_part_lock);
-        bool any = g_mb_registered;
-        pthread_mutex_unlock(&g_part_lock);
-        if (!any)
-            return false; /* nobody ever joined, so nobody borrowed */
-        if (membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
-            atomic_thread_fence(memory_order_seq_cst); /* not expected; see part_join */
-    } else if (atomic_load_explicit(&g_nparts, memory_order_acquire) == 1) {
-        /* Alone: only this thread's own borrows (a call that releases what
-         * it borrowed further out, from a callback) can name sl. */
-        for (int i = 0; i < me->depth; i++) {
-            if (atomic_load_explicit(&me->cell[i], memory_order_relaxed) == sl)
-                return true;
-        }
-        return false;
-    }
-    atomic_thread_fence(memory_order_seq_cst);
-    bool found = false;
-    pthread_mutex_lock(&g_part_lock);
-    for (participant *q = g_parts; q != NULL && !found; q = q->next) {
-        for (int i = 0; i < BORROWS && !found; i++)
-            found = atomic_load_explicit(&q->cell[i], memory_order_acquire) == sl;
-    }
-    pthread_mutex_unlock(&g_part_lock);
-    return found;
+    return infinirt__solo_cell_held(sl);
 }
 
 static void slot_release_locked(table *t, slot *sl, uint32_t idx);
@@ -487,38 +352,39 @@ static void retire_locked(table *t, slot *sl, uint32_t idx, infinirt__handle_fre
     atomic_fetch_add(&g_nretired, 1);
 }
 
-/* Free the retired objects of kind whose slots no cell names any more. */
-static __attribute__((noinline)) void reclaim(uint32_t kind)
+/* Free the object retired with slot sl, if it is and no cell names sl
+ * any more: only the object of that slot, so an object is freed by the
+ * thread that let go of it last (the releaser, or the borrower when it
+ * gives its cell back), as with references. */
+static __attribute__((noinline)) void reclaim(const slot *sl)
 {
-    table *t = &g_tables[kind];
-    for (;;) {
+    static const uint32_t kinds[] = {KIND_STREAM, KIND_EVENT};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        table *t = &g_tables[kinds[k]];
         void *obj = NULL;
         infinirt__handle_free_fn *release = NULL;
         pthread_mutex_lock(&t->lock);
         for (uint32_t *pp = &t->retired; *pp != 0;) {
             uint32_t idx = *pp - 1;
-            slot *sl = slot_known(t, idx);
-            if (!borrowed(sl)) {
-                *pp = sl->next_free;
-                obj = sl->obj;
-                release = t->release; /* set by the first retire, never changed */
-                slot_release_locked(t, sl, idx);
+            slot *r = slot_known(t, idx);
+            if (r == sl) {
+                if (!borrowed(r)) {
+                    *pp = r->next_free;
+                    obj = r->obj;
+                    release = t->release; /* set by the first retire, never changed */
+                    slot_release_locked(t, r, idx);
+                }
                 break;
             }
-            pp = &sl->next_free;
+            pp = &r->next_free;
         }
         pthread_mutex_unlock(&t->lock);
-        if (obj == NULL)
+        if (obj != NULL) {
+            release(obj);
+            atomic_fetch_sub(&g_nretired, 1);
             return;
-        release(obj);
-        atomic_fetch_sub(&g_nretired, 1);
+        }
     }
-}
-
-static void reclaim_all(void)
-{
-    reclaim(KIND_STREAM);
-    reclaim(KIND_EVENT);
 }
 
 /* Kinds a call may borrow (the others are never looked for in cells);
@@ -550,28 +416,30 @@ static inline bool map_peek(table *t, uintptr_t key, uint64_t *val)
 /* Give back borrow cell `use` of this thread. */
 void infinirt__handle_return(int use)
 {
-    participant *p = &tl_part;
+    infinirt__solo_thread *p = &infinirt__tl_solo;
+    const slot *sl = atomic_load_explicit(&p->cell[use], memory_order_relaxed);
     atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
     while (p->depth > 0 && atomic_load_explicit(&p->cell[p->depth - 1], memory_order_relaxed) == NULL)
         p->depth--;
     /* Another participant may have retired the object meanwhile and looked
      * at the cells before this store: then it is this thread's to free. */
-    if (atomic_load_explicit(&g_nparts, memory_order_acquire) != 1)
+    if (!infinirt__solo_one())
         atomic_thread_fence(memory_order_seq_cst);
     if (__builtin_expect(atomic_load_explicit(&g_nretired, memory_order_relaxed) != 0, 0))
-        reclaim_all();
+        reclaim(sl);
 }
 
 static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 
 void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use)
 {
-    participant *p = &tl_part;
+    infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
-    /* Not alone now: the reference path at once (the count is read again
-     * after the check, which is what makes a borrow safe). */
-    if (__builtin_expect(key != 0 && p->depth < BORROWS && (p->joined || part_join()) &&
-                             atomic_load_explicit(&g_nparts, memory_order_relaxed) == 1,
+    uint64_t w0;
+    /* Not alone now: the reference path at once (the participants' word is
+     * read again after the check, which is what makes a borrow safe). */
+    if (__builtin_expect(key != 0 && p->depth < INFINIRT__SOLO_CELLS && infinirt__solo_joined() &&
+                             infinirt__solo_is_one(w0 = infinirt__solo_read()),
                          1)) {
         table *t = &g_tables[kind];
         hint *hn = &tl_hint[kind];
@@ -587,8 +455,7 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
             atomic_signal_fence(memory_order_seq_cst);
             uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
             if (W_GEN(w) == (uint32_t)(val >> 32) && (w & W_LIVE) && W_REFS(w) != 0 &&
-                atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
-                atomic_load_explicit(&g_nparts, memory_order_acquire) == 1) {
+                atomic_load_explicit(&sl->key, memory_order_relaxed) == key && infinirt__solo_read() == w0) {
                 *hn = (hint){key, val};
                 *use = i;
                 return sl->obj;
@@ -709,7 +576,7 @@ static __attribute__((noinline)) void *drop_last(uint32_t kind, table *t, slot *
     if (borrowable(kind, release) && borrowed(sl)) {
         retire_locked(t, sl, idx, release);
         pthread_mutex_unlock(&t->lock);
-        reclaim(kind); /* the borrower may have let go before it could see the retire */
+        reclaim(sl); /* the borrower may have let go before it could see the retire */
         return NULL;
     }
     slot_release_locked(t, sl, idx);
@@ -768,7 +635,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__h
     }
     pthread_mutex_unlock(&t->lock);
     if (kept)
-        reclaim(kind); /* as in drop_last */
+        reclaim(sl); /* as in drop_last */
     return 0;
 }
 

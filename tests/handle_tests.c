@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Worker-thread streams (streams = async): the tests hold streams and race
@@ -584,6 +586,92 @@ int test_threads_borrow_churn(void)
     ASSERT_OK(infinirtFree(dev));
     fprintf(stderr, "%ld rounds, %ld visits, %ld events destroyed by visiting threads, %ld visitor queries\n", rounds,
             atomic_load(&c.visits), atomic_load(&c.foreign_destroys), atomic_load(&c.borrow_calls));
+    return TEST_OK;
+}
+
+/* ------------------------------------ the allocator's locks taken alone */
+
+/* One thread takes the allocator's locks with no locked instruction while
+ * it is the only thread using the loader (alloc_solo.h); a thread that
+ * starts using it takes them the ordinary way.  Each thread here fills the
+ * blocks it gets with its own pattern and checks it before freeing: two
+ * threads inside one arena at once hand the same block out twice, or
+ * corrupt its lists. */
+typedef struct {
+    atomic_int stop;
+    atomic_long bad, ops;
+} solo_state;
+
+static long solo_round(solo_state *st, unsigned char tag, unsigned *seed)
+{
+    void *p[8];
+    size_t n[8];
+    long bad = 0;
+    for (int i = 0; i < 8; i++) {
+        n[i] = 16 + (size_t)(rand_r(seed) % 1024);
+        if (infinirtMalloc(&p[i], n[i]) != INFINI_STATUS_SUCCESS) {
+            p[i] = NULL;
+            bad++;
+            continue;
+        }
+        memset(p[i], tag, n[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        if (p[i] == NULL)
+            continue;
+        for (size_t j = 0; j < n[i]; j++)
+            bad += ((unsigned char *)p[i])[j] != tag;
+        bad += infinirtFree(p[i]) != INFINI_STATUS_SUCCESS;
+    }
+    atomic_fetch_add(&st->ops, 16);
+    return bad;
+}
+
+typedef struct {
+    solo_state *st;
+    unsigned char tag;
+} solo_worker_arg;
+
+static void *solo_worker(void *p)
+{
+    solo_worker_arg *a = p;
+    unsigned seed = a->tag;
+    long bad = infinirtSetDevice(INFINI_DEVICE_CPU, 0) != INFINI_STATUS_SUCCESS;
+    for (int r = 0; r < 2000 && !atomic_load(&a->st->stop); r++)
+        bad += solo_round(a->st, a->tag, &seed);
+    atomic_fetch_add(&a->st->bad, bad);
+    return NULL;
+}
+
+int test_threads_solo_lock_handover(void)
+{
+    tc_use_config("[plugin.cpu]\nlibrary = " CPU_PLUGIN "\nstreams = inline\n");
+    CHECK(tc_use_device(0));
+    solo_state st = {0};
+    unsigned seed = 1;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long bad = 0;
+    int threads = 0;
+    /* The test's thread allocates throughout; now and then another thread
+     * joins for a while (alone -> two -> alone again). */
+    for (int round = 0;; round++) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= 2 || round == 200)
+            break;
+        pthread_t t;
+        solo_worker_arg a = {.st = &st, .tag = (unsigned char)(0x80 | (round & 0x7f))};
+        ASSERT_EQ(pthread_create(&t, NULL, solo_worker, &a), 0);
+        threads++;
+        for (int r = 0; r < 200; r++)
+            bad += solo_round(&st, 0x11, &seed);
+        ASSERT_EQ(pthread_join(t, NULL), 0);
+        for (int r = 0; r < 50; r++) /* alone again */
+            bad += solo_round(&st, 0x22, &seed);
+    }
+    ASSERT_EQ(bad, 0);
+    ASSERT_EQ(atomic_load(&st.bad), 0);
+    fprintf(stderr, "%d threads joined, %ld allocations checked\n", threads, atomic_load(&st.ops) / 2);
     return TEST_OK;
 }
 

@@ -111,6 +111,7 @@
     X(threads, event_destroy_while_queried)    \
     X(threads, destroy_while_borrowed)         \
     X(threads, borrow_churn)                   \
+    X(threads, solo_lock_handover)             \
     X(threads, capture_malloc_unlocked)        \
     X(threads, capture_malloc_capture_ended)   \
     X(memory_checks, huge_request)             \

@@ -34,6 +34,7 @@ infinirt__arena *infinirt__arena_new(infinirt__pool *pool, const infinirt__pool_
     if (a == NULL)
         return NULL;
     atomic_init(&a->lock.held, 0);
+    atomic_init(&a->lock.solo, 0);
     atomic_init(&a->lock.epoch, 0);
     a->pool = pool;
     a->be = be;

@@ -1,0 +1,100 @@
+/*
+ * alloc_solo.h - one thread alone.  Whether the process has a single
+ * *participant* - a thread that takes an allocator lock, borrows a handle
+ * or releases one (handles.c) - and what that thread may skip while it is
+ * alone: the locked instruction of a lock, the reference of a call.
+ *
+ * A thread that is alone still writes a word where the others would look
+ * (the lock's `solo` flag, a borrow cell) and then reads the participants'
+ * word again; the others, joining, make that store visible without the
+ * lone thread paying for a fence: the thread whose join makes the count 2
+ * issues membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full
+ * barrier on every thread of the process.  So for the lone thread's store
+ * S and its reload L, either S comes before its barrier (and the joiner,
+ * and everyone after it, sees S), or L comes after (and reads the new
+ * word, and the lone thread backs out).  The word counts leaves too: a
+ * thread that joins and leaves between the lone thread's first read and
+ * its reload changes it, so the reload never takes "1 again" for "still
+ * 1".  Without membarrier (an old kernel, a sandbox) no thread is ever
+ * alone.
+ *
+ * In the lowest layer because the allocator's spinlocks use it; the handle
+ * registry uses it too (its borrow cells are the participants' cells).
+ */
+#ifndef INFINIRT_LOADER_ALLOC_SOLO_H_
+#define INFINIRT_LOADER_ALLOC_SOLO_H_
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { INFINIRT__SOLO_CELLS = 4 }; /* nested borrows per thread (a call holds at most 2) */
+
+/* A participant: its borrow cells (what handles.c keeps without a
+ * reference; NULL = free) and how many it uses, its place in the list. */
+typedef struct infinirt__solo_thread {
+    _Atomic(void *) cell[INFINIRT__SOLO_CELLS];
+    int depth;     /* cells in use, from 0 (the owner's only) */
+    bool joined;   /* counted (the owner's only) */
+    bool stranger; /* could not be counted: never tries again (the owner's only) */
+    bool exiting;  /* counted out at thread exit: never counted again (the owner's only) */
+    struct infinirt__solo_thread *next;
+} infinirt__solo_thread;
+
+extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__solo_thread infinirt__tl_solo;
+/* The participants' word: their number in the low 32 bits (1 << 30 added
+ * for good where nobody may be alone), how many have left in the high 32. */
+extern _Atomic uint64_t infinirt__solo_word;
+
+/* Count this thread in.  False when it cannot be (no thread-specific key
+ * for its exit, or it is exiting): then nobody in the process is ever
+ * alone again, since a lone thread would not see this one. */
+bool infinirt__solo_join(void);
+
+/* Whether the calling thread is counted, joining it first. */
+static inline bool infinirt__solo_joined(void)
+{
+    return __builtin_expect(infinirt__tl_solo.joined, 1) || infinirt__solo_join();
+}
+
+/* The participants' word, and whether it says one participant (the
+ * caller, when it is counted). */
+static inline uint64_t infinirt__solo_read(void)
+{
+    return atomic_load_explicit(&infinirt__solo_word, memory_order_acquire);
+}
+static inline bool infinirt__solo_is_one(uint64_t w)
+{
+    return (uint32_t)w == 1;
+}
+static inline bool infinirt__solo_one(void)
+{
+    return infinirt__solo_is_one(infinirt__solo_read());
+}
+
+/* Raise *flag (a word the others read before they touch what it guards),
+ * when the calling thread is alone, and report whether it still is: true,
+ * the caller proceeds with the flag raised and lowers it with a release
+ * store; false, the flag is down again and the caller takes the ordinary
+ * path. */
+static inline __attribute__((always_inline)) bool infinirt__solo_enter(atomic_int *flag)
+{
+    uint64_t w;
+    if (!infinirt__solo_joined() || !infinirt__solo_is_one(w = infinirt__solo_read()))
+        return false;
+    atomic_store_explicit(flag, 1, memory_order_relaxed);
+    /* No fence: the joiner's membarrier stands for it.  Only the compiler
+     * is kept from moving the reload above the store. */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(infinirt__solo_read() == w, 1))
+        return true;
+    atomic_store_explicit(flag, 0, memory_order_release);
+    return false;
+}
+
+/* Whether some participant's cell holds p.  The caller has made the change
+ * that stops new cells from keeping p (a handle killed, its last reference
+ * dropped); it joins first if it is not counted. */
+bool infinirt__solo_cell_held(const void *p);
+
+#endif
