@@ -57,8 +57,9 @@
 typedef struct {
     _Alignas(64) _Atomic uint64_t word;
     void *obj;
-    _Atomic uintptr_t key; /* the handle value, set before the slot goes live */
-    uint32_t next_free;    /* free list link (index + 1), under the table lock */
+    _Atomic uintptr_t key;  /* the handle value, set before the slot goes live */
+    uint32_t next_free;     /* free list link (index + 1), under the table lock */
+    _Atomic uint64_t owner; /* the id of the thread that made it (borrows), set before it goes live */
 } slot;
 
 typedef struct {
@@ -75,7 +76,7 @@ typedef struct map_array {
 typedef struct {
     _Atomic(slot *) chunks[MAX_CHUNKS];
     atomic_uint nchunks;
-    pthread_mutex_t lock;          /* slot allocation, free list and every map write */
+    infinirt__solo_lock lock;      /* slot allocation, free list and every map write */
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
     _Atomic(map_array *) map;
     size_t map_live;
@@ -97,12 +98,7 @@ typedef struct {
 } hint;
 static _Thread_local __attribute__((tls_model("initial-exec"))) hint tl_hint[INFINIRT__KINDS];
 
-static table g_tables[INFINIRT__KINDS] = {
-    [KIND_STREAM] = {.lock = PTHREAD_MUTEX_INITIALIZER},
-    [KIND_EVENT] = {.lock = PTHREAD_MUTEX_INITIALIZER},
-    [INFINIRT__KIND_GRAPH] = {.lock = PTHREAD_MUTEX_INITIALIZER},
-    [INFINIRT__KIND_EXEC] = {.lock = PTHREAD_MUTEX_INITIALIZER},
-};
+static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */
 
 static slot *slot_at(table *t, uint32_t idx)
 {
@@ -220,9 +216,10 @@ static void map_remove_locked(table *t, uintptr_t key, uint64_t val)
 static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_out)
 {
     table *t = &g_tables[kind];
-    pthread_mutex_lock(&t->lock);
+    uint64_t owner = infinirt__solo_id();
+    infinirt__solo_lock_take(&t->lock);
     if (map_find_locked(t, key) != NULL) {
-        pthread_mutex_unlock(&t->lock);
+        infinirt__solo_lock_give(&t->lock);
         return -2;
     }
     uint32_t idx;
@@ -237,12 +234,12 @@ static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_ou
     } else {
         uint32_t n = atomic_load(&t->nchunks);
         if (n == MAX_CHUNKS) {
-            pthread_mutex_unlock(&t->lock);
+            infinirt__solo_lock_give(&t->lock);
             return -1;
         }
         slot *chunk = aligned_alloc(64, CHUNK_SLOTS * sizeof(slot));
         if (chunk == NULL) {
-            pthread_mutex_unlock(&t->lock);
+            infinirt__solo_lock_give(&t->lock);
             return -1;
         }
         memset(chunk, 0, CHUNK_SLOTS * sizeof(slot));
@@ -269,14 +266,15 @@ static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_ou
         t->free_head = idx + 1;
         if (t->free_tail == 0)
             t->free_tail = idx + 1;
-        pthread_mutex_unlock(&t->lock);
+        infinirt__solo_lock_give(&t->lock);
         return -1;
     }
     sl->obj = obj;
     atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+    atomic_store_explicit(&sl->owner, owner, memory_order_relaxed);
     *slot_out = idx;
     atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
-    pthread_mutex_unlock(&t->lock);
+    infinirt__solo_lock_give(&t->lock);
     /* The thread that makes a handle is the one likely to use it next. */
     tl_hint[kind] = (hint){key, ((uint64_t)gen << 32) | idx};
     return 0;
@@ -315,15 +313,19 @@ static slot *slot_ref(table *t, uint64_t val)
  * A borrower's write and its check form a store-then-load pair, which the
  * CPU may reorder; a releaser's last drop and its look at the cells form
  * the other.  Rather than a fence on the borrower's side (which costs as
- * much as the references), a borrow is kept only while the thread is the
- * process's single participant (alloc_solo.h): every thread that borrows,
- * or drops a last reference, is counted first, and the one that makes the
- * count 2 issues the membarrier that makes every cell written so far
- * visible to it.  A borrower reads the count after its check: if it is not
- * 1, another thread may release meanwhile, and the call takes a reference
- * instead (and the cell is cleared).  So while several threads take part,
- * calls pay for references exactly as before; a single-threaded user of
- * the loader pays for none.
+ * much as the references), the releaser pays, with membarrier(2), and only
+ * when it cannot know the answer itself.  A borrow is kept by
+ *  - the handle's *owner*, the thread that made it (its id is in the
+ *    slot): a release by the owner looks at its own cells only; any other
+ *    thread's release first issues the barrier (alloc_solo.h), which makes
+ *    the owner's cell visible or makes the owner's check see the handle
+ *    dead, then looks at every cell;
+ *  - any thread while it is the process's only participant (alloc_solo.h:
+ *    the participants' word read before the cell is written and again
+ *    after the check, unchanged); a thread that joins issues the barrier.
+ * Other calls take a reference as before.  So a thread using the handles
+ * it made pays no read-modify-write for them; destroying another thread's
+ * handle (its last reference) costs a barrier, about a microsecond.
  */
 #define NO_BORROW (-1) /* a reference was taken instead */
 
@@ -336,7 +338,7 @@ static atomic_size_t g_nretired;
  * object: it has dropped the last reference of a dead handle. */
 static bool borrowed(const slot *sl)
 {
-    return infinirt__solo_cell_held(sl);
+    return infinirt__solo_cell_held(sl, atomic_load_explicit(&sl->owner, memory_order_relaxed));
 }
 
 static void slot_release_locked(table *t, slot *sl, uint32_t idx);
@@ -363,7 +365,7 @@ static __attribute__((noinline)) void reclaim(const slot *sl)
         table *t = &g_tables[kinds[k]];
         void *obj = NULL;
         infinirt__handle_free_fn *release = NULL;
-        pthread_mutex_lock(&t->lock);
+        infinirt__solo_lock_take(&t->lock);
         for (uint32_t *pp = &t->retired; *pp != 0;) {
             uint32_t idx = *pp - 1;
             slot *r = slot_known(t, idx);
@@ -378,7 +380,7 @@ static __attribute__((noinline)) void reclaim(const slot *sl)
             }
             pp = &r->next_free;
         }
-        pthread_mutex_unlock(&t->lock);
+        infinirt__solo_lock_give(&t->lock);
         if (obj != NULL) {
             release(obj);
             atomic_fetch_sub(&g_nretired, 1);
@@ -421,10 +423,10 @@ void infinirt__handle_return(int use)
     atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
     while (p->depth > 0 && atomic_load_explicit(&p->cell[p->depth - 1], memory_order_relaxed) == NULL)
         p->depth--;
-    /* Another participant may have retired the object meanwhile and looked
-     * at the cells before this store: then it is this thread's to free. */
-    if (!infinirt__solo_one())
-        atomic_thread_fence(memory_order_seq_cst);
+    /* Another thread may have retired the object meanwhile and looked at
+     * the cells before this store: then it is this thread's to free.  No
+     * fence: that thread looks again after a second barrier (reclaim), which
+     * either sees the cell empty or makes this load see the retire. */
     if (__builtin_expect(atomic_load_explicit(&g_nretired, memory_order_relaxed) != 0, 0))
         reclaim(sl);
 }
@@ -435,18 +437,17 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
-    uint64_t w0;
-    /* Not alone now: the reference path at once (the participants' word is
-     * read again after the check, which is what makes a borrow safe). */
-    if (__builtin_expect(key != 0 && p->depth < INFINIRT__SOLO_CELLS && infinirt__solo_joined() &&
-                             infinirt__solo_is_one(w0 = infinirt__solo_read()),
-                         1)) {
+    if (__builtin_expect(key != 0 && p->depth < INFINIRT__SOLO_CELLS && infinirt__solo_joined() && p->id != 0, 1)) {
+        uint64_t w0 = infinirt__solo_read();
         table *t = &g_tables[kind];
         hint *hn = &tl_hint[kind];
         uint64_t val;
         slot *sl;
+        /* Neither the owner nor alone: the reference path at once (both are
+         * checked again below, after the cell is written). */
         if ((hn->key == key ? (val = hn->val, true) : map_peek(t, key, &val)) &&
-            (sl = slot_at(t, (uint32_t)val)) != NULL) {
+            (sl = slot_at(t, (uint32_t)val)) != NULL &&
+            (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id || infinirt__solo_is_one(w0))) {
             int i = p->depth;
             atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
             p->depth = i + 1;
@@ -454,8 +455,12 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
              * from moving the check before the cell's store. */
             atomic_signal_fence(memory_order_seq_cst);
             uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+            /* Kept by the handle's owner, or by a thread alone since before
+             * the cell was written (the participants' word unchanged). */
             if (W_GEN(w) == (uint32_t)(val >> 32) && (w & W_LIVE) && W_REFS(w) != 0 &&
-                atomic_load_explicit(&sl->key, memory_order_relaxed) == key && infinirt__solo_read() == w0) {
+                atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+                (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id ||
+                 (infinirt__solo_is_one(w0) && infinirt__solo_read() == w0))) {
                 *hn = (hint){key, val};
                 *use = i;
                 return sl->obj;
@@ -472,11 +477,11 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
  * and its slot agree on the key there: both are written under the lock.) */
 static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key, infinirt__handle_put_fn *put)
 {
-    pthread_mutex_lock(&t->lock);
+    infinirt__solo_lock_take(&t->lock);
     map_entry *e = map_find_locked(t, key);
     uint64_t val = e ? atomic_load_explicit(&e->val, memory_order_relaxed) : 0;
     slot *sl = e ? slot_ref(t, val) : NULL;
-    pthread_mutex_unlock(&t->lock);
+    infinirt__solo_lock_give(&t->lock);
     if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
         put(kind, sl->obj);
         return NULL;
@@ -547,9 +552,9 @@ static int handle_kill(const void *h, uint32_t kind, uint32_t idx)
         if (!(w & W_LIVE))
             return -1;
     } while (!atomic_compare_exchange_weak(&sl->word, &w, w & ~W_LIVE));
-    pthread_mutex_lock(&t->lock);
+    infinirt__solo_lock_take(&t->lock);
     map_remove_locked(t, (uintptr_t)h, ((uint64_t)W_GEN(w) << 32) | idx);
-    pthread_mutex_unlock(&t->lock);
+    infinirt__solo_lock_give(&t->lock);
     return 0;
 }
 
@@ -572,15 +577,15 @@ static __attribute__((noinline)) void *drop_last(uint32_t kind, table *t, slot *
                                                  infinirt__handle_free_fn *release)
 {
     void *obj = sl->obj;
-    pthread_mutex_lock(&t->lock);
+    infinirt__solo_lock_take(&t->lock);
     if (borrowable(kind, release) && borrowed(sl)) {
         retire_locked(t, sl, idx, release);
-        pthread_mutex_unlock(&t->lock);
+        infinirt__solo_lock_give(&t->lock);
         reclaim(sl); /* the borrower may have let go before it could see the retire */
         return NULL;
     }
     slot_release_locked(t, sl, idx);
-    pthread_mutex_unlock(&t->lock);
+    infinirt__solo_lock_give(&t->lock);
     return obj;
 }
 
@@ -609,7 +614,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__h
     *last = NULL;
     if (key == 0)
         return -1;
-    pthread_mutex_lock(&t->lock);
+    infinirt__solo_lock_take(&t->lock);
     map_entry *e = map_find_locked(t, key);
     uint64_t val = e != NULL ? atomic_load_explicit(&e->val, memory_order_relaxed) : 0;
     slot *sl = e != NULL ? slot_at(t, (uint32_t)val) : NULL;
@@ -618,7 +623,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__h
         /* Not live: another thread's destroy cleared it and has yet to take
          * the lock to remove the entry. */
         if (sl == NULL || W_GEN(w) != (uint32_t)(val >> 32) || !(w & W_LIVE) || W_REFS(w) == 0) {
-            pthread_mutex_unlock(&t->lock);
+            infinirt__solo_lock_give(&t->lock);
             return -1;
         }
     } while (!atomic_compare_exchange_weak(&sl->word, &w, (w & ~W_LIVE) - 1));
@@ -633,7 +638,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__h
             slot_release_locked(t, sl, (uint32_t)val);
         }
     }
-    pthread_mutex_unlock(&t->lock);
+    infinirt__solo_lock_give(&t->lock);
     if (kept)
         reclaim(sl); /* as in drop_last */
     return 0;

@@ -445,9 +445,56 @@ static void borrow_destroy_from_hook(void *p)
  * gives them back, exactly once each.  The test's thread is the only one
  * using the loader until the hook starts another, which is when handles.c
  * lets a call borrow without a reference. */
+/* A thread that has used the loader and stays until told: while it lives
+ * the test's thread is not alone, and keeps borrows as their owner only. */
+typedef struct {
+    pthread_barrier_t joined, done;
+    infiniStatus_t st;
+} bystander;
+
+static void *bystander_thread(void *p)
+{
+    bystander *b = p;
+    infinirtEvent_t e;
+    b->st = infinirtSetDevice(DEV, 0);
+    if (b->st == INFINI_STATUS_SUCCESS)
+        b->st = infinirtEventCreate(&e);
+    if (b->st == INFINI_STATUS_SUCCESS)
+        b->st = infinirtEventDestroy(e);
+    pthread_barrier_wait(&b->joined);
+    pthread_barrier_wait(&b->done);
+    return NULL;
+}
+
+static int destroy_while_borrowed(void);
+
+/* Twice: with the test's thread alone until the hook's thread starts, and
+ * with a bystander thread alive throughout (the calls' borrows are then
+ * kept because the test's thread made the handles). */
 int test_threads_destroy_while_borrowed(void)
 {
     ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    if (destroy_while_borrowed() != TEST_OK)
+        return TEST_FAIL;
+    bystander b = {.st = INFINI_STATUS_INTERNAL_ERROR};
+    pthread_barrier_init(&b.joined, NULL, 2);
+    pthread_barrier_init(&b.done, NULL, 2);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, bystander_thread, &b), 0);
+    pthread_barrier_wait(&b.joined);
+    int rc = destroy_while_borrowed();
+    pthread_barrier_wait(&b.done);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    pthread_barrier_destroy(&b.joined);
+    pthread_barrier_destroy(&b.done);
+    ASSERT_OK(b.st);
+    return rc;
+}
+
+static int destroy_while_borrowed(void)
+{
     fault_api api;
     CHECK(ft_start(&api));
 

@@ -33,8 +33,8 @@ infinirt__arena *infinirt__arena_new(infinirt__pool *pool, const infinirt__pool_
     infinirt__arena *a = infinirt__line_calloc(sizeof *a);
     if (a == NULL)
         return NULL;
-    atomic_init(&a->lock.held, 0);
-    atomic_init(&a->lock.solo, 0);
+    atomic_init(&a->lock.sl.held, 0);
+    atomic_init(&a->lock.sl.solo, 0);
     atomic_init(&a->lock.epoch, 0);
     a->pool = pool;
     a->be = be;

@@ -19,7 +19,6 @@
 #include "alloc_seg.h"
 #include "alloc_solo.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 
 /* The backend's callbacks (alloc.h): an arena asks its fences whether they
@@ -51,54 +50,17 @@ __attribute__((noreturn)) void infinirt__alloc_locked_call(const char *call);
 /* A spinlock with an epoch: every holder bumps the epoch when it takes the
  * lock, so a reader that copied something while holding it can later tell,
  * with one load and no lock, that nobody has held it since (and so that
- * nothing it protects has changed).
- *
- * While the calling thread is the process's only participant
- * (alloc_solo.h) it takes the lock by raising `solo` with a plain store:
- * no locked instruction.  Everyone else takes `held` and then waits for
- * `solo` to be down; a lone thread that finds itself no longer alone
- * after raising `solo` lowers it and takes `held` too.  So at most one
- * thread holds the lock either way, and only a lone thread can ever have
- * raised `solo`, so a holder of `held` finds it down once it has waited. */
+ * nothing it protects has changed).  The lock itself is a solo lock
+ * (alloc_solo.h): a thread that is the process's only participant takes
+ * it with no locked instruction. */
 typedef struct {
-    atomic_int held;
-    atomic_int solo;
+    infinirt__solo_lock sl;
     atomic_uint_fast64_t epoch;
 } infinirt__spinlock;
 
-static inline void infinirt__spin_lock_slow(atomic_int *l)
-{
-    for (unsigned n = 0;; n++) {
-        if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
-            !atomic_exchange_explicit(l, 1, memory_order_acquire))
-            return;
-        if (n < 128) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else {
-            sched_yield();
-        }
-    }
-}
-
-/* The ordinary acquisition: `held`, then `solo` down (a thread that was
- * alone until this one joined may still be inside). */
-static __attribute__((noinline)) void infinirt__spin_take(infinirt__spinlock *l)
-{
-    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
-        infinirt__spin_lock_slow(&l->held);
-    while (__builtin_expect(atomic_load_explicit(&l->solo, memory_order_acquire) != 0, 0)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-}
-
 static inline __attribute__((always_inline)) void infinirt__spin_lock(infinirt__spinlock *l)
 {
-    if (__builtin_expect(!infinirt__solo_enter(&l->solo), 0))
-        infinirt__spin_take(l);
+    infinirt__solo_lock_take(&l->sl);
     INFINIRT__ALLOC_LOCKS(1);
     /* Only the holder writes the epoch: a load and a store, no locked
      * instruction.  The store comes before every change the holder makes,
@@ -112,26 +74,20 @@ static inline __attribute__((always_inline)) void infinirt__spin_lock(infinirt__
  * remember of the protected data stays valid. */
 static inline __attribute__((always_inline)) void infinirt__spin_lock_read(infinirt__spinlock *l)
 {
-    if (__builtin_expect(!infinirt__solo_enter(&l->solo), 0))
-        infinirt__spin_take(l);
+    infinirt__solo_lock_take(&l->sl);
     INFINIRT__ALLOC_LOCKS(1);
 }
 
 static inline __attribute__((always_inline)) void infinirt__spin_unlock(infinirt__spinlock *l)
 {
     INFINIRT__ALLOC_LOCKS(-1);
-    /* `solo` up while this thread holds the lock: it is this thread's. */
-    if (atomic_load_explicit(&l->solo, memory_order_relaxed) != 0)
-        atomic_store_explicit(&l->solo, 0, memory_order_release);
-    else
-        atomic_store_explicit(&l->held, 0, memory_order_release);
+    infinirt__solo_lock_give(&l->sl);
 }
 
 /* Whether l is not held (a hint for callers that skip busy locks). */
 static inline bool infinirt__spin_free(infinirt__spinlock *l)
 {
-    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
-           atomic_load_explicit(&l->solo, memory_order_relaxed) == 0;
+    return infinirt__solo_lock_free(&l->sl);
 }
 
 /* ----------------------------------------------------------------- arena */

@@ -21,11 +21,11 @@ _Atomic uint64_t infinirt__solo_word;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* the list, joins and leaves */
 static infinirt__solo_thread *g_threads;                   /* counted threads, under g_lock */
-static atomic_bool g_off;  /* membarrier unusable: decided before anyone was alone */
-static bool g_checked;     /* whether membarrier is usable was asked; under g_lock */
-static bool g_registered;  /* PRIVATE_EXPEDITED registered (at the first 1 -> 2 join); under g_lock */
-static pthread_key_t g_key;       /* its destructor counts an exiting thread out */
-static atomic_bool g_key_made;    /* written under g_lock */
+static atomic_bool g_off;                                  /* membarrier unusable: decided before anyone was alone */
+static bool g_checked;                                     /* whether membarrier is usable was asked; under g_lock */
+static bool g_registered;      /* PRIVATE_EXPEDITED registered (at the first 1 -> 2 join); under g_lock */
+static pthread_key_t g_key;    /* its destructor counts an exiting thread out */
+static atomic_bool g_key_made; /* written under g_lock */
 
 /* A counted thread exits (the key's destructor): it holds nothing. */
 static void leave(void *arg)
@@ -137,6 +137,8 @@ __attribute__((noinline)) bool infinirt__solo_join(void)
      * one. */
     if ((uint32_t)w == 2)
         barrier_locked();
+    static uint64_t ids;
+    p->id = atomic_load_explicit(&g_off, memory_order_relaxed) ? 0 : ++ids;
     p->next = g_threads;
     g_threads = p;
     p->joined = true;
@@ -144,26 +146,27 @@ __attribute__((noinline)) bool infinirt__solo_join(void)
     return true;
 }
 
-bool infinirt__solo_cell_held(const void *v)
+bool infinirt__solo_cell_held(const void *v, uint64_t owner)
 {
     if (atomic_load_explicit(&g_off, memory_order_relaxed))
-        return false; /* decided before anyone was alone: no cell was kept */
+        return false; /* decided before anything could be kept in a cell */
     infinirt__solo_thread *me = &infinirt__tl_solo;
-    if (!infinirt__solo_joined()) {
-        /* Not counted: the join made everyone's cells visible and nobody
-         * alone; look at all of them. */
-    } else if (infinirt__solo_one()) {
-        /* Alone: only this thread's own cells (a call that releases what
-         * it borrowed further out, from a callback) can hold v. */
+    if (infinirt__solo_joined() && ((me->id != 0 && me->id == owner) || infinirt__solo_one())) {
+        /* Nobody else keeps v: the owner does only in its own calls (this
+         * one's further out, from a callback), and a thread alone only
+         * while no owner of anything it uses is counted. */
         for (int i = 0; i < me->depth; i++) {
             if (atomic_load_explicit(&me->cell[i], memory_order_relaxed) == v)
                 return true;
         }
         return false;
     }
-    atomic_thread_fence(memory_order_seq_cst);
-    bool found = false;
+    /* The owner may be inside a call on v right now, its cell in its store
+     * buffer: the barrier makes it visible, or makes the owner's check see
+     * the caller's change. */
     pthread_mutex_lock(&g_lock);
+    barrier_locked();
+    bool found = false;
     for (infinirt__solo_thread *q = g_threads; q != NULL && !found; q = q->next) {
         for (int i = 0; i < INFINIRT__SOLO_CELLS && !found; i++)
             found = atomic_load_explicit(&q->cell[i], memory_order_acquire) == v;

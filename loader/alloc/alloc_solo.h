@@ -24,6 +24,7 @@
 #ifndef INFINIRT_LOADER_ALLOC_SOLO_H_
 #define INFINIRT_LOADER_ALLOC_SOLO_H_
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ typedef struct infinirt__solo_thread {
     bool joined;   /* counted (the owner's only) */
     bool stranger; /* could not be counted: never tries again (the owner's only) */
     bool exiting;  /* counted out at thread exit: never counted again (the owner's only) */
+    uint64_t id;   /* unique in the process, from 1; 0 where nothing may be kept in a cell */
     struct infinirt__solo_thread *next;
 } infinirt__solo_thread;
 
@@ -92,9 +94,77 @@ static inline __attribute__((always_inline)) bool infinirt__solo_enter(atomic_in
     return false;
 }
 
+/* This thread's id (joining it first), or 0: what the handle registry
+ * records as the owner of a handle this thread makes. */
+static inline uint64_t infinirt__solo_id(void)
+{
+    return infinirt__solo_joined() ? infinirt__tl_solo.id : 0;
+}
+
+/* A spinlock that a thread alone takes with no locked instruction: it
+ * raises `solo` (infinirt__solo_enter).  Everyone else takes `held` with
+ * an exchange and then waits for `solo` to be down; a lone thread that
+ * finds itself no longer alone after raising `solo` lowers it and takes
+ * `held` too.  So at most one thread holds the lock either way, and since
+ * only a lone thread ever raises `solo`, a holder of `held` finds it down
+ * once it has waited.  Zero-initialised: free. */
+typedef struct {
+    atomic_int held;
+    atomic_int solo;
+} infinirt__solo_lock;
+
+/* The ordinary acquisition: `held` (spinning, then yielding), then `solo`
+ * down (a thread that was alone until this one joined may still be
+ * inside). */
+static __attribute__((noinline)) void infinirt__solo_lock_take_slow(infinirt__solo_lock *l)
+{
+    for (unsigned n = 0;; n++) {
+        if (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            break;
+        if (n < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+    while (atomic_load_explicit(&l->solo, memory_order_acquire) != 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+static inline __attribute__((always_inline)) void infinirt__solo_lock_take(infinirt__solo_lock *l)
+{
+    if (__builtin_expect(!infinirt__solo_enter(&l->solo), 0))
+        infinirt__solo_lock_take_slow(l);
+}
+
+static inline __attribute__((always_inline)) void infinirt__solo_lock_give(infinirt__solo_lock *l)
+{
+    /* `solo` up while this thread holds the lock: it is this thread's. */
+    if (atomic_load_explicit(&l->solo, memory_order_relaxed) != 0)
+        atomic_store_explicit(&l->solo, 0, memory_order_release);
+    else
+        atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* Whether l is not held (a hint). */
+static inline bool infinirt__solo_lock_free(infinirt__solo_lock *l)
+{
+    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&l->solo, memory_order_relaxed) == 0;
+}
+
 /* Whether some participant's cell holds p.  The caller has made the change
  * that stops new cells from keeping p (a handle killed, its last reference
- * dropped); it joins first if it is not counted. */
-bool infinirt__solo_cell_held(const void *p);
+ * dropped).  Only a thread alone, or the one thread `owner` (an id, 0 for
+ * none), keeps p in a cell: when the caller is either, its own cells
+ * answer; otherwise a barrier (membarrier) first makes every cell written
+ * so far visible, and every cell is looked at. */
+bool infinirt__solo_cell_held(const void *p, uint64_t owner);
 
 #endif
