@@ -315,6 +315,12 @@ INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t strea
  * The stream's cached memory moves to the device only once its work has
  * completed.  The handle is invalid afterwards; using it again gives
  * BAD_PARAM.
+ * Cost (ours): the frequent calls on a stream or event (copies, host
+ * functions, stream-ordered allocation, record, query, synchronize, wait)
+ * take no atomic read-modify-write for the handle when the calling thread
+ * made it or is the only one using the runtime; in exchange, the last
+ * release of a handle by a thread other than the one that made it costs a
+ * process-wide barrier (membarrier(2), one to tens of microseconds).
  * Returns SUCCESS, BAD_PARAM (NULL, unknown or destroyed handle), or the
  * backend's error when the wait failed - the one failure after which the
  * handle is nevertheless gone (its memory is then kept out of use). */
@@ -384,7 +390,9 @@ INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEv
 INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event);
 
 /* Destroy an event; work that records it and is still queued completes
- * normally.  Returns SUCCESS, BAD_PARAM (unknown or destroyed handle). */
+ * normally.  Destroying an event another thread made costs a process-wide
+ * barrier (see infinirtStreamDestroy).
+ * Returns SUCCESS, BAD_PARAM (unknown or destroyed handle). */
 INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event);
 
 /* (ours) The backend's native event behind `event` (the CUevent on CUDA;
