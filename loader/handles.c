@@ -446,7 +446,7 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
         /* Neither the owner nor alone: the reference path at once (both are
          * checked again below, after the cell is written). */
         if ((hn->key == key ? (val = hn->val, true) : map_peek(t, key, &val)) &&
-            (sl = slot_at(t, (uint32_t)val)) != NULL &&
+            (sl = slot_known(t, (uint32_t)val)) != NULL &&
             (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id || infinirt__solo_is_one(w0))) {
             int i = p->depth;
             atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
@@ -507,28 +507,21 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
         }
         /* A stale hint (h destroyed, maybe made again): the map decides. */
     }
-    map_array *a = atomic_load_explicit(&t->map, memory_order_acquire);
-    if (a == NULL)
-        return NULL;
-    for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
-        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
-        if (k == key) {
-            uint64_t val = atomic_load_explicit(&a->e[i].val, memory_order_acquire);
-            slot *sl = slot_ref(t, val);
-            if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
-                *hn = (hint){key, val};
-                return sl;
-            }
-            /* A writer moved entries under us, or h was destroyed: our
-             * reference (maybe on another handle's slot) goes the normal
-             * way, which frees that object if it was its last. */
-            if (sl != NULL)
-                put(kind, sl->obj);
-            break;
+    uint64_t val;
+    if (map_peek(t, key, &val)) {
+        slot *sl = slot_ref(t, val);
+        if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
+            *hn = (hint){key, val};
+            return sl;
         }
-        if (k == 0)
-            break;
+        /* A writer moved entries under us, or h was destroyed: our
+         * reference (maybe on another handle's slot) goes the normal way,
+         * which frees that object if it was its last. */
+        if (sl != NULL)
+            put(kind, sl->obj);
     }
+    /* Not found with no lock (maybe a writer was moving entries), or
+     * found stale: the look-up under the lock decides. */
     return handle_find_slow(t, kind, key, put);
 }
 
