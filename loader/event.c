@@ -28,9 +28,9 @@ static void event_free(infinirt__event *e)
     free(e);
 }
 
-infinirt__event *infinirt__event_borrow(infinirtEvent_t h, int *use)
+infinirt__event *infinirt__event_borrow_slow(infinirtEvent_t h, int *use)
 {
-    return infinirt__handle_borrow(INFINIRT__KIND_EVENT, h, put_event, use);
+    return infinirt__handle_borrow_slow(INFINIRT__KIND_EVENT, h, put_event, use);
 }
 
 /* event_free for the registry, which frees a borrowed event later. */

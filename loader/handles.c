@@ -54,13 +54,7 @@
 #define W_REFS(w) ((uint32_t)(w))
 #define W_GEN(w) ((uint32_t)((w) >> W_GEN_SHIFT))
 
-typedef struct {
-    _Alignas(64) _Atomic uint64_t word;
-    void *obj;
-    _Atomic uintptr_t key;  /* the handle value, set before the slot goes live */
-    uint32_t next_free;     /* free list link (index + 1), under the table lock */
-    _Atomic uint64_t owner; /* the id of the thread that made it (borrows), set before it goes live */
-} slot;
+typedef infinirt__hslot slot; /* handles.h */
 
 typedef struct {
     _Atomic uintptr_t key; /* 0 = empty */
@@ -84,19 +78,24 @@ typedef struct {
     infinirt__handle_free_fn *release; /* the kind's, set at the first retire */
 } table;
 
-/* This thread's last look-up of each kind: a handle value and the map
- * value (generation << 32 | slot index) it had.  Only a hint: a look-up
- * that starts from it validates the slot exactly as one that starts from
- * the map does (slot_ref: live, that generation, a reference taken; then
- * the slot's key), so a hint left over from a destroyed handle, or from a
- * slot since reused, fails that check and the map decides.  A slot that
- * passes is live under that very value, and a value has at most one live
- * handle: the answer is the map's. */
-typedef struct {
-    uintptr_t key;
-    uint64_t val;
-} hint;
-static _Thread_local __attribute__((tls_model("initial-exec"))) hint tl_hint[INFINIRT__KINDS];
+/* This thread's last look-up of each kind (handles.h).  Only a hint: a
+ * look-up that starts from it validates the slot exactly as one that
+ * starts from the map does (slot_ref: live, that generation, a reference
+ * taken; then the slot's key), so a hint left over from a destroyed
+ * handle, or from a slot since reused, fails that check and the map
+ * decides.  A slot that passes is live under that very value, and a value
+ * has at most one live handle: the answer is the map's. */
+_Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__KINDS];
+#define tl_hint infinirt__tl_hint
+
+/* Remember that key maps to val, whose slot is sl (live under key when the
+ * caller looked: its owner is that incarnation's). */
+static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
+{
+    uint64_t own = atomic_load_explicit(&sl->owner, memory_order_relaxed);
+    tl_hint[kind] = (infinirt__handle_hint){
+        .key = key, .val = val, .sl = sl, .own = own != 0 ? own : UINT64_MAX, .hi = INFINIRT__HSLOT_HI(val >> 32)};
+}
 
 static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */
 
@@ -276,7 +275,7 @@ static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_ou
     atomic_store_explicit(&sl->word, ((uint64_t)gen << W_GEN_SHIFT) | W_LIVE | 1u, memory_order_release);
     infinirt__solo_lock_give(&t->lock);
     /* The thread that makes a handle is the one likely to use it next. */
-    tl_hint[kind] = (hint){key, ((uint64_t)gen << 32) | idx};
+    hint_set(kind, key, ((uint64_t)gen << 32) | idx, sl);
     return 0;
 }
 
@@ -333,7 +332,8 @@ static slot *slot_ref(table *t, uint64_t val)
 /* How many objects are retired (see retire_locked), counted until they
  * are freed: a borrower that gives its cell back and then reads 0 knows
  * nothing waits for it. */
-static atomic_size_t g_nretired;
+atomic_size_t infinirt__handle_nretired;
+#define g_nretired infinirt__handle_nretired
 
 /* Whether a thread borrows slot sl.  The caller is about to release sl's
  * object: it has dropped the last reference of a dead handle. */
@@ -359,7 +359,7 @@ static void retire_locked(table *t, slot *sl, uint32_t idx, infinirt__handle_fre
  * any more: only the object of that slot, so an object is freed by the
  * thread that let go of it last (the releaser, or the borrower when it
  * gives its cell back), as with references. */
-static __attribute__((noinline)) void reclaim(const slot *sl)
+__attribute__((noinline)) void infinirt__handle_reclaim(const void *sl)
 {
     static const uint32_t kinds[] = {KIND_STREAM, KIND_EVENT};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
@@ -416,32 +416,18 @@ static inline bool map_peek(table *t, uintptr_t key, uint64_t *val)
     return false;
 }
 
-/* Give back borrow cell `use` of this thread. */
-void infinirt__handle_return(int use)
-{
-    infinirt__solo_thread *p = &infinirt__tl_solo;
-    const slot *sl = atomic_load_explicit(&p->cell[use], memory_order_relaxed);
-    atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
-    while (p->depth > 0 && atomic_load_explicit(&p->cell[p->depth - 1], memory_order_relaxed) == NULL)
-        p->depth--;
-    /* Another thread may have retired the object meanwhile and looked at
-     * the cells before this store: then it is this thread's to free.  No
-     * fence: that thread looks again after a second barrier (reclaim), which
-     * either sees the cell empty or makes this load see the retire. */
-    if (__builtin_expect(atomic_load_explicit(&g_nretired, memory_order_relaxed) != 0, 0))
-        reclaim(sl);
-}
-
 static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 
-void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use)
+/* The full borrow (handles.h has the inline one): a hint or the map, a
+ * handle of another owner while the thread is alone, or a reference. */
+void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
     if (__builtin_expect(key != 0 && p->depth < INFINIRT__SOLO_CELLS && infinirt__solo_joined() && p->id != 0, 1)) {
         uint64_t w0 = infinirt__solo_read();
         table *t = &g_tables[kind];
-        hint *hn = &tl_hint[kind];
+        infinirt__handle_hint *hn = &tl_hint[kind];
         uint64_t val;
         slot *sl;
         /* Neither the owner nor alone: the reference path at once (both are
@@ -462,7 +448,8 @@ void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put
                 atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
                 (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id ||
                  (infinirt__solo_is_one(w0) && infinirt__solo_read() == w0))) {
-                *hn = (hint){key, val};
+                if (hn->key != key)
+                    hint_set(kind, key, val, sl);
                 *use = i;
                 return sl->obj;
             }
@@ -488,7 +475,7 @@ static slot *handle_find_slow(table *t, uint32_t kind, uintptr_t key, infinirt__
         return NULL;
     }
     if (sl != NULL)
-        tl_hint[kind] = (hint){key, val};
+        hint_set(kind, key, val, sl);
     return sl;
 }
 
@@ -498,7 +485,7 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
     if (key == 0)
         return NULL;
     table *t = &g_tables[kind];
-    hint *hn = &tl_hint[kind];
+    infinirt__handle_hint *hn = &tl_hint[kind];
     if (hn->key == key) {
         slot *sl = slot_ref(t, hn->val);
         if (__builtin_expect(sl != NULL, 1)) {
@@ -512,7 +499,7 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
     if (map_peek(t, key, &val)) {
         slot *sl = slot_ref(t, val);
         if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
-            *hn = (hint){key, val};
+            hint_set(kind, key, val, sl);
             return sl;
         }
         /* A writer moved entries under us, or h was destroyed: our
@@ -575,7 +562,7 @@ static __attribute__((noinline)) void *drop_last(uint32_t kind, table *t, slot *
     if (borrowable(kind, release) && borrowed(sl)) {
         retire_locked(t, sl, idx, release);
         infinirt__solo_lock_give(&t->lock);
-        reclaim(sl); /* the borrower may have let go before it could see the retire */
+        infinirt__handle_reclaim(sl); /* the borrower may have let go before it could see the retire */
         return NULL;
     }
     slot_release_locked(t, sl, idx);
@@ -634,7 +621,7 @@ static int handle_destroy(uint32_t kind, const void *h, void **last, infinirt__h
     }
     infinirt__solo_lock_give(&t->lock);
     if (kept)
-        reclaim(sl); /* as in drop_last */
+        infinirt__handle_reclaim(sl); /* as in drop_last */
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #define INFINIRT_LOADER_INTERNAL_H_
 
 #include "alloc.h"
+#include "handles.h"
 #include "infinirt.h"
 #include "infinirt_plugin.h"
 #include "log.h"
@@ -310,7 +311,7 @@ void *infinirt__handle_get(uint32_t kind, const void *h, infinirt__handle_put_fn
 int infinirt__handle_kill(uint32_t kind, const void *h, uint32_t slot);
 /* The kind's release of an object whose last reference is gone, for the
  * drops and destroys below: called later by the registry itself when a
- * call still borrowed the object then (see infinirt__handle_borrow). */
+ * call still borrowed the object then (see infinirt__handle_borrow_slow). */
 typedef void infinirt__handle_free_fn(void *obj);
 void *infinirt__handle_drop(uint32_t kind, uint32_t slot, infinirt__handle_free_fn *release);
 /* Kill a handle and drop its own reference at once, with no reference
@@ -323,8 +324,9 @@ int infinirt__handle_destroy(uint32_t kind, const void *h, void **last, infinirt
  * infinirt__handle_return when *use >= 0, else drop the reference taken
  * instead.  The object must not outlive the call (store nothing that
  * keeps it: take a reference for that). */
-void *infinirt__handle_borrow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use);
-void infinirt__handle_return(int use);
+void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handle_put_fn *put, int *use);
+/* (infinirt__handle_borrow_mine, handles.h, is the inline borrow that
+ * comes first, and infinirt__handle_return gives a borrow back.) */
 /* What infinirt__handle_register's failure rc means, for the log. */
 const char *infinirt__handle_register_error(int rc);
 /* Drop a reference to a graph or executable graph (graph.c). */
@@ -338,9 +340,19 @@ infinirt__event *infinirt__event_get(infinirtEvent_t h);
 void infinirt__event_put(infinirt__event *e);
 
 /* A stream or event borrowed for one call (infinirt__handle_borrow), and
- * given back. */
-infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use);
-infinirt__event *infinirt__event_borrow(infinirtEvent_t h, int *use);
+ * given back.  The inline borrow first; the full one out of line. */
+infinirt__stream *infinirt__stream_borrow_slow(infinirtStream_t h, int *use);
+infinirt__event *infinirt__event_borrow_slow(infinirtEvent_t h, int *use);
+static inline __attribute__((always_inline)) infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use)
+{
+    infinirt__stream *s = infinirt__handle_borrow_mine(INFINIRT__KIND_STREAM, h, use);
+    return __builtin_expect(s != NULL, 1) ? s : infinirt__stream_borrow_slow(h, use);
+}
+static inline __attribute__((always_inline)) infinirt__event *infinirt__event_borrow(infinirtEvent_t h, int *use)
+{
+    infinirt__event *e = infinirt__handle_borrow_mine(INFINIRT__KIND_EVENT, h, use);
+    return __builtin_expect(e != NULL, 1) ? e : infinirt__event_borrow_slow(h, use);
+}
 static inline void infinirt__stream_return(infinirt__stream *s, int use)
 {
     if (use >= 0)
@@ -363,8 +375,23 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
                                         infinirt__stream **out);
 /* infinirt__stream_resolve with the stream borrowed (give it back with
  * infinirt__stream_return(*out, *use)). */
-infiniStatus_t infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn,
-                                               infinirt__stream **out, int *use);
+infiniStatus_t infinirt__stream_resolve_borrow_slow(infinirtStream_t h, const char *fn, infinirt__stream **out,
+                                                    int *use);
+static inline __attribute__((always_inline)) infiniStatus_t
+infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn, infinirt__stream **out,
+                                int *use)
+{
+    if (h == NULL) {
+        *use = -1;
+        *out = dev->default_stream; /* no reference: stream_put skips it */
+        return INFINI_STATUS_SUCCESS;
+    }
+    infinirt__stream *s = infinirt__handle_borrow_mine(INFINIRT__KIND_STREAM, h, use);
+    if (__builtin_expect(s == NULL, 0))
+        return infinirt__stream_resolve_borrow_slow(h, fn, out, use);
+    *out = s;
+    return INFINI_STATUS_SUCCESS;
+}
 
 /* Note async work queued on s; call once the plugin has queued it (a sync
  * that read the counts before then did not cover it).  The stream's count

@@ -470,29 +470,31 @@ static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, co
     return true;
 }
 
-INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
+/* infinirtMemcpy's full checks: every copy the one-pass path leaves, and
+ * every error.  Out of line, so the one-pass path saves no registers for
+ * it. */
+static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const void *src, size_t size,
+                                                            infinirtMemcpyKind_t kind)
 {
-    infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst))
-        return qst;
+    const char *fn = "infinirtMemcpy";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if ((unsigned)kind > INFINIRT_MEMCPY_D2D)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "memcpy kind %d is not an infinirtMemcpyKind_t",
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "memcpy kind %d is not an infinirtMemcpyKind_t",
                               (int)kind);
     if (size == 0)
         return INFINI_STATUS_SUCCESS;
     if (dst == NULL || src == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "%s is NULL", dst == NULL ? "dst" : "src");
     mem_side d, s;
-    if ((st = copy_check(dst, src, size, (int)kind, __func__, &d, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = copy_check(dst, src, size, (int)kind, fn, &d, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     if (d.foreign || s.foreign) {
         infinirt__device *base;
-        if ((st = copy_base(&d, &s, __func__, &base)) != INFINI_STATUS_SUCCESS ||
-            (st = resolve_foreign(&d, dst, base, __func__)) != INFINI_STATUS_SUCCESS ||
-            (st = resolve_foreign(&s, src, base, __func__)) != INFINI_STATUS_SUCCESS)
+        if ((st = copy_base(&d, &s, fn, &base)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&d, dst, base, fn)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&s, src, base, fn)) != INFINI_STATUS_SUCCESS)
             return st;
     }
     infinirt__device *owner = copy_owner((int)kind, &d, &s);
@@ -501,12 +503,12 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
         memmove(dst, src, size); /* H2H: both sides are plain host memory */
         return INFINI_STATUS_SUCCESS;
     }
-    if ((st = infinirt__capture_sync_check(owner, true, __func__)) != INFINI_STATUS_SUCCESS)
+    if ((st = infinirt__capture_sync_check(owner, true, fn)) != INFINI_STATUS_SUCCESS)
         return st;
     if (other != NULL && other->plugin != owner->plugin) {
         st = copy_across_backends(owner, dst, other, src, size);
         if (st != INFINI_STATUS_SUCCESS)
-            return infinirt__fail(st, __func__, "D2D copy from %s:%d to %s:%d through host memory failed",
+            return infinirt__fail(st, fn, "D2D copy from %s:%d to %s:%d through host memory failed",
                                   infinirtGetDeviceTypeName(other->plugin->type), other->index,
                                   infinirtGetDeviceTypeName(owner->plugin->type), owner->index);
         return st;
@@ -514,38 +516,45 @@ INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t si
     return plugin_copy(owner, dst, src, size, (int)kind);
 }
 
-INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
-                                                infinirtStream_t stream)
+INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
 {
     infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst))
+    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst))
         return qst;
+    return memcpy_full(dst, src, size, kind);
+}
+
+/* infinirtMemcpyAsync's full checks, out of line like memcpy_full. */
+static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, const void *src, size_t size,
+                                                                  infinirtMemcpyKind_t kind, infinirtStream_t stream)
+{
+    const char *fn = "infinirtMemcpyAsync";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if ((unsigned)kind > INFINIRT_MEMCPY_D2D)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "memcpy kind %d is not an infinirtMemcpyKind_t",
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "memcpy kind %d is not an infinirtMemcpyKind_t",
                               (int)kind);
     if (size == 0)
-        return check_stream_alive(stream, __func__);
+        return check_stream_alive(stream, fn);
     if (dst == NULL || src == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "%s is NULL", dst == NULL ? "dst" : "src");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "%s is NULL", dst == NULL ? "dst" : "src");
     mem_side d, s;
-    if ((st = copy_check(dst, src, size, (int)kind, __func__, &d, &s)) != INFINI_STATUS_SUCCESS)
+    if ((st = copy_check(dst, src, size, (int)kind, fn, &d, &s)) != INFINI_STATUS_SUCCESS)
         return st;
     /* The stream's device is what foreign sides go through; with the NULL
      * stream, the device they resolve to gives the default stream. */
     infinirt__stream *str = NULL;
     infinirt__device *base;
     if (stream != NULL) {
-        if ((st = infinirt__stream_resolve(stream, NULL, __func__, &str)) != INFINI_STATUS_SUCCESS)
+        if ((st = infinirt__stream_resolve(stream, NULL, fn, &str)) != INFINI_STATUS_SUCCESS)
             return st;
         base = str->dev;
-    } else if ((st = copy_base(&d, &s, __func__, &base)) != INFINI_STATUS_SUCCESS) {
+    } else if ((st = copy_base(&d, &s, fn, &base)) != INFINI_STATUS_SUCCESS) {
         return st;
     }
-    if ((st = resolve_foreign(&d, dst, base, __func__)) != INFINI_STATUS_SUCCESS ||
-        (st = resolve_foreign(&s, src, base, __func__)) != INFINI_STATUS_SUCCESS) {
+    if ((st = resolve_foreign(&d, dst, base, fn)) != INFINI_STATUS_SUCCESS ||
+        (st = resolve_foreign(&s, src, base, fn)) != INFINI_STATUS_SUCCESS) {
         infinirt__stream_put(str);
         return st;
     }
@@ -555,7 +564,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
         str = (owner != NULL ? owner : base)->default_stream;
     infinirt__device *dev = str->dev;
     if ((owner != NULL && owner->plugin != dev->plugin) || (other != NULL && other->plugin != dev->plugin)) {
-        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
+        st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, fn,
                             "the copy's device memory belongs to a different backend than stream %s:%d; "
                             "asynchronous copies between backends are not supported",
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
@@ -568,7 +577,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
                                 .src = src,
                                 .size = size,
                                 .touched = {known(&d), known(&s)}};
-            st = infinirt__capture_op(str, &op, __func__, &recorded);
+            st = infinirt__capture_op(str, &op, fn, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
                 infinirt__stream_put(str);
                 return st;
@@ -582,6 +591,15 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
     }
     infinirt__stream_put(str);
     return st;
+}
+
+INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
+                                                infinirtStream_t stream)
+{
+    infiniStatus_t qst;
+    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst))
+        return qst;
+    return memcpy_async_full(dst, src, size, kind, stream);
 }
 
 INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)

@@ -20,9 +20,9 @@ infinirt__stream *infinirt__stream_get(infinirtStream_t h)
     return infinirt__handle_get(INFINIRT__KIND_STREAM, h, put_stream);
 }
 
-infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use)
+infinirt__stream *infinirt__stream_borrow_slow(infinirtStream_t h, int *use)
 {
-    return infinirt__handle_borrow(INFINIRT__KIND_STREAM, h, put_stream, use);
+    return infinirt__handle_borrow_slow(INFINIRT__KIND_STREAM, h, put_stream, use);
 }
 
 static void stream_unlink(infinirt__stream *s)
@@ -113,15 +113,12 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn,
-                                               infinirt__stream **out, int *use)
+/* The rest of infinirt__stream_resolve_borrow (internal.h), out of line:
+ * the full borrow, and the error. */
+infiniStatus_t infinirt__stream_resolve_borrow_slow(infinirtStream_t h, const char *fn, infinirt__stream **out,
+                                                    int *use)
 {
-    *use = -1;
-    if (h == NULL) {
-        *out = dev->default_stream; /* no reference: stream_put skips it */
-        return INFINI_STATUS_SUCCESS;
-    }
-    infinirt__stream *s = infinirt__stream_borrow(h, use);
+    infinirt__stream *s = infinirt__stream_borrow_slow(h, use);
     if (s == NULL)
         return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
     *out = s;

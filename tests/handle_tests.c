@@ -543,6 +543,126 @@ static int destroy_while_borrowed(void)
     return TEST_OK;
 }
 
+/* Until the gate's hook is reached (a waiting call), 30 s at most. */
+static bool gate_reached(tc_gate *g)
+{
+    for (int i = 0; i < 30000 && !__atomic_load_n(&g->reached, __ATOMIC_SEQ_CST); i++)
+        tc_sleep_ms(1);
+    return __atomic_load_n(&g->reached, __ATOMIC_SEQ_CST);
+}
+
+/* What the test's thread destroys while another thread waits in a call on
+ * it, and what the plugin destroyed meanwhile. */
+typedef struct {
+    fault_api *api;
+    infinirtStream_t s;
+    tc_gate g;
+    pthread_key_t key;
+    infiniStatus_t made, first, second;
+} visit;
+
+/* Destroy v->s once the call on the other thread waits in its hook; the
+ * plugin streams destroyed meanwhile go to *meanwhile.  Opens the gate. */
+static infiniStatus_t destroy_under_call(visit *v, long *meanwhile)
+{
+    bool reached = gate_reached(&v->g);
+    long before = v->api->calls("stream_destroy");
+    infiniStatus_t st = reached ? infinirtStreamDestroy(v->s) : INFINI_STATUS_INTERNAL_ERROR;
+    *meanwhile = v->api->calls("stream_destroy") - before;
+    tc_gate_open(&v->g);
+    return st;
+}
+
+static void *visit_thread(void *p)
+{
+    visit *v = p;
+    v->first = infinirtStreamSynchronize(v->s);
+    if (v->first == INFINI_STATUS_SUCCESS && v->api->hook("stream_synchronize", tc_gate_wait_fn, &v->g) == 0)
+        v->second = infinirtStreamSynchronize(v->s);
+    return NULL;
+}
+
+/* A thread that used a stream of another thread before (its per-thread
+ * hint names it) is inside a second call on it when the stream's owner
+ * destroys it.  That thread is neither the owner nor alone, so its call
+ * holds a reference, and the plugin stream is destroyed when the call lets
+ * go, not under it.  (A borrow there would be looked for in the owner's
+ * cells only.) */
+int test_threads_borrow_other_owner(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    visit v = {.api = &api, .first = INFINI_STATUS_INTERNAL_ERROR, .second = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_OK(ft_stream(&v.s));
+    ASSERT_OK(infinirtStreamSynchronize(v.s)); /* the owner's own hint too */
+    long before = api.calls("stream_destroy"), meanwhile = -1;
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, visit_thread, &v), 0);
+    infiniStatus_t st = destroy_under_call(&v, &meanwhile);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(v.first);
+    ASSERT_OK(v.second);
+    ASSERT_OK(st);
+    ASSERT_EQ(meanwhile, 0);
+    ASSERT_EQ(api.calls("stream_destroy") - before, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);
+    return TEST_OK;
+}
+
+/* At thread exit, after the loader counted the thread out: a call on the
+ * stream the thread made. */
+static void late_call(void *p)
+{
+    visit *v = p;
+    if (v->api->hook("stream_synchronize", tc_gate_wait_fn, &v->g) == 0)
+        v->second = infinirtStreamSynchronize(v->s);
+}
+
+static void *late_thread(void *p)
+{
+    visit *v = p;
+    v->made = infinirtSetDevice(DEV, 0);
+    if (v->made == INFINI_STATUS_SUCCESS)
+        v->made = ft_stream(&v->s);
+    if (v->made == INFINI_STATUS_SUCCESS)
+        v->first = infinirtStreamSynchronize(v->s);
+    /* Made after this thread was counted in, so (glibc runs destructors
+     * in the order the keys were made) it runs after the loader's. */
+    if (v->first == INFINI_STATUS_SUCCESS && pthread_key_create(&v->key, late_call) == 0)
+        pthread_setspecific(v->key, v);
+    return NULL;
+}
+
+/* A thread's last calls, from a thread-specific destructor that runs
+ * after the loader counted it out: its cells are no longer looked at, so
+ * a call on a stream it made holds a reference, and another thread's
+ * destroy meanwhile does not free the plugin stream under it. */
+int test_threads_borrow_after_exit(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    visit v = {.api = &api,
+               .made = INFINI_STATUS_INTERNAL_ERROR,
+               .first = INFINI_STATUS_INTERNAL_ERROR,
+               .second = INFINI_STATUS_INTERNAL_ERROR};
+    long before = api.calls("stream_destroy"), meanwhile = -1;
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, late_thread, &v), 0);
+    infiniStatus_t st = destroy_under_call(&v, &meanwhile);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    pthread_key_delete(v.key);
+    ASSERT_OK(v.made);
+    ASSERT_OK(v.first);
+    ASSERT_OK(v.second);
+    ASSERT_OK(st);
+    ASSERT_EQ(meanwhile, 0);
+    ASSERT_EQ(api.calls("stream_destroy") - before, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);
+    return TEST_OK;
+}
+
 /* Threads join and leave while others borrow and destroy: each worker
  * makes, uses and destroys its own streams and events, and short-lived
  * threads query and destroy events that the first one publishes.  Run

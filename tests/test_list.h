@@ -111,6 +111,8 @@
     X(threads, event_destroy_while_queried)    \
     X(threads, destroy_while_borrowed)         \
     X(threads, borrow_churn)                   \
+    X(threads, borrow_other_owner)             \
+    X(threads, borrow_after_exit)              \
     X(threads, solo_lock_handover)             \
     X(threads, capture_malloc_unlocked)        \
     X(threads, capture_malloc_capture_ended)   \

@@ -42,6 +42,7 @@ static void leave(void *arg)
     pthread_mutex_unlock(&g_lock);
     p->joined = false;
     p->exiting = true; /* a later destructor's call must not count it in again */
+    p->id = 0;         /* nothing of its own is borrowed any more (handles.h) */
 }
 
 /* The key's destructor lives in this library: drop the key if the library

@@ -39,7 +39,7 @@ typedef struct infinirt__solo_thread {
     bool joined;   /* counted (the owner's only) */
     bool stranger; /* could not be counted: never tries again (the owner's only) */
     bool exiting;  /* counted out at thread exit: never counted again (the owner's only) */
-    uint64_t id;   /* unique in the process, from 1; 0 where nothing may be kept in a cell */
+    uint64_t id;   /* unique in the process, from 1; 0 where nothing may be kept in a cell: never counted, or out */
     struct infinirt__solo_thread *next;
 } infinirt__solo_thread;
 
