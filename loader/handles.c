@@ -78,23 +78,32 @@ typedef struct {
     infinirt__handle_free_fn *release; /* the kind's, set at the first retire */
 } table;
 
-/* This thread's last look-up of each kind (handles.h).  Only a hint: a
+/* This thread's recent look-ups (handles.h).  Only a hint: a
  * look-up that starts from it validates the slot exactly as one that
  * starts from the map does (slot_ref: live, that generation, a reference
  * taken; then the slot's key), so a hint left over from a destroyed
  * handle, or from a slot since reused, fails that check and the map
  * decides.  A slot that passes is live under that very value, and a value
  * has at most one live handle: the answer is the map's. */
-_Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__KINDS];
-#define tl_hint infinirt__tl_hint
+_Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__HINTS];
+_Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hint_next;
 
 /* Remember that key maps to val, whose slot is sl (live under key when the
  * caller looked: its owner is that incarnation's). */
 static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
 {
     uint64_t own = atomic_load_explicit(&sl->owner, memory_order_relaxed);
-    tl_hint[kind] = (infinirt__handle_hint){
-        .key = key, .val = val, .sl = sl, .own = own != 0 ? own : UINT64_MAX, .hi = INFINIRT__HSLOT_HI(val >> 32)};
+    infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
+    if (hn == NULL) {
+        unsigned n;
+        hn = infinirt__hints(kind, &n);
+        hn += n > 1 ? infinirt__tl_hint_next++ % n : 0;
+    }
+    *hn = (infinirt__handle_hint){.key = key,
+                                  .sl = sl,
+                                  .own = own != 0 ? own : UINT64_MAX,
+                                  .idx = (uint32_t)val,
+                                  .hi = INFINIRT__HSLOT_HI(val >> 32)};
 }
 
 static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */
@@ -427,12 +436,12 @@ void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handl
     if (__builtin_expect(key != 0 && p->depth < INFINIRT__SOLO_CELLS && infinirt__solo_joined() && p->id != 0, 1)) {
         uint64_t w0 = infinirt__solo_read();
         table *t = &g_tables[kind];
-        infinirt__handle_hint *hn = &tl_hint[kind];
+        const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
         uint64_t val;
         slot *sl;
         /* Neither the owner nor alone: the reference path at once (both are
          * checked again below, after the cell is written). */
-        if ((hn->key == key ? (val = hn->val, true) : map_peek(t, key, &val)) &&
+        if ((hn != NULL ? (val = infinirt__hint_val(hn), true) : map_peek(t, key, &val)) &&
             (sl = slot_known(t, (uint32_t)val)) != NULL &&
             (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id || infinirt__solo_is_one(w0))) {
             int i = p->depth;
@@ -448,7 +457,7 @@ void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handl
                 atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
                 (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id ||
                  (infinirt__solo_is_one(w0) && infinirt__solo_read() == w0))) {
-                if (hn->key != key)
+                if (hn == NULL)
                     hint_set(kind, key, val, sl);
                 *use = i;
                 return sl->obj;
@@ -485,9 +494,9 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
     if (key == 0)
         return NULL;
     table *t = &g_tables[kind];
-    infinirt__handle_hint *hn = &tl_hint[kind];
-    if (hn->key == key) {
-        slot *sl = slot_ref(t, hn->val);
+    const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
+    if (hn != NULL) {
+        slot *sl = slot_ref(t, infinirt__hint_val(hn));
         if (__builtin_expect(sl != NULL, 1)) {
             if (__builtin_expect(atomic_load_explicit(&sl->key, memory_order_relaxed) == key, 1))
                 return sl;

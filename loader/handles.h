@@ -33,19 +33,62 @@ typedef struct infinirt__hslot {
 /* The word's live bit and generation, as they sit in its high 32 bits. */
 #define INFINIRT__HSLOT_HI(gen) (((uint32_t)(gen) << 1) | 1u)
 
-/* This thread's last look-up of each kind: the handle value, the map's
- * value for it (generation << 32 | slot index), its slot, the live word's
- * high half, and the slot's owner (UINT64_MAX for none: no thread has that
- * id).  Only a hint: whatever starts from it checks the slot again. */
+/* Handle kinds of the registry. */
+#define INFINIRT__KIND_STREAM 1u
+#define INFINIRT__KIND_EVENT 2u
+#define INFINIRT__KIND_GRAPH 3u
+#define INFINIRT__KIND_EXEC 4u
+#define INFINIRT__KINDS 5u
+
+/* A look-up this thread made: the handle value, its slot and the slot's
+ * index, the live word's high half (INFINIRT__HSLOT_HI of the generation),
+ * and the slot's owner (UINT64_MAX for none: no thread has that id).  Only
+ * a hint: whatever starts from it checks the slot again. */
 typedef struct {
     uintptr_t key;
-    uint64_t val;
     infinirt__hslot *sl;
     uint64_t own;
+    uint32_t idx;
     uint32_t hi;
 } infinirt__handle_hint;
 
+/* This thread's hints: four for streams (a program that takes turns on a
+ * few streams finds each of them here), one for each other kind; and
+ * which stream hint a new stream's look-up replaces next. */
+#define INFINIRT__HINT_STREAM_WAYS 4u
+#define INFINIRT__HINTS (INFINIRT__HINT_STREAM_WAYS + INFINIRT__KINDS - 2u)
 extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[];
+extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hint_next;
+
+/* The hints a key of this kind may be in: the first, and how many. */
+static inline __attribute__((always_inline)) infinirt__handle_hint *infinirt__hints(uint32_t kind, unsigned *n)
+{
+    if (kind == INFINIRT__KIND_STREAM) {
+        *n = INFINIRT__HINT_STREAM_WAYS;
+        return &infinirt__tl_hint[0];
+    }
+    *n = 1;
+    return &infinirt__tl_hint[INFINIRT__HINT_STREAM_WAYS + kind - 2u];
+}
+
+/* The hint for key (not 0) of this kind, or NULL. */
+static inline __attribute__((always_inline)) infinirt__handle_hint *infinirt__hint_find(uint32_t kind, uintptr_t key)
+{
+    unsigned n;
+    infinirt__handle_hint *h = infinirt__hints(kind, &n);
+    for (unsigned i = 0; i < n; i++) {
+        if (h[i].key == key)
+            return &h[i];
+    }
+    return NULL;
+}
+
+/* The map's value for a hint (generation << 32 | slot index). */
+static inline uint64_t infinirt__hint_val(const infinirt__handle_hint *hn)
+{
+    return (uint64_t)(hn->hi >> 1) << 32 | hn->idx;
+}
+
 /* How many objects are retired (handles.c, retire_locked) and not yet
  * freed: a borrower that gives its cell back and then reads 0 knows
  * nothing waits for it. */
@@ -81,12 +124,14 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
                                                                                 int *use)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
-    const infinirt__handle_hint *hn = &infinirt__tl_hint[kind];
     uintptr_t key = (uintptr_t)h;
+    if (__builtin_expect(key == 0, 0))
+        return NULL; /* (an empty hint has key 0) */
+    const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
     /* The owner's id is never 0 in a hint that was set, and a thread
      * counted out (or never counted) has id 0: only a counted owner gets
      * past this. */
-    if (__builtin_expect(hn->key != key || hn->own != p->id || key == 0 || p->depth >= INFINIRT__SOLO_CELLS, 0))
+    if (__builtin_expect(hn == NULL || hn->own != p->id || p->depth >= INFINIRT__SOLO_CELLS, 0))
         return NULL;
     int i = p->depth;
     infinirt__hslot *sl = hn->sl;

@@ -293,12 +293,7 @@ struct infinirt__event {
     infinirt__stream *captured_on;
 };
 
-/* Handle kinds of the registry (handles.c). */
-#define INFINIRT__KIND_STREAM 1u
-#define INFINIRT__KIND_EVENT 2u
-#define INFINIRT__KIND_GRAPH 3u
-#define INFINIRT__KIND_EXEC 4u
-#define INFINIRT__KINDS 5u
+/* (The handle kinds of the registry are in handles.h.) */
 /* The registry for stream.c, event.c and graph.c: register obj under the
  * handle value key (one reference, live; 0, -1 without memory, -2 when the
  * value is taken); take a reference on a live handle (NULL if none; `put`,

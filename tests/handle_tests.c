@@ -562,12 +562,15 @@ typedef struct {
 } visit;
 
 /* Destroy v->s once the call on the other thread waits in its hook; the
- * plugin streams destroyed meanwhile go to *meanwhile.  Opens the gate. */
-static infiniStatus_t destroy_under_call(visit *v, long *meanwhile)
+ * plugin streams destroyed meanwhile go to *meanwhile, and what a
+ * synchronize of the dead handle answers while that call still holds it
+ * to *dead.  Opens the gate. */
+static infiniStatus_t destroy_under_call(visit *v, long *meanwhile, infiniStatus_t *dead)
 {
     bool reached = gate_reached(&v->g);
     long before = v->api->calls("stream_destroy");
     infiniStatus_t st = reached ? infinirtStreamDestroy(v->s) : INFINI_STATUS_INTERNAL_ERROR;
+    *dead = reached ? infinirtStreamSynchronize(v->s) : INFINI_STATUS_INTERNAL_ERROR;
     *meanwhile = v->api->calls("stream_destroy") - before;
     tc_gate_open(&v->g);
     return st;
@@ -599,11 +602,13 @@ int test_threads_borrow_other_owner(void)
     long before = api.calls("stream_destroy"), meanwhile = -1;
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, visit_thread, &v), 0);
-    infiniStatus_t st = destroy_under_call(&v, &meanwhile);
+    infiniStatus_t dead = INFINI_STATUS_INTERNAL_ERROR;
+    infiniStatus_t st = destroy_under_call(&v, &meanwhile, &dead);
     ASSERT_EQ(pthread_join(t, NULL), 0);
     ASSERT_OK(v.first);
     ASSERT_OK(v.second);
     ASSERT_OK(st);
+    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM); /* dead at once, though still held */
     ASSERT_EQ(meanwhile, 0);
     ASSERT_EQ(api.calls("stream_destroy") - before, 1);
     ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);
@@ -650,13 +655,15 @@ int test_threads_borrow_after_exit(void)
     long before = api.calls("stream_destroy"), meanwhile = -1;
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, late_thread, &v), 0);
-    infiniStatus_t st = destroy_under_call(&v, &meanwhile);
+    infiniStatus_t dead = INFINI_STATUS_INTERNAL_ERROR;
+    infiniStatus_t st = destroy_under_call(&v, &meanwhile, &dead);
     ASSERT_EQ(pthread_join(t, NULL), 0);
     pthread_key_delete(v.key);
     ASSERT_OK(v.made);
     ASSERT_OK(v.first);
     ASSERT_OK(v.second);
     ASSERT_OK(st);
+    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM); /* dead at once, though still held */
     ASSERT_EQ(meanwhile, 0);
     ASSERT_EQ(api.calls("stream_destroy") - before, 1);
     ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);

@@ -182,6 +182,65 @@ int test_ledger_copies(void)
     return TEST_OK;
 }
 
+/* Streams taken in turns: four (as many as a thread's stream hints,
+ * handles.h), then six, then six with one destroyed and made again between
+ * rounds.  Every copy and synchronize reaches the plugin with its own
+ * stream's object (a new stream at a reused address is a new object with a
+ * new name), and the destroyed handle reaches it not at all. */
+int test_ledger_stream_turns(void)
+{
+    CHECK(ledger_start());
+    enum { NS = 6, ROUNDS = 3 };
+    static unsigned char host[64];
+    g_ledger.name(host, sizeof host, "host");
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, 64));
+    infinirtStream_t s[NS];
+    int name[NS];
+    for (int i = 0; i < NS; i++) {
+        ASSERT_OK(infinirtStreamCreate(&s[i]));
+        name[i] = i + 1;
+    }
+    g_ledger.clear();
+    static char want[16384];
+    for (int phase = 0; phase < 3; phase++) {
+        int ns = phase == 0 ? 4 : NS;
+        for (int r = 0; r < ROUNDS; r++) {
+            size_t n = 0;
+            for (int i = 0; i < ns; i++) {
+                ASSERT_OK(infinirtMemcpyAsync(d, host, sizeof host, INFINIRT_MEMCPY_H2D, s[i]));
+                ASSERT_OK(infinirtStreamSynchronize(s[i]));
+                n += (size_t)snprintf(want + n, sizeof want - n,
+                                      "memcpy_async dev=0 dst=d1+0 src=host+0 size=64 kind=H2D stream=s%d\n"
+                                      "stream_synchronize dev=0 s%d\n",
+                                      name[i], name[i]);
+            }
+            ASSERT_LEDGER(want);
+            if (phase == 2) {
+                /* The stream of this round's middle turn goes, and a new
+                 * one takes its place. */
+                int k = (r * 2 + 1) % NS;
+                infinirtStream_t old = s[k];
+                ASSERT_OK(infinirtStreamDestroy(old));
+                ASSERT_STATUS(infinirtStreamSynchronize(old), INFINI_STATUS_BAD_PARAM);
+                ASSERT_STATUS(infinirtMemcpyAsync(d, host, sizeof host, INFINIRT_MEMCPY_H2D, old),
+                              INFINI_STATUS_BAD_PARAM);
+                ASSERT_OK(infinirtStreamCreate(&s[k]));
+                int fresh = NS + r + 1;
+                char dw[256];
+                snprintf(dw, sizeof dw, DESTROYED("0", "s%d") "stream_create dev=0 -> s%d\n", name[k], name[k],
+                         fresh);
+                ASSERT_LEDGER(dw);
+                name[k] = fresh;
+            }
+        }
+    }
+    for (int i = 0; i < NS; i++)
+        ASSERT_OK(infinirtStreamDestroy(s[i]));
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
 /* Events: created on the current device, recorded on a stream, waited for
  * by a stream of the other device (the call goes to the stream's device
  * with the event's object), queried, timed and destroyed on their own. */

@@ -205,6 +205,7 @@
     X(ledger, set_device)                      \
     X(ledger, malloc_free)                     \
     X(ledger, copies)                          \
+    X(ledger, stream_turns)                    \
     X(ledger, events)                          \
     X(ledger, free_async_fence)                \
     X(ledger, graph)
