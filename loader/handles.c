@@ -88,22 +88,16 @@ typedef struct {
 _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__HINTS];
 _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hint_next;
 
-/* Remember that key maps to val, whose slot is sl (live under key when the
- * caller looked: its owner is that incarnation's). */
+/* Remember that key maps to val, whose slot is sl. */
 static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
 {
-    uint64_t own = atomic_load_explicit(&sl->owner, memory_order_relaxed);
     infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
     if (hn == NULL) {
         unsigned n;
         hn = infinirt__hints(kind, &n);
         hn += n > 1 ? infinirt__tl_hint_next++ % n : 0;
     }
-    *hn = (infinirt__handle_hint){.key = key,
-                                  .sl = sl,
-                                  .own = own != 0 ? own : UINT64_MAX,
-                                  .idx = (uint32_t)val,
-                                  .hi = INFINIRT__HSLOT_HI(val >> 32)};
+    *hn = (infinirt__handle_hint){.key = key, .sl = sl, .idx = (uint32_t)val, .hi = INFINIRT__HSLOT_HI(val >> 32)};
 }
 
 static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */

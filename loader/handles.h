@@ -41,13 +41,13 @@ typedef struct infinirt__hslot {
 #define INFINIRT__KINDS 5u
 
 /* A look-up this thread made: the handle value, its slot and the slot's
- * index, the live word's high half (INFINIRT__HSLOT_HI of the generation),
- * and the slot's owner (UINT64_MAX for none: no thread has that id).  Only
- * a hint: whatever starts from it checks the slot again. */
+ * index, and the live word's high half (INFINIRT__HSLOT_HI of the
+ * generation).  Only a hint: whatever starts from it checks the slot
+ * again.  24 bytes: the loader's thread-local data is initial-exec, which a
+ * program that dlopens the loader takes from glibc's small static reserve. */
 typedef struct {
     uintptr_t key;
     infinirt__hslot *sl;
-    uint64_t own;
     uint32_t idx;
     uint32_t hi;
 } infinirt__handle_hint;
@@ -128,22 +128,26 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
     if (__builtin_expect(key == 0, 0))
         return NULL; /* (an empty hint has key 0) */
     const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
-    /* The owner's id is never 0 in a hint that was set, and a thread
-     * counted out (or never counted) has id 0: only a counted owner gets
-     * past this. */
-    if (__builtin_expect(hn == NULL || hn->own != p->id || p->depth >= INFINIRT__SOLO_CELLS, 0))
+    if (__builtin_expect(hn == NULL || p->depth >= INFINIRT__SOLO_CELLS, 0))
+        return NULL;
+    infinirt__hslot *sl = hn->sl;
+    /* Only the handle's owner, counted (a thread counted out, or never
+     * counted, has id 0, as has the owner of a handle made by one).  The
+     * owner is written before its incarnation goes live and a slot's
+     * generations only grow, so once the check below finds the hint's
+     * generation live, this was that incarnation's owner. */
+    uint64_t id = p->id;
+    if (__builtin_expect(atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0, 0))
         return NULL;
     int i = p->depth;
-    infinirt__hslot *sl = hn->sl;
     atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
     p->depth = i + 1;
     /* No fence: see "borrows" in handles.c.  Only the compiler is kept
      * from moving the check before the cell's store. */
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
-    /* Still that handle: live, of the hint's generation (so the same
-     * incarnation of the slot, whose owner is the hint's), with its own
-     * reference, under the same value. */
+    /* Still that handle: live, of the hint's generation (the incarnation
+     * the hint saw), with its own reference, under the same value. */
     if (__builtin_expect((uint32_t)(w >> 32) == hn->hi && (uint32_t)w != 0 &&
                              atomic_load_explicit(&sl->key, memory_order_relaxed) == key,
                          1)) {

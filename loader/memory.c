@@ -70,6 +70,22 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
 
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
 {
+    /* The usual call (initialised, a current device whose pool exists, a
+     * size) straight to the pool: what do_malloc comes to then. */
+    infinirt__device *dev = infinirt__tl_current.dev;
+    infinirt__pool *pool;
+    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire) && p_ptr != NULL && size != 0 &&
+                             dev != NULL && (pool = infinirt__device_pool_peek(dev)) != NULL,
+                         1)) {
+        void *p;
+        infiniStatus_t st = infinirt__pool_alloc(pool, size, NULL, &p);
+        if (__builtin_expect(st == INFINI_STATUS_SUCCESS, 1)) {
+            *p_ptr = p;
+            return st;
+        }
+        malloc_failed(st, size, dev, __func__);
+        return st;
+    }
     return do_malloc(p_ptr, size, NULL, false, __func__);
 }
 
@@ -157,6 +173,16 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
 {
+    /* The usual call (initialised, no block held by a graph) straight to
+     * the pool: what do_free comes to then. */
+    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire) && ptr != NULL &&
+                             atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) == 0,
+                         1)) {
+        infiniStatus_t st = infinirt__pool_free_sync(ptr, infinirt__want_device());
+        if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+            free_failed(st, ptr, NULL, false, __func__);
+        return st;
+    }
     return do_free(ptr, NULL, true, infinirt__want_device(), __func__);
 }
 

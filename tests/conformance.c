@@ -108,6 +108,11 @@ int test_conformance_malloc_free(void)
         ASSERT_PTR_NE(ptrs[i], NULL);
         ASSERT_EQ((uintptr_t)ptrs[i] % 256, 0); /* CUDA-like alignment */
     }
+    /* A size of 0 again, now that the device's pool exists (the one-step
+     * path of Malloc): NULL and success, as before any allocation. */
+    p = (void *)1;
+    ASSERT_OK(infinirtMalloc(&p, 0));
+    ASSERT_PTR_EQ(p, NULL);
     /* Live blocks never overlap. */
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++)
