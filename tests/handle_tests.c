@@ -558,7 +558,8 @@ typedef struct {
     infinirtStream_t s;
     tc_gate g;
     pthread_key_t key;
-    bool rearmed; /* late_call's first round done */
+    bool key_made; /* late_thread made key */
+    bool rearmed;  /* late_call's first round done */
     infiniStatus_t made, first, second;
 } visit;
 
@@ -586,6 +587,29 @@ static void *visit_thread(void *p)
     return NULL;
 }
 
+/* Run fn on another thread, destroy v->s under its call (destroy_under_call)
+ * and check the outcome: every step of fn succeeded, the handle was dead at
+ * once though still held, and the plugin stream was destroyed once, when
+ * the call let go. */
+static int visit_run(visit *v, void *(*fn)(void *))
+{
+    long before = v->api->calls("stream_destroy"), meanwhile = -1;
+    infiniStatus_t dead = INFINI_STATUS_INTERNAL_ERROR;
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, fn, v), 0);
+    infiniStatus_t st = destroy_under_call(v, &meanwhile, &dead);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(v->made);
+    ASSERT_OK(v->first);
+    ASSERT_OK(v->second);
+    ASSERT_OK(st);
+    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(meanwhile, 0);
+    ASSERT_EQ(v->api->calls("stream_destroy") - before, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(v->s), INFINI_STATUS_BAD_PARAM);
+    return TEST_OK;
+}
+
 /* A thread that used a stream of another thread before (its per-thread
  * hint names it) is inside a second call on it when the stream's owner
  * destroys it.  That thread is neither the owner nor alone, so its call
@@ -597,23 +621,13 @@ int test_threads_borrow_other_owner(void)
     ft_config(NULL, NULL);
     fault_api api;
     CHECK(ft_start(&api));
-    visit v = {.api = &api, .first = INFINI_STATUS_INTERNAL_ERROR, .second = INFINI_STATUS_INTERNAL_ERROR};
+    visit v = {.api = &api,
+               .made = INFINI_STATUS_SUCCESS,
+               .first = INFINI_STATUS_INTERNAL_ERROR,
+               .second = INFINI_STATUS_INTERNAL_ERROR};
     ASSERT_OK(ft_stream(&v.s));
     ASSERT_OK(infinirtStreamSynchronize(v.s)); /* the owner's own hint too */
-    long before = api.calls("stream_destroy"), meanwhile = -1;
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, visit_thread, &v), 0);
-    infiniStatus_t dead = INFINI_STATUS_INTERNAL_ERROR;
-    infiniStatus_t st = destroy_under_call(&v, &meanwhile, &dead);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    ASSERT_OK(v.first);
-    ASSERT_OK(v.second);
-    ASSERT_OK(st);
-    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM); /* dead at once, though still held */
-    ASSERT_EQ(meanwhile, 0);
-    ASSERT_EQ(api.calls("stream_destroy") - before, 1);
-    ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);
-    return TEST_OK;
+    return visit_run(&v, visit_thread);
 }
 
 /* At thread exit, after the loader counted the thread out: a call on the
@@ -640,8 +654,10 @@ static void *late_thread(void *p)
         v->made = ft_stream(&v->s);
     if (v->made == INFINI_STATUS_SUCCESS)
         v->first = infinirtStreamSynchronize(v->s);
-    if (v->first == INFINI_STATUS_SUCCESS && pthread_key_create(&v->key, late_call) == 0)
+    if (v->first == INFINI_STATUS_SUCCESS && pthread_key_create(&v->key, late_call) == 0) {
+        v->key_made = true;
         pthread_setspecific(v->key, v);
+    }
     return NULL;
 }
 
@@ -658,22 +674,10 @@ int test_threads_borrow_after_exit(void)
                .made = INFINI_STATUS_INTERNAL_ERROR,
                .first = INFINI_STATUS_INTERNAL_ERROR,
                .second = INFINI_STATUS_INTERNAL_ERROR};
-    long before = api.calls("stream_destroy"), meanwhile = -1;
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, late_thread, &v), 0);
-    infiniStatus_t dead = INFINI_STATUS_INTERNAL_ERROR;
-    infiniStatus_t st = destroy_under_call(&v, &meanwhile, &dead);
-    ASSERT_EQ(pthread_join(t, NULL), 0);
-    pthread_key_delete(v.key);
-    ASSERT_OK(v.made);
-    ASSERT_OK(v.first);
-    ASSERT_OK(v.second);
-    ASSERT_OK(st);
-    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM); /* dead at once, though still held */
-    ASSERT_EQ(meanwhile, 0);
-    ASSERT_EQ(api.calls("stream_destroy") - before, 1);
-    ASSERT_STATUS(infinirtStreamSynchronize(v.s), INFINI_STATUS_BAD_PARAM);
-    return TEST_OK;
+    int rc = visit_run(&v, late_thread);
+    if (v.key_made)
+        pthread_key_delete(v.key);
+    return rc;
 }
 
 /* Threads join and leave while others borrow and destroy: each worker
