@@ -468,7 +468,7 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
                               "the default (NULL) stream cannot be captured; capture a created stream");
     infinirt__stream *s = infinirt__stream_get(stream);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+        return infinirt__stream_not_live(stream, __func__);
     infinirt__device *dev = s->dev;
     infinirt__capture *c = calloc(1, sizeof *c);
     gmem *m = c != NULL ? infinirt__gmem_new(dev) : NULL;
@@ -526,7 +526,7 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
         return infinirt__fail(INFINI_STATUS_INVALID_STATE, __func__, "the default (NULL) stream never captures");
     infinirt__stream *s = infinirt__stream_get(stream);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+        return infinirt__stream_not_live(stream, __func__);
     infinirt__device *dev = s->dev;
     pthread_mutex_lock(&infinirt__capture_mu);
     infinirt__capture *c = capture_of_locked(s, true);

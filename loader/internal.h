@@ -368,10 +368,11 @@ static inline void infinirt__event_return(infinirt__event *e, int use)
  * infinirt__stream_put).  Logs and returns BAD_PARAM for dead handles. */
 infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *dev, const char *fn,
                                         infinirt__stream **out);
+/* Log that stream h is not a live stream and return BAD_PARAM: what
+ * every call says of a stream handle it cannot resolve. */
+infiniStatus_t infinirt__stream_not_live(infinirtStream_t h, const char *fn);
 /* infinirt__stream_resolve with the stream borrowed (give it back with
  * infinirt__stream_return(*out, *use)). */
-infiniStatus_t infinirt__stream_resolve_borrow_slow(infinirtStream_t h, const char *fn, infinirt__stream **out,
-                                                    int *use);
 static inline __attribute__((always_inline)) infiniStatus_t
 infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const char *fn, infinirt__stream **out,
                                 int *use)
@@ -381,9 +382,9 @@ infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const
         *out = dev->default_stream; /* no reference: stream_put skips it */
         return INFINI_STATUS_SUCCESS;
     }
-    infinirt__stream *s = infinirt__handle_borrow_mine(INFINIRT__KIND_STREAM, h, use);
+    infinirt__stream *s = infinirt__stream_borrow(h, use);
     if (__builtin_expect(s == NULL, 0))
-        return infinirt__stream_resolve_borrow_slow(h, fn, out, use);
+        return infinirt__stream_not_live(h, fn);
     *out = s;
     return INFINI_STATUS_SUCCESS;
 }

@@ -23,7 +23,8 @@ static __attribute__((noinline, cold)) void malloc_failed(infiniStatus_t st, siz
     infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
 }
 
-static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const char *fn)
+static inline __attribute__((always_inline)) infiniStatus_t
+do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -70,22 +71,6 @@ static infiniStatus_t do_malloc(void **p_ptr, size_t size, infinirtStream_t stre
 
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
 {
-    /* The usual call (initialised, a current device whose pool exists, a
-     * size) straight to the pool: what do_malloc comes to then. */
-    infinirt__device *dev = infinirt__tl_current.dev;
-    infinirt__pool *pool;
-    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire) && p_ptr != NULL && size != 0 &&
-                             dev != NULL && (pool = infinirt__device_pool_peek(dev)) != NULL,
-                         1)) {
-        void *p;
-        infiniStatus_t st = infinirt__pool_alloc(pool, size, NULL, &p);
-        if (__builtin_expect(st == INFINI_STATUS_SUCCESS, 1)) {
-            *p_ptr = p;
-            return st;
-        }
-        malloc_failed(st, size, dev, __func__);
-        return st;
-    }
     return do_malloc(p_ptr, size, NULL, false, __func__);
 }
 
@@ -126,7 +111,8 @@ static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void 
  * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
  * the default stream of the pointer's own device (FreeAsync(p, NULL)), which
  * the allocator's NULL stream key means. */
-static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, infinirt__pool_want want, const char *fn)
+static inline __attribute__((always_inline)) infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync,
+                                                                    infinirt__pool_want want, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -173,16 +159,6 @@ static infiniStatus_t do_free(void *ptr, infinirtStream_t stream, bool sync, inf
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
 {
-    /* The usual call (initialised, no block held by a graph) straight to
-     * the pool: what do_free comes to then. */
-    if (__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire) && ptr != NULL &&
-                             atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) == 0,
-                         1)) {
-        infiniStatus_t st = infinirt__pool_free_sync(ptr, infinirt__want_device());
-        if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-            free_failed(st, ptr, NULL, false, __func__);
-        return st;
-    }
     return do_free(ptr, NULL, true, infinirt__want_device(), __func__);
 }
 
@@ -314,7 +290,7 @@ static infiniStatus_t check_stream_alive(infinirtStream_t stream, const char *fn
         return INFINI_STATUS_SUCCESS;
     infinirt__stream *s = infinirt__stream_get(stream);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", (void *)stream);
+        return infinirt__stream_not_live(stream, fn);
     infinirt__stream_put(s);
     return INFINI_STATUS_SUCCESS;
 }

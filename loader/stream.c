@@ -108,21 +108,14 @@ infiniStatus_t infinirt__stream_resolve(infinirtStream_t h, infinirt__device *de
     }
     infinirt__stream *s = infinirt__stream_get(h);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
+        return infinirt__stream_not_live(h, fn);
     *out = s;
     return INFINI_STATUS_SUCCESS;
 }
 
-/* The rest of infinirt__stream_resolve_borrow (internal.h), out of line:
- * the full borrow, and the error. */
-infiniStatus_t infinirt__stream_resolve_borrow_slow(infinirtStream_t h, const char *fn, infinirt__stream **out,
-                                                    int *use)
+__attribute__((noinline, cold)) infiniStatus_t infinirt__stream_not_live(infinirtStream_t h, const char *fn)
 {
-    infinirt__stream *s = infinirt__stream_borrow_slow(h, use);
-    if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
-    *out = s;
-    return INFINI_STATUS_SUCCESS;
+    return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "stream %p is not a live stream", h);
 }
 
 static uint64_t next_stream_id(void)
@@ -278,7 +271,7 @@ INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t strea
     }
     infinirt__stream *s = infinirt__stream_get(stream);
     if (s == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+        return infinirt__stream_not_live(stream, __func__);
     *native = s->native;
     infinirt__stream_put(s);
     return INFINI_STATUS_SUCCESS;
@@ -299,7 +292,7 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
     }
     if (s == NULL || infinirt__handle_kill(INFINIRT__KIND_STREAM, stream, s->slot) != 0) {
         infinirt__stream_put(s);
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "stream %p is not a live stream", stream);
+        return infinirt__stream_not_live(stream, __func__);
     }
     /* The call waits for the stream's work (as documented) even when
      * another thread is still inside a call on it and so holds the last
