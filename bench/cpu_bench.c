@@ -9,7 +9,8 @@
  *       process each, with a config of its own; P passes of both, 3 by
  *       default, alternating) and the first-call rows (fresh processes),
  *       and prints the table: each time, baselines included, the best of
- *       its passes; the two-thread speed-up their median.
+ *       its passes; the two-thread speed-up their median; the thread
+ *       count their greatest.
  *   infinirt-cpu-bench --rows LABEL [--quick]
  *       the rows only, as "LABEL ROW VALUE" lines, under whatever
  *       libinfinirt and INFINIRT_CONFIG the environment gives:
@@ -326,9 +327,11 @@ static void *copy_worker(void *arg)
     struct worker *w = arg;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(w->cpu, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    CPU_SET((size_t)w->cpu, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+        fprintf(stderr, "cpu-bench: cannot run a thread on CPU %d\n", w->cpu);
         exit(1);
+    }
     struct copies c = {.streams = 1};
     MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
     MUST(infinirtStreamCreate(&c.s[0]));
@@ -345,6 +348,9 @@ static void *copy_worker(void *arg)
     w->ops = ops;
     w->t0 = t0;
     w->t1 = t1;
+    /* Neither tears down while the other still copies. */
+    if (w->start != NULL)
+        pthread_barrier_wait(w->start);
     MUST(infinirtFree(c.dev));
     MUST(infinirtStreamDestroy(c.s[0]));
     return NULL;
@@ -377,15 +383,44 @@ static int cmp_double(const void *a, const void *b)
  * time (docs/performance.md), and a measure against one thread's time -
  * whichever vCPU it got - read such a phase as the library not scaling.
  * A ratio is moved by noise either way, so it is the median, not the best.
- * -1 with fewer than two CPUs to run on. */
+ * -1 when it cannot find two CPUs to run on. */
+/* The physical core of CPU i (package << 32 | core id), or -1 unknown. */
+static long long core_of(int i)
+{
+    long long v[2];
+    const char *name[2] = {"physical_package_id", "core_id"};
+    for (int k = 0; k < 2; k++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/%s", i, name[k]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            return -1;
+        int ok = fscanf(f, "%lld", &v[k]) == 1;
+        fclose(f);
+        if (!ok)
+            return -1;
+    }
+    return v[0] << 32 | v[1];
+}
+
 static double two_thread_speedup(void)
 {
     cpu_set_t set;
     int cpu[2], found = 0;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return -1;
+    /* Two CPUs of different cores where the topology says so (two
+     * hardware threads of one core would measure the core's sharing), else
+     * the first two the process may run on. */
+    for (int i = 0; i < CPU_SETSIZE && found < 2; i++) {
+        if (!CPU_ISSET((size_t)i, &set))
+            continue;
+        if (found == 1 && core_of(cpu[0]) >= 0 && core_of(i) == core_of(cpu[0]))
+            continue;
+        cpu[found++] = i;
+    }
     for (int i = 0; i < CPU_SETSIZE && found < 2; i++)
-        if (CPU_ISSET(i, &set))
+        if (CPU_ISSET((size_t)i, &set) && i != cpu[0])
             cpu[found++] = i;
     if (found < 2)
         return -1;
@@ -594,6 +629,13 @@ static void line(const char *what, double fig, const char *unit, double base, co
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: %s [--quick] [--passes P] | --rows LABEL [--quick]\n"
+               "Prints the CPU stream, start-up and small-call figures against baselines\n"
+               "measured in the same run (see docs/performance.md).\n",
+               argv[0]);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             g_scale = 10;
@@ -606,13 +648,6 @@ int main(int argc, char **argv)
             }
             g_passes = (int)v;
         }
-    }
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: %s [--quick] [--passes P] | --rows LABEL [--quick]\n"
-               "Prints the CPU stream, start-up and small-call figures against baselines\n"
-               "measured in the same run (see docs/performance.md).\n",
-               argv[0]);
-        return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--first-call") == 0) {
         first_call();
@@ -660,7 +695,8 @@ int main(int argc, char **argv)
     char(*o)[8192] = out_inline;
     double memcpy64 = value(o, "inline", "memcpy64"), malloc64 = value(o, "inline", "malloc64");
     double malloc4k = value(o, "inline", "malloc4k"), pthread = value(o, "inline", "pthread");
-    printf("%d pass%s, each a process per mode: times the best of them, the two-thread speed-up their median\n",
+    printf("%d pass%s, each a process per mode: times the best of them, the two-thread speed-up their median, the "
+           "thread count their greatest\n",
            g_passes, g_passes > 1 ? "es" : "");
     printf("baselines (this run): memcpy 64 B %.2f ns, malloc+free 64 B %.2f ns / 4 KiB %.2f ns, "
            "pthread_create+join %.0f ns, condition-variable round trip %.0f ns\n\n",
@@ -693,7 +729,7 @@ int main(int argc, char **argv)
         if (two >= 0)
             line("two threads, each its own stream and CPU", two, "x", 1, "each CPU alone", 1.8, 1);
         else
-            printf("%-46s not measured: fewer than two CPUs to run on\n", "two threads, each its own stream and CPU");
+            printf("%-46s not measured: no two CPUs to run on\n", "two threads, each its own stream and CPU");
     }
     double mb = value(out_inline, "inline", "membarrier"), mb_busy = value(out_inline, "inline", "membarrier_busy");
     if (mb >= 0)
