@@ -606,7 +606,9 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
  * *graph_ptr, owned by the caller (infinirtGraphDestroy).  Returns SUCCESS,
  * NULL_POINTER, BAD_PARAM, INVALID_STATE (the stream is not capturing, was
  * joined to another stream's capture, the capture was invalidated, or a
- * forked stream was not joined back: the capture ends, *graph_ptr = NULL). */
+ * forked stream was not joined back: the capture ends, *graph_ptr = NULL),
+ * OUT_OF_MEMORY (no host memory for the graph: the capture ends, *graph_ptr
+ * = NULL). */
 INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, infinirtGraph_t *graph_ptr);
 
 /* Destroy a graph.  Executable graphs made from it stay valid; memory the

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "graph_int.h"
+#include "alloc_faults.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,8 +570,11 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
         }
         g->native = pg;
     } else {
-        opsblock *b = g != NULL ? malloc(sizeof *b + c->nops * sizeof b->op[0]) : NULL;
+        opsblock *b = g != NULL ? INFINIRT__HOST_MALLOC(sizeof *b + c->nops * sizeof b->op[0]) : NULL;
         if (c->invalid || unjoined != NULL || b == NULL) {
+            /* Decided before c is freed. */
+            infiniStatus_t why_st =
+                c->invalid || unjoined != NULL ? INFINI_STATUS_INVALID_STATE : INFINI_STATUS_OUT_OF_MEMORY;
             char why[256];
             snprintf(why, sizeof why, "%s", c->invalid ? c->why : unjoined != NULL ? unjoined : "no memory");
             free(b);
@@ -578,9 +582,7 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
             capture_free(c, false);
             infinirt__stream_put(s);
             *graph_ptr = NULL;
-            return infinirt__fail(b == NULL && !c->invalid && unjoined == NULL ? INFINI_STATUS_OUT_OF_MEMORY
-                                                                               : INFINI_STATUS_INVALID_STATE,
-                                  __func__, "the capture on stream %p produced no graph: %s", stream, why);
+            return infinirt__fail(why_st, __func__, "the capture on stream %p produced no graph: %s", stream, why);
         }
         atomic_init(&b->refs, 1);
         b->n = c->nops;

@@ -4,10 +4,11 @@
  * The allocator and the loader's fences (loader/fence.c) grow a few arrays
  * with realloc where a failure takes a path of its own: a free that cannot
  * be queued behind its fence waits for it instead, a fence that cannot be
- * built synchronizes the device.  Nothing else makes those reallocs fail,
- * so builds with INFINIRT_ALLOC_FAULTS (the default where the tests are
- * built) route them through INFINIRT__HOST_REALLOC, which a test can make
- * fail.  The counter is a weak reference the test program defines: in a
+ * built synchronizes the device; a capture that cannot get its graph's
+ * operation block (loader/capture.c) ends without a graph.  Nothing else
+ * makes those allocations fail, so builds with INFINIRT_ALLOC_FAULTS (the
+ * default where the tests are built) route them through
+ * INFINIRT__HOST_REALLOC, which a test can make fail.  The counter is a weak reference the test program defines: in a
  * program that does not (or a build without the macro), nothing fails.
  */
 #ifndef INFINIRT_LOADER_ALLOC_FAULTS_H_
@@ -38,5 +39,7 @@ static inline bool infinirt__host_alloc_fails(void)
 #else
 #define INFINIRT__HOST_REALLOC(p, size) realloc((p), (size))
 #endif
+/* A malloc that counts as one of them. */
+#define INFINIRT__HOST_MALLOC(size) INFINIRT__HOST_REALLOC(NULL, (size))
 
 #endif /* INFINIRT_LOADER_ALLOC_FAULTS_H_ */

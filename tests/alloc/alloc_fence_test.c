@@ -3,7 +3,8 @@
  * itself cannot be built: its item array's realloc fails (made to by
  * alloc_faults.h).  The free must then wait for the work queued before it
  * - it cannot leave a block to be reused behind that work - so it returns
- * only once that work has completed.
+ * only once that work has completed.  And a capture whose graph cannot get
+ * its operation block (the same hook, loader/capture.c).
  *
  * Unlike alloc_test, this program goes through the public API: the CPU
  * plugin with worker-thread streams, one of them held by a host function
@@ -104,6 +105,50 @@ static int test_fence_oom_sync(void)
 static int test_fence_oom_async(void)
 {
     return free_without_fence(false);
+}
+
+/* A capture whose graph cannot get its operation block (the loader's
+ * malloc made to fail): EndCapture reports OUT_OF_MEMORY with no graph,
+ * the capture is over, and the stream and its memory work as before.  The
+ * status is decided from the capture before the capture is freed (ASan
+ * saw a read of it after the free). */
+static int test_capture_end_oom(void)
+{
+#ifndef INFINIRT_ALLOC_FAULTS
+    return TEST_SKIP; /* a loader built without the failure hooks */
+#endif
+    CHECK(use_cpu_plugin());
+    static char host[256];
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, sizeof host));
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_OK(infinirtMemsetAsync(p, 7, sizeof host, s));
+    ASSERT_OK(infinirtMemcpyAsync(host, p, sizeof host, INFINIRT_MEMCPY_D2H, s));
+    atomic_store(&infinirt__test_fail_host_alloc, 1);
+    infinirtGraph_t g = (infinirtGraph_t)&g; /* set to NULL on failure */
+    ASSERT_EQ(infinirtStreamEndCapture(s, &g), INFINI_STATUS_OUT_OF_MEMORY);
+    ASSERT_EQ(atomic_load(&infinirt__test_fail_host_alloc), 0); /* the block's malloc failed */
+    ASSERT(g == NULL);
+    /* The capture is over: a second end finds none, and the stream runs
+     * work again (nothing captured ran). */
+    ASSERT_EQ(infinirtStreamEndCapture(s, &g), INFINI_STATUS_INVALID_STATE);
+    ASSERT_EQ(host[0], 0);
+    ASSERT_OK(infinirtMemsetAsync(p, 9, sizeof host, s));
+    ASSERT_OK(infinirtMemcpyAsync(host, p, sizeof host, INFINIRT_MEMCPY_D2H, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_EQ(host[0], 9);
+    ASSERT_EQ(host[sizeof host - 1], 9);
+    /* And a capture after it ends with a graph. */
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_OK(infinirtMemsetAsync(p, 5, sizeof host, s));
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    ASSERT(g != NULL);
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
 }
 
 int main(int argc, char **argv)

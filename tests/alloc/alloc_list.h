@@ -38,10 +38,12 @@
     X(free_unqueued_async)       \
     X(free_unqueued_sync)
 
-/* alloc_fence_test: the loader's fences through the public API, each
- * registered as alloc.NAME. */
+/* alloc_fence_test: the loader's fences, and a capture's graph, when a
+ * host allocation fails, through the public API; each registered as
+ * alloc.NAME. */
 #define ALLOC_FENCE_TESTS(X) \
     X(fence_oom_sync)        \
-    X(fence_oom_async)
+    X(fence_oom_async)       \
+    X(capture_end_oom)
 
 #endif /* INFINIRT_TESTS_ALLOC_LIST_H_ */
