@@ -197,8 +197,10 @@ void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir)
         }
     }
     closedir(d);
-    /* readdir order is arbitrary; sort so the report is stable. */
-    qsort(names, n, sizeof *names, cmp_names);
+    /* readdir order is arbitrary; sort so the report is stable (names is
+     * NULL when none was found, which qsort must not be given). */
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         char name[256];
         size_t len = strlen(names[i]) - 12 - 3;

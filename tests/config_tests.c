@@ -470,6 +470,31 @@ int test_config_plugin_dir_relative(void)
     return TEST_OK;
 }
 
+/* A plugin_dir that exists and holds no plugin: nothing is loaded and the
+ * report is empty.  (The scan sorted the names it found: with none, it
+ * passed qsort a NULL array, which UBSan's nonnull check refuses.) */
+int test_config_plugin_dir_empty(void)
+{
+    char path[PATH_MAX];
+    const char *tmp = tc_temp_dir();
+    snprintf(path, sizeof path, "%s/plugins", tmp);
+    ASSERT_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/infinirt.ini", tmp);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs("[loader]\nplugin_dir = plugins\n", f);
+    fclose(f);
+    tc_setenv("INFINIRT_CONFIG", path);
+    log_to_file();
+    int n = -1;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, 0);
+    int count = -1;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &count));
+    ASSERT_EQ(count, 0);
+    return TEST_OK;
+}
+
 /* The installed config's commented plugin_dir example, uncommented, names
  * the plugin folder of the installation (the build tree has its layout). */
 int test_config_installed_plugin_dir_example(void)

@@ -189,6 +189,7 @@
     X(config, bad_values)                      \
     X(config, size_suffixes)                   \
     X(config, plugin_dir_relative)             \
+    X(config, plugin_dir_empty)                \
     X(config, installed_plugin_dir_example)    \
     X(cpu, pool_bounded_threads)               \
     X(cpu, pool_grows_past_blocked)            \
