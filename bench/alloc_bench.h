@@ -10,6 +10,7 @@
 #define INFINIRT_ALLOC_BENCH_H_
 
 #include "alloc.h"
+#include "bench_util.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +20,6 @@
 extern int g_quick; /* --quick: fewer iterations and runs */
 
 double now_s(void);
-int cmp_dbl(const void *a, const void *b);
 
 /* Raw memory from malloc, no fences (nothing is ever in flight). */
 infinirt__pool_backend host_backend(void);

@@ -135,7 +135,7 @@ static double time_cell(const trace_t *t, void **ptrs, double secs, size_t *raws
         replay(pool, t, ptrs);
         runs[nr++] = (now_s() - t0) * 1e9 / (double)t->nops;
     }
-    qsort(runs, (size_t)nr, sizeof runs[0], cmp_dbl);
+    qsort(runs, (size_t)nr, sizeof runs[0], bench_cmp_double);
     infinirt__pool_stats(pool, &st);
     *raws = st.raw_allocs - raw0;
     infinirt__pool_destroy(pool);
@@ -186,7 +186,7 @@ void bench_random(void)
                 continue;
             }
             double *f = fig[i][j];
-            qsort(f, RANDOM_ROUNDS, sizeof f[0], cmp_dbl);
+            qsort(f, RANDOM_ROUNDS, sizeof f[0], bench_cmp_double);
             double med = f[RANDOM_ROUNDS / 2];
             printf(" %6.1f [%5.1f-%5.1f]", med, f[0], f[RANDOM_ROUNDS - 1]);
             best = med < best ? med : best;

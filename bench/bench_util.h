@@ -1,6 +1,6 @@
 /*
- * bench_util.h - the clock and the failure check the benchmark programs
- * share.  Only calls InfiniCore's header also declares, so a program using
+ * bench_util.h - the clock, the failure check and the qsort order of
+ * doubles the benchmark programs share.  Only calls InfiniCore's header also declares, so a program using
  * it still runs against InfiniCore's own runtime (compare.sh).
  */
 #ifndef INFINIRT_BENCH_UTIL_H_
@@ -18,6 +18,13 @@ static inline double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* qsort's comparison for an ascending array of doubles. */
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 /* Run an infinirt call; on failure print which (program `prog`, line,

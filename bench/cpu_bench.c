@@ -366,12 +366,6 @@ static void run_workers(struct worker *w, int n)
         pthread_join(t[k], NULL);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* What two threads, each on its own stream and its own CPU, copy side by
  * side, over what each copies alone on the same CPU: the sum over the two
  * CPUs of (copies per ns side by side) / (copies per ns alone), 2.0 when
@@ -441,7 +435,7 @@ static double two_thread_speedup(void)
         for (int k = 0; k < 2; k++)
             sum[b] += ((double)two[k].ops / (two[k].t1 - two[k].t0)) / ((double)one[k].ops / (one[k].t1 - one[k].t0));
     }
-    qsort(sum, BATCHES, sizeof sum[0], cmp_double);
+    qsort(sum, BATCHES, sizeof sum[0], bench_cmp_double);
     return sum[BATCHES / 2];
 }
 
@@ -586,7 +580,7 @@ static double value(char (*outs)[8192], const char *label, const char *row)
             n++;
     if (n == 0)
         return -1;
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    qsort(v, (size_t)n, sizeof v[0], bench_cmp_double);
     if (strcmp(row, "two_threads") == 0)
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     return strcmp(row, "threads_1000") == 0 ? v[n - 1] : v[0];

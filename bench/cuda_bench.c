@@ -54,17 +54,11 @@
         }                                                                                        \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sorts v in place; the value at quantile q (0.5 = median). */
 static double quantile(double *v, int n, double q)
 {
     int i = (int)(q * (n - 1) + 0.5);
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[i < n ? i : n - 1];
 }
 

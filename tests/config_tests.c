@@ -479,13 +479,7 @@ int test_config_plugin_dir_empty(void)
     const char *tmp = tc_temp_dir();
     snprintf(path, sizeof path, "%s/plugins", tmp);
     ASSERT_EQ(mkdir(path, 0755), 0);
-    snprintf(path, sizeof path, "%s/infinirt.ini", tmp);
-    FILE *f = fopen(path, "w");
-    ASSERT(f != NULL);
-    fputs("[loader]\nplugin_dir = plugins\n", f);
-    fclose(f);
-    tc_setenv("INFINIRT_CONFIG", path);
-    log_to_file();
+    use_text("[loader]\nplugin_dir = plugins\n");
     int n = -1;
     ASSERT_OK(infinirtGetPluginCount(&n));
     ASSERT_EQ(n, 0);
