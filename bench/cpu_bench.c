@@ -19,11 +19,13 @@
  * Only calls InfiniCore's header also declares are made, so the same binary
  * runs against either library.  Every time of a pass is the best of
  * BATCHES batches (the least disturbed by other load on a shared machine),
- * in ns per operation; the two-thread speed-up is the median of BATCHES
- * paired ratios (two_thread_speedup).  The passes are separate processes, seconds
- * apart: on a VM whose cores go through slow phases lasting longer than a
- * row's batches (docs/performance.md), one pass can find every batch of a
- * row slowed, baseline or not.
+ * in ns per operation, the rows' batches taken in turn (time_in_turn); the
+ * two-thread speed-up is the median of BATCHES paired ratios, a batch
+ * after each round (two_thread_batch).  The passes are separate processes,
+ * seconds apart.
+ * Both spread each row over time: the VM's cores go through slow phases
+ * (docs/performance.md) which would otherwise catch every batch of a row
+ * and not its baseline's.
  */
 #define _GNU_SOURCE
 #include "bench_util.h"
@@ -32,6 +34,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,19 +227,6 @@ static void a_copy_sync(long n, void *ctx)
     }
 }
 
-static double copy_sync_ns(int streams)
-{
-    struct copies c = {.streams = streams};
-    for (int k = 0; k < streams; k++)
-        MUST(infinirtStreamCreate(&c.s[k]));
-    MUST(infinirtMalloc(&c.dev, 1024));
-    double ns = best_per_op(a_copy_sync, &c, 100000);
-    MUST(infinirtFree(c.dev));
-    for (int k = 0; k < streams; k++)
-        MUST(infinirtStreamDestroy(c.s[k]));
-    return ns;
-}
-
 struct ev {
     infinirtStream_t s;
     infinirtEvent_t e;
@@ -366,18 +356,6 @@ static void run_workers(struct worker *w, int n)
         pthread_join(t[k], NULL);
 }
 
-/* What two threads, each on its own stream and its own CPU, copy side by
- * side, over what each copies alone on the same CPU: the sum over the two
- * CPUs of (copies per ns side by side) / (copies per ns alone), 2.0 when
- * neither slows the other.  In each of BATCHES batches a thread copies
- * alone on the first CPU, then on the second, then one on each side by
- * side; the figure is the median of the batches' sums.  The workers are
- * pinned so that each is held against its own CPU alone: the development
- * VM's two vCPUs go through phases of about twice the time, often one at a
- * time (docs/performance.md), and a measure against one thread's time -
- * whichever vCPU it got - read such a phase as the library not scaling.
- * A ratio is moved by noise either way, so it is the median, not the best.
- * -1 when it cannot find two CPUs to run on. */
 /* The physical core of CPU i (package << 32 | core id), or -1 unknown. */
 static long long core_of(int i)
 {
@@ -397,15 +375,15 @@ static long long core_of(int i)
     return v[0] << 32 | v[1];
 }
 
-static double two_thread_speedup(void)
+/* Two CPUs this process may run on, of different cores where the
+ * topology says so (two hardware threads of one core would measure the
+ * core's sharing), else the first two; false with fewer than two. */
+static bool two_cpus(int cpu[2])
 {
     cpu_set_t set;
-    int cpu[2], found = 0;
+    int found = 0;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return -1;
-    /* Two CPUs of different cores where the topology says so (two
-     * hardware threads of one core would measure the core's sharing), else
-     * the first two the process may run on. */
+        return false;
     for (int i = 0; i < CPU_SETSIZE && found < 2; i++) {
         if (!CPU_ISSET((size_t)i, &set))
             continue;
@@ -416,35 +394,122 @@ static double two_thread_speedup(void)
     for (int i = 0; i < CPU_SETSIZE && found < 2; i++)
         if (CPU_ISSET((size_t)i, &set) && i != cpu[0])
             cpu[found++] = i;
-    if (found < 2)
-        return -1;
-    double window = 5e6 / (double)g_scale, sum[BATCHES];
-    for (int b = 0; b < BATCHES; b++) {
-        struct worker one[2], two[2];
-        pthread_barrier_t start;
-        if (pthread_barrier_init(&start, NULL, 2) != 0)
-            exit(1);
-        for (int k = 0; k < 2; k++) {
-            one[k] = (struct worker){.cpu = cpu[k], .window = window};
-            two[k] = (struct worker){.cpu = cpu[k], .window = window, .start = &start};
-            run_workers(&one[k], 1);
-        }
-        run_workers(two, 2);
-        pthread_barrier_destroy(&start);
-        sum[b] = 0;
-        for (int k = 0; k < 2; k++)
-            sum[b] += ((double)two[k].ops / (two[k].t1 - two[k].t0)) / ((double)one[k].ops / (one[k].t1 - one[k].t0));
+    return found == 2;
+}
+
+/* What two threads, each on its own stream and its own CPU, copy side by
+ * side, over what each copies alone on the same CPU: one batch of the
+ * two-thread row.  A thread copies alone on the first CPU, then on the
+ * second, then one on each side by side; the figure is the sum over the
+ * two CPUs of (copies per ns side by side) / (copies per ns alone), 2.0
+ * when neither slows the other.  The workers are pinned so that each is
+ * held against its own CPU alone: the development VM's two vCPUs go
+ * through phases of about twice the time, often one at a time
+ * (docs/performance.md), and a measure against one thread's time -
+ * whichever vCPU it got - read such a phase as the library not scaling. */
+static double two_thread_batch(const int cpu[2])
+{
+    double window = 5e6 / (double)g_scale;
+    struct worker one[2], two[2];
+    pthread_barrier_t start;
+    if (pthread_barrier_init(&start, NULL, 2) != 0)
+        exit(1);
+    for (int k = 0; k < 2; k++) {
+        one[k] = (struct worker){.cpu = cpu[k], .window = window};
+        two[k] = (struct worker){.cpu = cpu[k], .window = window, .start = &start};
+        run_workers(&one[k], 1);
     }
-    qsort(sum, BATCHES, sizeof sum[0], bench_cmp_double);
-    return sum[BATCHES / 2];
+    run_workers(two, 2);
+    pthread_barrier_destroy(&start);
+    double sum = 0;
+    for (int k = 0; k < 2; k++)
+        sum += ((double)two[k].ops / (two[k].t1 - two[k].t0)) / ((double)one[k].ops / (one[k].t1 - one[k].t0));
+    return sum;
+}
+
+/* The two-thread row: BATCHES batches, one after each round of the timed
+ * rows (time_in_turn), so that they too spread over the pass; the row is
+ * their median, since noise moves a ratio either way.  A batch takes
+ * about 20 ms: seven in a row could all fall in one stretch in which two
+ * threads side by side each ran at half speed (the row read 1.03-1.04x;
+ * docs/performance.md, tenth session). */
+struct two_threads {
+    bool ok; /* two CPUs found */
+    int cpu[2];
+    double sum[BATCHES];
+};
+
+static void two_threads_round(int b, void *ctx)
+{
+    struct two_threads *tt = ctx;
+    if (tt->ok)
+        tt->sum[b] = two_thread_batch(tt->cpu);
+}
+
+/* The median of the batches; -1 when there were not two CPUs to run on. */
+static double two_threads_median(struct two_threads *tt)
+{
+    if (!tt->ok)
+        return -1;
+    qsort(tt->sum, BATCHES, sizeof tt->sum[0], bench_cmp_double);
+    return tt->sum[BATCHES / 2];
+}
+
+/* A row timed in turn with the others: `n` operations of body per batch,
+ * and its best time per operation. */
+struct timed {
+    const char *row;
+    int digits; /* printed after the point */
+    body_fn body;
+    void *ctx;
+    long n;
+    double best;
+};
+
+/* Every row's batches in turn, round after round, so that the BATCHES
+ * batches of a row spread over the whole pass (about half a second apart)
+ * rather than over the few milliseconds that timing it alone takes: the
+ * VM's slow phases last from tens of milliseconds to seconds, and a row
+ * timed in one stretch could find every batch inside one, its baseline
+ * not (docs/performance.md, tenth session). */
+static void time_in_turn(struct timed *t, int count, void (*after_round)(int b, void *ctx), void *ctx)
+{
+    for (int i = 0; i < count; i++) {
+        t[i].n = t[i].n / g_scale > 0 ? t[i].n / g_scale : 1;
+        t[i].body(t[i].n / 10 > 0 ? t[i].n / 10 : 1, t[i].ctx); /* warm up */
+        t[i].best = 1e30;
+    }
+    for (int b = 0; b < BATCHES; b++) {
+        for (int i = 0; i < count; i++) {
+            double t0 = now_ns();
+            t[i].body(t[i].n, t[i].ctx);
+            double per = (now_ns() - t0) / (double)t[i].n;
+            if (per < t[i].best)
+                t[i].best = per;
+        }
+        if (after_round != NULL)
+            after_round(b, ctx);
+    }
+}
+
+static void copies_open(struct copies *c, int streams)
+{
+    c->streams = streams;
+    for (int k = 0; k < streams; k++)
+        MUST(infinirtStreamCreate(&c->s[k]));
+    MUST(infinirtMalloc(&c->dev, 1024));
+}
+
+static void copies_close(struct copies *c)
+{
+    MUST(infinirtFree(c->dev));
+    for (int k = 0; k < c->streams; k++)
+        MUST(infinirtStreamDestroy(c->s[k]));
 }
 
 static void rows(const char *label)
 {
     size_t s64 = 64, s4k = 4096;
-    printf("%s memcpy64 %.2f\n", label, best_per_op(b_memcpy64, NULL, 10000000));
-    printf("%s malloc64 %.2f\n", label, best_per_op(b_malloc, &s64, 2000000));
-    printf("%s malloc4k %.2f\n", label, best_per_op(b_malloc, &s4k, 2000000));
     printf("%s pthread %.1f\n", label, best_per_op(b_pthread, NULL, 2000));
     printf("%s handoff %.1f\n", label, handoff_ns());
     printf("%s membarrier %.0f\n", label, membarrier_ns(0));
@@ -453,36 +518,51 @@ static void rows(const char *label)
 
     MUST(infinirtInit());
     MUST(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
-    printf("%s copy_sync_1 %.1f\n", label, copy_sync_ns(1));
-    printf("%s copy_sync_4 %.1f\n", label, copy_sync_ns(4));
-
+    struct copies c1, c4;
+    copies_open(&c1, 1);
+    copies_open(&c4, 4);
     struct ev v;
     MUST(infinirtStreamCreate(&v.s));
     MUST(infinirtEventCreate(&v.e));
-    printf("%s event_idle %.1f\n", label, best_per_op(a_event_idle, &v, 100000));
-    printf("%s event_cycle %.1f\n", label, best_per_op(a_event_cycle, &v, 100000));
-    MUST(infinirtEventDestroy(v.e));
-    MUST(infinirtStreamDestroy(v.s));
-    printf("%s stream_cycle %.1f\n", label, best_per_op(a_stream_cycle, NULL, 20000));
-    fflush(stdout);
-
     /* Two blocks in different segments of the cache: a small one and one
      * too big to share a segment with it. */
     void *small, *big, *host = malloc(64);
+    if (host == NULL) {
+        fprintf(stderr, "cpu-bench: out of memory\n");
+        exit(1);
+    }
     MUST(infinirtMalloc(&small, 64));
     MUST(infinirtMalloc(&big, 8 << 20));
     struct copy1 d2d = {big, small, INFINIRT_MEMCPY_D2D}, h2d = {small, host, INFINIRT_MEMCPY_H2D},
                  d2h = {host, small, INFINIRT_MEMCPY_D2H};
     memset(host, 1, 64);
     MUST(infinirtMemset(small, 0, 64));
-    printf("%s d2d64 %.2f\n", label, best_per_op(a_memcpy, &d2d, 2000000));
-    printf("%s h2d64 %.2f\n", label, best_per_op(a_memcpy, &h2d, 2000000));
-    printf("%s d2h64 %.2f\n", label, best_per_op(a_memcpy, &d2h, 2000000));
+
+    /* The baselines first in each round, timed in turn with the rows. */
+    struct timed t[] = {
+        {"memcpy64", 2, b_memcpy64, NULL, 10000000, 0},   {"malloc64", 2, b_malloc, &s64, 2000000, 0},
+        {"malloc4k", 2, b_malloc, &s4k, 2000000, 0},      {"copy_sync_1", 1, a_copy_sync, &c1, 100000, 0},
+        {"copy_sync_4", 1, a_copy_sync, &c4, 100000, 0},  {"event_idle", 1, a_event_idle, &v, 100000, 0},
+        {"event_cycle", 1, a_event_cycle, &v, 100000, 0}, {"stream_cycle", 1, a_stream_cycle, NULL, 20000, 0},
+        {"d2d64", 2, a_memcpy, &d2d, 2000000, 0},         {"h2d64", 2, a_memcpy, &h2d, 2000000, 0},
+        {"d2h64", 2, a_memcpy, &d2h, 2000000, 0},         {"cmalloc64", 2, a_malloc, &s64, 2000000, 0},
+        {"cmalloc4k", 2, a_malloc, &s4k, 2000000, 0},
+    };
+    int count = (int)(sizeof t / sizeof t[0]);
+    struct two_threads tt = {.ok = false};
+    tt.ok = two_cpus(tt.cpu);
+    time_in_turn(t, count, two_threads_round, &tt);
+    for (int i = 0; i < count; i++)
+        printf("%s %s %.*f\n", label, t[i].row, t[i].digits, t[i].best);
+    fflush(stdout);
+
     MUST(infinirtFree(big));
     MUST(infinirtFree(small));
     free(host);
-    printf("%s cmalloc64 %.2f\n", label, best_per_op(a_malloc, &s64, 2000000));
-    printf("%s cmalloc4k %.2f\n", label, best_per_op(a_malloc, &s4k, 2000000));
+    MUST(infinirtEventDestroy(v.e));
+    MUST(infinirtStreamDestroy(v.s));
+    copies_close(&c4);
+    copies_close(&c1);
 
     infinirtStream_t many[1000];
     for (int i = 0; i < 1000; i++)
@@ -490,7 +570,7 @@ static void rows(const char *label)
     printf("%s threads_1000 %d\n", label, thread_count());
     for (int i = 0; i < 1000; i++)
         MUST(infinirtStreamDestroy(many[i]));
-    printf("%s two_threads %.2f\n", label, two_thread_speedup());
+    printf("%s two_threads %.2f\n", label, two_threads_median(&tt));
     fflush(stdout);
 }
 
@@ -608,9 +688,16 @@ static double first_call_ms(const char *self, const char *cfg)
 
 /* One row: the figure, its ratio to the baseline and, when goal > 0, the
  * goal (a ratio at most, or at least) and whether this run met it. */
+static int g_missing; /* a row or baseline no pass printed: the run fails */
+
 static void line(const char *what, double fig, const char *unit, double base, const char *base_name, double goal,
                  int at_least)
 {
+    if (fig < 0 || !(base > 0)) {
+        printf("%-46s missing: no pass printed it or its baseline\n", what);
+        g_missing = 1;
+        return;
+    }
     double ratio = fig / base;
     printf("%-46s %10.1f %-2s %8.2fx %-19s", what, fig, unit, ratio, base_name);
     if (goal > 0)
@@ -712,8 +799,10 @@ int main(int argc, char **argv)
         line("StreamCreate+StreamDestroy", value(out, lab, "stream_cycle"), "ns", pthread, "pthread_create+join", 0.1,
              0);
         double threads = value(out, lab, "threads_1000");
+        if (threads < 0)
+            g_missing = 1;
         printf("%-46s %10.0f %-2s %9s %-19s goal <= 64: %s\n", "threads with 1000 streams", threads, "", "", "",
-               threads <= 64 ? "met" : "MISSED");
+               threads >= 0 && threads <= 64 ? "met" : "MISSED");
         line("D2D Memcpy 64 B, two segments", value(out, lab, "d2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
         line("H2D Memcpy 64 B", value(out, lab, "h2d64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
         line("D2H Memcpy 64 B", value(out, lab, "d2h64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
@@ -735,5 +824,7 @@ int main(int argc, char **argv)
     if (with_cl >= 0)
         printf("%-46s %10.2f ms %8.2fx %-19s goal <= 1.50x or <= 2 ms: %s\n", "first CPU call, cpu and opencl",
                with_cl, with_cl / cpu_only, "cpu only", with_cl <= 1.5 * cpu_only || with_cl <= 2 ? "met" : "MISSED");
-    return 0;
+    if (g_missing)
+        fprintf(stderr, "cpu-bench: rows missing from every pass (above)\n");
+    return g_missing;
 }
