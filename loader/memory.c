@@ -414,12 +414,16 @@ static inline __attribute__((always_inline)) bool quick_sides(void *dst, const v
     if (kind == INFINIRT_MEMCPY_D2H)
         return (*owner = quick_device_side(src, size)) != NULL && quick_host_side(dst, size);
     if (kind == INFINIRT_MEMCPY_D2D) {
-        infinirt__device *o, *s;
-        if ((o = quick_device_side(dst, size)) == NULL || (s = quick_device_side(src, size)) == NULL ||
-            s->plugin != o->plugin)
+        const infinirt__lookup_hit *hd, *hs;
+        uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+        if (!infinirt__lookup_hit_pair(d, s, &hd, &hs) || size > hd->req - (d - hd->start) || hd->device_id < 0 ||
+            size > hs->req - (s - hs->start) || hs->device_id < 0)
+            return false;
+        infinirt__device *o = hd->owner, *so = hs->owner;
+        if (so->plugin != o->plugin)
             return false;
         *owner = o;
-        *other = s;
+        *other = so;
         return true;
     }
     return false;

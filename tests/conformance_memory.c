@@ -517,3 +517,48 @@ int test_conformance_lookup_after_free(void)
     }
     return TEST_OK;
 }
+
+/* The same for a device-to-device copy, whose two sides the loader checks
+ * together: once either block is freed, a copy from or into it is refused,
+ * also when the two blocks were allocated for different streams (and the
+ * allocator keeps them apart, so freeing one leaves the other as it was). */
+int test_conformance_lookup_after_free_d2d(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_caching_allocator(true));
+    enum { LN = 1024 };
+    static unsigned char h[LN], back[LN];
+    tc_pattern(h, LN, 9);
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    for (int apart = 0; apart < 2; apart++) {
+        for (int freed = 0; freed < 2; freed++) { /* 0: the source, 1: the destination */
+            void *a, *b;
+            ASSERT_OK(infinirtMalloc(&a, LN));
+            if (apart) {
+                ASSERT_OK(infinirtMallocAsync(&b, LN, s));
+                ASSERT_OK(infinirtStreamSynchronize(s));
+            } else {
+                ASSERT_OK(infinirtMalloc(&b, LN));
+            }
+            ASSERT_OK(infinirtMemcpy(b, h, LN, INFINIRT_MEMCPY_H2D));
+            ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D)); /* both remembered now */
+            ASSERT_OK(infinirtMemcpy(back, a, LN, INFINIRT_MEMCPY_D2H));
+            ASSERT_MEM_EQ(back, h, LN);
+            ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D));
+            if (apart) {
+                ASSERT_OK(infinirtFreeAsync(b, s));
+                ASSERT_OK(infinirtStreamSynchronize(s));
+            } else {
+                ASSERT_OK(infinirtFree(b));
+            }
+            if (freed == 0)
+                ASSERT_STATUS(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+            else
+                ASSERT_STATUS(infinirtMemcpy(b, a, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+            ASSERT_OK(infinirtFree(a));
+        }
+    }
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}

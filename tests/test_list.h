@@ -40,6 +40,7 @@
     X(conformance, free_async_other_device)       \
     X(conformance, foreign_memory)                \
     X(conformance, lookup_after_free)             \
+    X(conformance, lookup_after_free_d2d)         \
     X(conformance, foreign_refused)               \
     X(conformance, graph_replay)                  \
     X(conformance, graph_host_fn_count)           \

@@ -190,6 +190,15 @@ static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uin
            atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen;
 }
 
+/* infinirt__lookup_hit_valid past the range check, with the allocator's
+ * generation already read (and compared first: a changed generation may
+ * mean a pool gone, whose segment the entry points into). */
+static inline bool infinirt__lookup_hit_stands(const infinirt__lookup_hit *h, uint_fast64_t gen)
+{
+    return gen == h->gen && atomic_load_explicit(h->seg_arena, memory_order_acquire) == h->arena &&
+           atomic_load_explicit(h->epoch, memory_order_acquire) == h->epoch_then;
+}
+
 static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uintptr_t p, infinirt__ptr_info *info)
 {
     info->pool = h->pool;
@@ -212,6 +221,39 @@ static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
         return NULL;
     infinirt__tl_hit_last = k;
     return &infinirt__tl_hit[k];
+}
+
+/* Both sides of a copy between two device blocks at once: the remembered
+ * block that holds a (*ha) and the one that holds b (*hb), which may be
+ * the same, each still standing; false when either side is in neither.
+ * The same answers as two calls of infinirt__lookup_hit_find, with the
+ * thread-local entries addressed and the generation read once, and a
+ * block both sides share checked once.  The block of b becomes the one
+ * used last, as after find(a) then find(b). */
+static inline __attribute__((always_inline)) bool
+infinirt__lookup_hit_pair(uintptr_t a, uintptr_t b, const infinirt__lookup_hit **ha, const infinirt__lookup_hit **hb)
+{
+    const infinirt__lookup_hit *h = infinirt__tl_hit;
+    unsigned ia, ib;
+    if (a - h[0].start < h[0].req)
+        ia = 0;
+    else if (a - h[1].start < h[1].req)
+        ia = 1;
+    else
+        return false;
+    if (b - h[0].start < h[0].req)
+        ib = 0;
+    else if (b - h[1].start < h[1].req)
+        ib = 1;
+    else
+        return false;
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
+    if (!infinirt__lookup_hit_stands(&h[ia], gen) || (ib != ia && !infinirt__lookup_hit_stands(&h[ib], gen)))
+        return false;
+    infinirt__tl_hit_last = ib;
+    *ha = &h[ia];
+    *hb = &h[ib];
+    return true;
 }
 
 /* infinirt__pool_lookup, with a hit on either of this thread's last two
