@@ -284,6 +284,60 @@ int test_cpu_blocking_streams(void)
     return TEST_OK;
 }
 
+/* An event recorded on an idle stream completes at once only when no other
+ * stream's work comes before it: a record on the NULL stream waits for the
+ * work already queued on a blocking stream, a record on a blocking stream
+ * for the NULL stream's, as with CUDA's legacy default stream; a record on
+ * an idle non-blocking stream completes at once whatever is held. */
+int test_cpu_blocking_records(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    infinirtStream_t b, nb;
+    ASSERT_OK(infinirtStreamCreate(&b));
+    ASSERT_OK(infinirtStreamCreateWithFlags(&nb, INFINIRT_STREAM_NON_BLOCKING));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    infinirtEventStatus_t st;
+
+    /* b held; the NULL stream itself has nothing queued. */
+    static tc_gate held_b;
+    CHECK(tc_hold_stream(b, &held_b));
+    ASSERT_OK(infinirtEventRecord(e, NULL));
+    tc_sleep_ms(20); /* time for a wrong completion to show */
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+    ASSERT_OK(infinirtEventRecord(e, nb));
+    ASSERT(completes_soon(e));
+    tc_gate_open(&held_b);
+    ASSERT_OK(infinirtDeviceSynchronize());
+
+    /* The NULL stream held; b has nothing queued. */
+    static tc_gate held_null;
+    CHECK(tc_hold_stream(NULL, &held_null));
+    ASSERT_OK(infinirtEventRecord(e, b));
+    tc_sleep_ms(20);
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+    ASSERT_OK(infinirtEventRecord(e, nb));
+    ASSERT(completes_soon(e));
+    tc_gate_open(&held_null);
+    ASSERT_OK(infinirtDeviceSynchronize());
+
+    /* Nothing held: a record on each completes at once. */
+    ASSERT_OK(infinirtEventRecord(e, b));
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+    ASSERT_OK(infinirtEventRecord(e, NULL));
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(b));
+    ASSERT_OK(infinirtStreamDestroy(nb));
+    return TEST_OK;
+}
+
 /* --------------------------------------------- ABI fields, called directly */
 
 /* Counts the log lines about short init args (the format is enough). */

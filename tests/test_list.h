@@ -157,6 +157,7 @@
     X(cpu, inline_done_on_return)              \
     X(cpu, bad_streams_key)                    \
     X(cpu, blocking_streams)                   \
+    X(cpu, blocking_records)                   \
     X(cpu, native_enqueue_inline)              \
     X(cpu, native_enqueue_async)               \
     X(cpu, native_work_free)                   \

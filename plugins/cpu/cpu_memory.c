@@ -134,16 +134,23 @@ infiniStatus_t cpu__free_host(int dev, void *ptr)
 /* A synchronous copy or fill comes after the work queued on the default
  * stream and the blocking streams, as a legacy-stream cudaMemcpy does (in
  * inline mode there is none). */
-infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
+static __attribute__((noinline)) infiniStatus_t memcpy_after_sync(int dev, void *dst, const void *src, size_t size)
 {
-    if (cpu__sync_free(dev)) { /* nothing to wait for, no call */
-        memmove(dst, src, size);
-        return INFINI_STATUS_SUCCESS;
-    }
     infiniStatus_t st = cpu__sync_point(dev, "memcpy");
     if (st == INFINI_STATUS_SUCCESS)
         memmove(dst, src, size);
     return st;
+}
+
+/* The wait out of line (memcpy_after_sync): the copy with nothing to wait
+ * for, the usual case, saves no registers. */
+infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
+{
+    (void)kind;
+    if (!cpu__sync_free(dev))
+        return memcpy_after_sync(dev, dst, src, size);
+    memmove(dst, src, size); /* nothing to wait for, no call */
+    return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size)
@@ -158,9 +165,15 @@ infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size)
     return st;
 }
 
+/* An inline stream's copy here, with no second call (cpu__copy queues
+ * the rest). */
 infiniStatus_t cpu__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
-    return cpu__copy(dev, stream, dst, src, size);
+    (void)kind;
+    if (!cpu__inline)
+        return cpu__copy(dev, stream, dst, src, size);
+    memmove(dst, src, size);
+    return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t cpu__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
