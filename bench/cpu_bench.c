@@ -575,7 +575,7 @@ static void rows(const char *label)
     for (int i = 0; i < 4 && threads > 1; i++) {
         nanosleep(&(struct timespec){0, 2000000}, NULL);
         int now = thread_count();
-        threads = now < threads ? now : threads;
+        threads = now >= 0 && now < threads ? now : threads;
     }
     printf("%s threads_1000 %d\n", label, threads);
     for (int i = 0; i < 1000; i++)

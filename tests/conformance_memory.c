@@ -521,7 +521,11 @@ int test_conformance_lookup_after_free(void)
 /* The same for a device-to-device copy, whose two sides the loader checks
  * together: once either block is freed, a copy from or into it is refused,
  * also when the two blocks were allocated for different streams (and the
- * allocator keeps them apart, so freeing one leaves the other as it was). */
+ * allocator keeps them apart, so freeing one leaves the other as it was).
+ * Each case runs twice in a row, the second time after a look-up of one
+ * more block: a look-up that misses fills the thread's other remembered
+ * entry, so the two runs put each side in opposite entries (the case a
+ * copy's combined look-up of both sides must check either way). */
 int test_conformance_lookup_after_free_d2d(void)
 {
     CHECK(tc_use_device(0));
@@ -531,33 +535,43 @@ int test_conformance_lookup_after_free_d2d(void)
     tc_pattern(h, LN, 9);
     infinirtStream_t s;
     ASSERT_OK(infinirtStreamCreate(&s));
-    for (int apart = 0; apart < 2; apart++) {
-        for (int freed = 0; freed < 2; freed++) { /* 0: the source, 1: the destination */
-            void *a, *b;
-            ASSERT_OK(infinirtMalloc(&a, LN));
-            if (apart) {
-                ASSERT_OK(infinirtMallocAsync(&b, LN, s));
-                ASSERT_OK(infinirtStreamSynchronize(s));
-            } else {
-                ASSERT_OK(infinirtMalloc(&b, LN));
-            }
-            ASSERT_OK(infinirtMemcpy(b, h, LN, INFINIRT_MEMCPY_H2D));
-            ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D)); /* both remembered now */
-            ASSERT_OK(infinirtMemcpy(back, a, LN, INFINIRT_MEMCPY_D2H));
-            ASSERT_MEM_EQ(back, h, LN);
-            ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D));
-            if (apart) {
-                ASSERT_OK(infinirtFreeAsync(b, s));
-                ASSERT_OK(infinirtStreamSynchronize(s));
-            } else {
-                ASSERT_OK(infinirtFree(b));
-            }
-            if (freed == 0)
-                ASSERT_STATUS(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
-            else
-                ASSERT_STATUS(infinirtMemcpy(b, a, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
-            ASSERT_OK(infinirtFree(a));
+    for (int round = 0; round < 8; round++) {
+        int apart = (round >> 2) & 1, freed = (round >> 1) & 1; /* freed 0: the source, 1: the destination */
+        int pre = round & 1;
+        void *a, *b, *c = NULL;
+        ASSERT_OK(infinirtMalloc(&a, LN));
+        if (apart) {
+            ASSERT_OK(infinirtMallocAsync(&b, LN, s));
+            ASSERT_OK(infinirtStreamSynchronize(s));
+        } else {
+            ASSERT_OK(infinirtMalloc(&b, LN));
         }
+        if (pre) {
+            ASSERT_OK(infinirtMalloc(&c, LN));
+            ASSERT_OK(infinirtMemcpy(c, h, 16, INFINIRT_MEMCPY_H2D));
+        }
+        ASSERT_OK(infinirtMemcpy(b, h, LN, INFINIRT_MEMCPY_H2D));
+        ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D)); /* both remembered now */
+        ASSERT_OK(infinirtMemcpy(back, a, LN, INFINIRT_MEMCPY_D2H));
+        ASSERT_MEM_EQ(back, h, LN);
+        ASSERT_OK(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D));
+        if (apart) {
+            ASSERT_OK(infinirtFreeAsync(b, s));
+            ASSERT_OK(infinirtStreamSynchronize(s));
+        } else {
+            ASSERT_OK(infinirtFree(b));
+        }
+        /* a looked up afresh (the free may have outdated its entry, which
+         * would send the copy below to the full checks): only b's entry is
+         * out of date. */
+        ASSERT_OK(infinirtMemcpy(back, a, 16, INFINIRT_MEMCPY_D2H));
+        if (freed == 0)
+            ASSERT_STATUS(infinirtMemcpy(a, b, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+        else
+            ASSERT_STATUS(infinirtMemcpy(b, a, LN, INFINIRT_MEMCPY_D2D), INFINI_STATUS_BAD_PARAM);
+        ASSERT_OK(infinirtFree(a));
+        if (c != NULL)
+            ASSERT_OK(infinirtFree(c));
     }
     ASSERT_OK(infinirtStreamDestroy(s));
     return TEST_OK;

@@ -226,29 +226,30 @@ static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
 /* Both sides of a copy between two device blocks at once: the remembered
  * block that holds a (*ha) and the one that holds b (*hb), which may be
  * the same, each still standing; false when either side is in neither.
- * The same answers as two calls of infinirt__lookup_hit_find, with the
- * thread-local entries addressed and the generation read once, and a
- * block both sides share checked once.  The block of b becomes the one
- * used last, as after find(a) then find(b). */
+ * The same answers as two calls of infinirt__lookup_hit_find (each side
+ * takes whichever entry holds it and still stands, as find does when the
+ * other entry is a stale copy of the same block), with the thread-local
+ * entries addressed and the generation read once, and an entry both
+ * sides share checked once.  The block of b becomes the one used last, as
+ * after find(a) then find(b). */
 static inline __attribute__((always_inline)) bool
 infinirt__lookup_hit_pair(uintptr_t a, uintptr_t b, const infinirt__lookup_hit **ha, const infinirt__lookup_hit **hb)
 {
     const infinirt__lookup_hit *h = infinirt__tl_hit;
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
+    int st0 = -1, st1 = -1; /* each entry's check, once made */
     unsigned ia, ib;
-    if (a - h[0].start < h[0].req)
+    if (a - h[0].start < h[0].req && (st0 = infinirt__lookup_hit_stands(&h[0], gen)))
         ia = 0;
-    else if (a - h[1].start < h[1].req)
+    else if (a - h[1].start < h[1].req && (st1 = infinirt__lookup_hit_stands(&h[1], gen)))
         ia = 1;
     else
         return false;
-    if (b - h[0].start < h[0].req)
+    if (b - h[0].start < h[0].req && (st0 >= 0 ? st0 : (st0 = infinirt__lookup_hit_stands(&h[0], gen))))
         ib = 0;
-    else if (b - h[1].start < h[1].req)
+    else if (b - h[1].start < h[1].req && (st1 >= 0 ? st1 : infinirt__lookup_hit_stands(&h[1], gen)))
         ib = 1;
     else
-        return false;
-    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
-    if (!infinirt__lookup_hit_stands(&h[ia], gen) || (ib != ia && !infinirt__lookup_hit_stands(&h[ib], gen)))
         return false;
     infinirt__tl_hit_last = ib;
     *ha = &h[ia];

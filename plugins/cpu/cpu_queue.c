@@ -371,16 +371,17 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
         }
     }
 
-    if (t->kind == CMD_RECORD && waits == NULL && one.s == NULL &&
-        atomic_load_explicit(&s->done, memory_order_acquire) ==
-            atomic_load_explicit(&s->queued, memory_order_acquire)) {
+    if (t->kind == CMD_RECORD && waits == NULL && one.s == NULL) {
         /* Nothing queued on s and nothing to wait for: the record is
-         * complete now, without s->mu.  `done` is read first and never
-         * passes `queued`, so equal values mean the stream was empty when
-         * `queued` was read; whatever another thread queues meanwhile is
-         * unordered with this call, as it would be with the lock. */
-        cpu__event_record_now(t->u.ev.e);
-        return INFINI_STATUS_SUCCESS;
+         * complete now, without s->mu.  `done` is read before `queued`
+         * and never passes it, so equal values mean the stream was empty
+         * when `queued` was read; whatever another thread queues meanwhile
+         * is unordered with this call, as it would be with the lock. */
+        uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
+        if (done == atomic_load_explicit(&s->queued, memory_order_acquire)) {
+            cpu__event_record_now(t->u.ev.e);
+            return INFINI_STATUS_SUCCESS;
+        }
     }
     pthread_mutex_lock(&s->mu);
     /* Decided under s->mu, in one section with appending *t, so a command
