@@ -1,7 +1,8 @@
 /*
  * bench_util.h - the clock, the failure check and the qsort order of
- * doubles the benchmark programs share.  Only calls InfiniCore's header also declares, so a program using
- * it still runs against InfiniCore's own runtime (compare.sh).
+ * doubles the benchmark programs share.  Only calls InfiniCore's header
+ * also declares, so a program using it still runs against InfiniCore's own
+ * runtime (compare.sh).
  */
 #ifndef INFINIRT_BENCH_UTIL_H_
 #define INFINIRT_BENCH_UTIL_H_

@@ -55,20 +55,50 @@ static long g_scale = 1; /* --quick divides every batch by 10 */
 
 typedef void (*body_fn)(long n, void *ctx);
 
-/* Best time per operation of `n` operations over BATCHES batches. */
+/* A row timed in turn with the others: `n` operations of body per batch,
+ * and its best time per operation. */
+struct timed {
+    const char *row;
+    int digits; /* printed after the point */
+    body_fn body;
+    void *ctx;
+    long n;
+    double best;
+};
+
+/* Every row's batches in turn, round after round, so that the BATCHES
+ * batches of a row spread over the whole pass (about half a second apart)
+ * rather than over the few milliseconds that timing it alone takes: the
+ * VM's slow phases last from tens of milliseconds to seconds, and a row
+ * timed in one stretch could find every batch inside one, its baseline
+ * not (docs/performance.md, tenth session). */
+static void time_in_turn(struct timed *t, int count, void (*after_round)(int b, void *ctx), void *ctx)
+{
+    for (int i = 0; i < count; i++) {
+        t[i].n = t[i].n / g_scale > 0 ? t[i].n / g_scale : 1;
+        t[i].body(t[i].n / 10 > 0 ? t[i].n / 10 : 1, t[i].ctx); /* warm up */
+        t[i].best = 1e30;
+    }
+    for (int b = 0; b < BATCHES; b++) {
+        for (int i = 0; i < count; i++) {
+            double t0 = now_ns();
+            t[i].body(t[i].n, t[i].ctx);
+            double per = (now_ns() - t0) / (double)t[i].n;
+            if (per < t[i].best)
+                t[i].best = per;
+        }
+        if (after_round != NULL)
+            after_round(b, ctx);
+    }
+}
+
+/* Best time per operation of `n` operations over BATCHES batches: one row
+ * timed alone. */
 static double best_per_op(body_fn body, void *ctx, long n)
 {
-    double best = 1e30;
-    n = n / g_scale > 0 ? n / g_scale : 1;
-    body(n / 10 > 0 ? n / 10 : 1, ctx); /* warm up */
-    for (int b = 0; b < BATCHES; b++) {
-        double t0 = now_ns();
-        body(n, ctx);
-        double t = (now_ns() - t0) / (double)n;
-        if (t < best)
-            best = t;
-    }
-    return best;
+    struct timed t = {"", 0, body, ctx, n, 0};
+    time_in_turn(&t, 1, NULL, NULL);
+    return t.best;
 }
 
 /* ------------------------------------------------------------ baselines */
@@ -453,43 +483,6 @@ static double two_threads_median(struct two_threads *tt)
         return -1;
     qsort(tt->sum, BATCHES, sizeof tt->sum[0], bench_cmp_double);
     return tt->sum[BATCHES / 2];
-}
-
-/* A row timed in turn with the others: `n` operations of body per batch,
- * and its best time per operation. */
-struct timed {
-    const char *row;
-    int digits; /* printed after the point */
-    body_fn body;
-    void *ctx;
-    long n;
-    double best;
-};
-
-/* Every row's batches in turn, round after round, so that the BATCHES
- * batches of a row spread over the whole pass (about half a second apart)
- * rather than over the few milliseconds that timing it alone takes: the
- * VM's slow phases last from tens of milliseconds to seconds, and a row
- * timed in one stretch could find every batch inside one, its baseline
- * not (docs/performance.md, tenth session). */
-static void time_in_turn(struct timed *t, int count, void (*after_round)(int b, void *ctx), void *ctx)
-{
-    for (int i = 0; i < count; i++) {
-        t[i].n = t[i].n / g_scale > 0 ? t[i].n / g_scale : 1;
-        t[i].body(t[i].n / 10 > 0 ? t[i].n / 10 : 1, t[i].ctx); /* warm up */
-        t[i].best = 1e30;
-    }
-    for (int b = 0; b < BATCHES; b++) {
-        for (int i = 0; i < count; i++) {
-            double t0 = now_ns();
-            t[i].body(t[i].n, t[i].ctx);
-            double per = (now_ns() - t0) / (double)t[i].n;
-            if (per < t[i].best)
-                t[i].best = per;
-        }
-        if (after_round != NULL)
-            after_round(b, ctx);
-    }
 }
 
 static void copies_open(struct copies *c, int streams)

@@ -388,7 +388,7 @@ static inline __attribute__((always_inline)) infinirt__device *quick_device_side
 {
     uintptr_t p = (uintptr_t)ptr;
     const infinirt__lookup_hit *h = infinirt__lookup_hit_find(p);
-    if (h != NULL && size <= h->req - (p - h->start) && h->device_id >= 0)
+    if (h != NULL && infinirt__lookup_hit_fits_device(h, p, size))
         return h->owner;
     return NULL;
 }
@@ -416,8 +416,8 @@ static inline __attribute__((always_inline)) bool quick_sides(void *dst, const v
     if (kind == INFINIRT_MEMCPY_D2D) {
         const infinirt__lookup_hit *hd, *hs;
         uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-        if (!infinirt__lookup_hit_pair(d, s, &hd, &hs) || size > hd->req - (d - hd->start) || hd->device_id < 0 ||
-            size > hs->req - (s - hs->start) || hs->device_id < 0)
+        if (!infinirt__lookup_hit_pair(d, s, &hd, &hs) || !infinirt__lookup_hit_fits_device(hd, d, size) ||
+            !infinirt__lookup_hit_fits_device(hs, s, size))
             return false;
         infinirt__device *o = hd->owner, *so = hs->owner;
         if (so->plugin != o->plugin)

@@ -183,20 +183,27 @@ extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__lookup
 extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hit_last;
 extern atomic_uint_fast64_t infinirt__alloc_gen;
 
-static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uintptr_t p)
-{
-    return p - h->start < h->req && atomic_load_explicit(h->seg_arena, memory_order_acquire) == h->arena &&
-           atomic_load_explicit(h->epoch, memory_order_acquire) == h->epoch_then &&
-           atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) == h->gen;
-}
-
-/* infinirt__lookup_hit_valid past the range check, with the allocator's
- * generation already read (and compared first: a changed generation may
- * mean a pool gone, whose segment the entry points into). */
+/* Whether entry h still stands, with the allocator's generation `gen`
+ * already read: compared first, since a changed generation may mean a pool
+ * gone, whose segment the entry points into. */
 static inline bool infinirt__lookup_hit_stands(const infinirt__lookup_hit *h, uint_fast64_t gen)
 {
     return gen == h->gen && atomic_load_explicit(h->seg_arena, memory_order_acquire) == h->arena &&
            atomic_load_explicit(h->epoch, memory_order_acquire) == h->epoch_then;
+}
+
+/* Whether entry h holds p and still stands. */
+static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uintptr_t p)
+{
+    return p - h->start < h->req &&
+           infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire));
+}
+
+/* Whether a device side of size bytes from p (in entry h) fits in h's
+ * block, and h is a device pool's. */
+static inline bool infinirt__lookup_hit_fits_device(const infinirt__lookup_hit *h, uintptr_t p, size_t size)
+{
+    return size <= h->req - (p - h->start) && h->device_id >= 0;
 }
 
 static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uintptr_t p, infinirt__ptr_info *info)

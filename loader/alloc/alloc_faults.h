@@ -8,8 +8,9 @@
  * operation block (loader/capture.c) ends without a graph.  Nothing else
  * makes those allocations fail, so builds with INFINIRT_ALLOC_FAULTS (the
  * default where the tests are built) route them through
- * INFINIRT__HOST_REALLOC, which a test can make fail.  The counter is a weak reference the test program defines: in a
- * program that does not (or a build without the macro), nothing fails.
+ * INFINIRT__HOST_REALLOC, which a test can make fail.  The counter is a
+ * weak reference the test program defines: in a program that does not (or
+ * a build without the macro), nothing fails.
  */
 #ifndef INFINIRT_LOADER_ALLOC_FAULTS_H_
 #define INFINIRT_LOADER_ALLOC_FAULTS_H_

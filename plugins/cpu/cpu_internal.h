@@ -229,7 +229,8 @@ cpu_stream *cpu__default_stream(int dev);
 void cpu__shutdown_streams(void);
 
 /* The queue (cpu_queue.c).  `stream` NULL is the device's default stream.
- * Each returns SUCCESS or OUT_OF_MEMORY (nothing queued). */
+ * Each returns SUCCESS or OUT_OF_MEMORY (nothing queued).  Async mode only
+ * for copies and fills: an inline stream's are made by cpu_memory.c. */
 infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n);
 infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n);
 infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e);

@@ -133,7 +133,8 @@ infiniStatus_t cpu__free_host(int dev, void *ptr)
 
 /* A synchronous copy or fill comes after the work queued on the default
  * stream and the blocking streams, as a legacy-stream cudaMemcpy does (in
- * inline mode there is none). */
+ * inline mode there is none).  The wait is out of line (..._after_sync):
+ * the call with nothing to wait for, the usual case, saves no registers. */
 static __attribute__((noinline)) infiniStatus_t memcpy_after_sync(int dev, void *dst, const void *src, size_t size)
 {
     infiniStatus_t st = cpu__sync_point(dev, "memcpy");
@@ -142,8 +143,14 @@ static __attribute__((noinline)) infiniStatus_t memcpy_after_sync(int dev, void 
     return st;
 }
 
-/* The wait out of line (memcpy_after_sync): the copy with nothing to wait
- * for, the usual case, saves no registers. */
+static __attribute__((noinline)) infiniStatus_t memset_after_sync(int dev, void *ptr, int value, size_t size)
+{
+    infiniStatus_t st = cpu__sync_point(dev, "memset");
+    if (st == INFINI_STATUS_SUCCESS)
+        memset(ptr, value, size);
+    return st;
+}
+
 infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int kind)
 {
     (void)kind;
@@ -155,18 +162,14 @@ infiniStatus_t cpu__memcpy(int dev, void *dst, const void *src, size_t size, int
 
 infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size)
 {
-    if (cpu__sync_free(dev)) { /* nothing to wait for, no call */
-        memset(ptr, value, size);
-        return INFINI_STATUS_SUCCESS;
-    }
-    infiniStatus_t st = cpu__sync_point(dev, "memset");
-    if (st == INFINI_STATUS_SUCCESS)
-        memset(ptr, value, size);
-    return st;
+    if (!cpu__sync_free(dev))
+        return memset_after_sync(dev, ptr, value, size);
+    memset(ptr, value, size); /* nothing to wait for, no call */
+    return INFINI_STATUS_SUCCESS;
 }
 
-/* An inline stream's copy here, with no second call (cpu__copy queues
- * the rest). */
+/* An inline stream's copy or fill is made here; an async stream's is
+ * queued (cpu__copy, cpu__fill). */
 infiniStatus_t cpu__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
     (void)kind;
@@ -178,5 +181,8 @@ infiniStatus_t cpu__memcpy_async(int dev, void *dst, const void *src, size_t siz
 
 infiniStatus_t cpu__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    return cpu__fill(dev, stream, ptr, value, size);
+    if (!cpu__inline)
+        return cpu__fill(dev, stream, ptr, value, size);
+    memset(ptr, value, size);
+    return INFINI_STATUS_SUCCESS;
 }

@@ -474,20 +474,12 @@ static void wait_afters(after *list)
 
 infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n)
 {
-    if (cpu__inline) {
-        memmove(dst, src, n);
-        return INFINI_STATUS_SUCCESS;
-    }
     cmd t = {.kind = CMD_COPY, .u.copy = {dst, src, n}};
     return submit(dev, stream, &t);
 }
 
 infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n)
 {
-    if (cpu__inline) {
-        memset(dst, value, n);
-        return INFINI_STATUS_SUCCESS;
-    }
     cmd t = {.kind = CMD_FILL, .u.fill = {dst, value, n}};
     return submit(dev, stream, &t);
 }
