@@ -7,8 +7,9 @@
  * resident; timing it would measure first-touch page faults (a few hundred
  * MB/s) rather than the copies.
  *
- *   demo [TYPE[:ID]]     e.g. demo opencl:0; default: the first non-CPU
- *                        device present, else cpu:0
+ *   infinirt-demo [TYPE[:ID]]   e.g. infinirt-demo opencl:0; default: the
+ *                               first non-CPU device present, else cpu:0
+ *   infinirt-demo --help | --version
  */
 #include "infinirt.h"
 
@@ -59,12 +60,42 @@ static int pick(const char *arg, infiniDevice_t *type, int *id)
     return -1;
 }
 
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: infinirt-demo [TYPE[:ID]]\n"
+                "       infinirt-demo --help | --version\n"
+                "Times asynchronous H2D, D2D and D2H copies of 64 MiB on one device, with\n"
+                "events, and checks the data.  TYPE[:ID] as in infinirt-info -l (e.g. cpu:1,\n"
+                "opencl); default: the first non-CPU device present, else cpu:0.\n");
+}
+
 int main(int argc, char **argv)
 {
     infiniDevice_t type;
     int id;
-    if (pick(argc > 1 ? argv[1] : NULL, &type, &id) != 0) {
-        fprintf(stderr, "usage: %s [TYPE[:ID]]\n", argv[0]);
+    const char *arg = argc > 1 ? argv[1] : NULL;
+    if (arg != NULL && (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (arg != NULL && (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0)) {
+        int major = 0, minor = 0, patch = 0;
+        infinirtGetVersion(&major, &minor, &patch);
+        printf("infinirt-demo infinirt %d.%d.%d\n", major, minor, patch);
+        return 0;
+    }
+    if (argc > 2 || pick(arg, &type, &id) != 0) {
+        if (argc > 2) {
+            fprintf(stderr, "infinirt-demo: one device at most ('%s' is one too many)\n", argv[2]);
+        } else if (arg == NULL) {
+            fprintf(stderr, "infinirt-demo: the device types cannot be listed: infinirt did not start\n");
+            return 1;
+        } else if (arg[0] == '-') {
+            fprintf(stderr, "infinirt-demo: unknown option '%s'\n", arg);
+        } else {
+            fprintf(stderr, "infinirt-demo: '%s' is not a device type the library knows (TYPE[:ID])\n", arg);
+        }
+        usage(stderr);
         return 2;
     }
     CHECK(infinirtSetDevice(type, id));

@@ -4,11 +4,15 @@
  * used, the default device (the one every thread starts on), and the
  * allocator's settings and statistics.
  *
- *   infinirt-info          human-readable
- *   infinirt-info --json   one JSON object, for scripts
+ *   infinirt-info            human-readable
+ *   infinirt-info --json     one JSON object, for scripts
+ *   infinirt-info -l|--list  one line per device (see list_devices)
+ *   infinirt-info --help     the usage, on stdout
+ *   infinirt-info --version  "infinirt-info infinirt X.Y.Z"
  *
  * Exits 1, saying so on stderr, when no plugin reports any device: there is
- * nothing a program could run on.
+ * nothing a program could run on.  A wrong option: the usage on stderr,
+ * exit 2.  The manual is man/infinirt-info.1.
  */
 #include "infinirt.h"
 
@@ -218,22 +222,102 @@ static int print_json(void)
     return 0;
 }
 
+/* One line per device, the way `nvidia-smi -L` and `clinfo -l` list them:
+ *
+ *   TYPE:ID: NAME [plugin PLUGIN]
+ *   TYPE:ID: NAME [plugin PLUGIN] (UUID: UUID)     where the backend has one
+ *
+ * TYPE:ID is the form every other interface takes ([loader] default_device,
+ * INFINIRT_VISIBLE_DEVICES, the demo's argument); types in the order
+ * infinirtGetDeviceTypes gives them, ids from 0.  Nothing else is printed
+ * on stdout, so `infinirt-info -l | wc -l` counts the devices. */
+static int print_list(void)
+{
+    infiniDevice_t types[MAX_TYPES];
+    int ntypes = device_types(types);
+    for (int k = 0; k < ntypes; k++) {
+        int count = 0;
+        infinirtGetDeviceCount(types[k], &count);
+        for (int i = 0; i < count; i++) {
+            infinirtDeviceProperties_t p;
+            if (infinirtGetDeviceProperties(types[k], i, &p) != INFINI_STATUS_SUCCESS)
+                continue;
+            printf("%s:%d: %s [plugin %s]", infinirtGetDeviceTypeName(types[k]), i, p.name, p.plugin);
+            if (p.uuid[0] != '\0')
+                printf(" (UUID: %s)", p.uuid);
+            putchar('\n');
+        }
+    }
+    return 0;
+}
+
+static void usage(FILE *to, const char *prog)
+{
+    fprintf(to,
+            "usage: %s [--json | -l | --list]\n"
+            "       %s --help | --version\n"
+            "What the infinirt loader sees: devices, plugins and why each is or is not\n"
+            "serving, the config file read, the default device, the allocator.\n"
+            "  (no option)    the report, for people\n"
+            "  --json         the same report as one JSON object\n"
+            "  -l, --list     one line per device: TYPE:ID: NAME [plugin P] (UUID: U)\n"
+            "  -h, --help     this text\n"
+            "  -V, --version  the name and the library's version\n"
+            "Exit status: 0; 1 when no device is found or infinirt does not start;\n"
+            "2 for a wrong option.  See infinirt-info(1), infinirt.ini(5).\n",
+            prog, prog);
+}
+
+/* The library's version; the header's too where the program was built
+ * against another one. */
+static void print_version(void)
+{
+    int major = 0, minor = 0, patch = 0;
+    infinirtGetVersion(&major, &minor, &patch);
+    printf("infinirt-info infinirt %d.%d.%d", major, minor, patch);
+    if (major != INFINIRT_VERSION_MAJOR || minor != INFINIRT_VERSION_MINOR || patch != INFINIRT_VERSION_PATCH)
+        printf(" (built with %d.%d.%d)", INFINIRT_VERSION_MAJOR, INFINIRT_VERSION_MINOR, INFINIRT_VERSION_PATCH);
+    putchar('\n');
+}
+
 int main(int argc, char **argv)
 {
-    int json = 0;
+    enum { TEXT, JSON, LIST };
+    int mode = TEXT;
+    const char *prog = "infinirt-info";
+    /* The options in order, as getopt takes them.  --help and --version
+     * answer before the library starts: they work with a broken config
+     * too, and load no plugin. */
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
+        const char *a = argv[i];
+        int want = -1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout, prog);
+            return 0;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            print_version();
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            want = JSON;
+        } else if (strcmp(a, "-l") == 0 || strcmp(a, "--list") == 0) {
+            want = LIST;
         } else {
-            fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
+            usage(stderr, prog);
             return 2;
         }
+        if (mode != TEXT && mode != want) {
+            fprintf(stderr, "%s: --json and --list cannot be combined\n", prog);
+            usage(stderr, prog);
+            return 2;
+        }
+        mode = want;
     }
     if (infinirtInit() != INFINI_STATUS_SUCCESS) {
         fprintf(stderr, "infinirt failed to initialise\n");
         return 1;
     }
-    int rc = json ? print_json() : print_text();
+    int rc = mode == JSON ? print_json() : mode == LIST ? print_list() : print_text();
     if (rc == 0 && total_devices() == 0) {
         fflush(stdout);
         fprintf(stderr, "infinirt-info: no device found: no loaded plugin reports a device (see each plugin's "

@@ -9,6 +9,15 @@
 #                         saying so
 #   demo-warm             the demo times warm copies and says what it timed
 #   dev-usage             ./dev with no argument prints its usage, exits non-zero
+#   options               an installed program's command line: --help and -h
+#                         (usage on stdout, exit 0), --version and -V ("NAME
+#                         infinirt $EXPECT_VERSION", exit 0), both without
+#                         starting the library; an unknown option: usage on
+#                         stderr, nothing on stdout, exit 2
+#   info-list             infinirt-info -l and --list: one line per device,
+#                         "TYPE:ID: NAME [plugin P]" and " (UUID: U)" where
+#                         there is one; the config has cpu:0, cpu:1 and a
+#                         fake ascend:0 with a UUID
 set -u
 check=$1
 prog=$2
@@ -36,6 +45,10 @@ info-no-device)
     run "$prog" --json
     [ "$rc" -ne 0 ] || fail "infinirt-info --json exits 0 with no device"
     grep -q "no device found" "$T/err" || fail "infinirt-info --json does not say that no device was found"
+    run "$prog" -l
+    [ "$rc" -eq 1 ] || fail "infinirt-info -l does not exit 1 with no device"
+    [ ! -s "$T/out" ] || fail "infinirt-info -l prints a device line with no device"
+    grep -q "no device found" "$T/err" || fail "infinirt-info -l does not say that no device was found"
     ;;
 info-default-device)
     run "$prog"
@@ -67,6 +80,50 @@ dev-usage)
     head -1 "$T/err" | grep -q "^usage: ./dev " || fail "./dev with no argument does not start with its usage"
     # The usage, not lines of the script's source.
     ! grep -Eq '^#|\(\)|esac|cmd_' "$T/err" "$T/out" || fail "./dev with no argument prints script source"
+    ;;
+options)
+    name=$(basename "$prog")
+    for opt in --help -h; do
+        # A config that cannot be read: the library must not start.
+        run env INFINIRT_CONFIG=/nonexistent/infinirt.ini "$prog" $opt
+        [ "$rc" -eq 0 ] || fail "$name $opt does not exit 0"
+        head -1 "$T/out" | grep -q "^usage: $name " || fail "$name $opt does not print its usage on stdout"
+        [ ! -s "$T/err" ] || fail "$name $opt writes to stderr"
+    done
+    for opt in --version -V; do
+        run env INFINIRT_CONFIG=/nonexistent/infinirt.ini "$prog" $opt
+        [ "$rc" -eq 0 ] || fail "$name $opt does not exit 0"
+        [ "$(cat "$T/out")" = "$name infinirt ${EXPECT_VERSION:?}" ] ||
+            fail "$name $opt does not print exactly '$name infinirt $EXPECT_VERSION'"
+        [ ! -s "$T/err" ] || fail "$name $opt writes to stderr"
+    done
+    run "$prog" --no-such-option
+    [ "$rc" -eq 2 ] || fail "$name --no-such-option does not exit 2"
+    [ ! -s "$T/out" ] || fail "$name --no-such-option writes to stdout"
+    grep -q "^usage: $name " "$T/err" || fail "$name --no-such-option does not print its usage on stderr"
+    grep -q "no-such-option" "$T/err" || fail "$name --no-such-option does not name the option"
+    ;;
+info-list)
+    run "$prog" -l
+    [ "$rc" -eq 0 ] || fail "infinirt-info -l failed"
+    cp "$T/out" "$T/list"
+    [ "$(wc -l <"$T/list")" -eq 3 ] || fail "infinirt-info -l does not print one line for each of 3 devices"
+    grep -Eq '^cpu:0: [^[]+ \[plugin cpu\]$' "$T/list" || fail "no line 'cpu:0: NAME [plugin cpu]'"
+    grep -Eq '^cpu:1: [^[]+ \[plugin cpu\]$' "$T/list" || fail "no line 'cpu:1: NAME [plugin cpu]'"
+    grep -Eq '^ascend:0: [^[]+ \[plugin good\] \(UUID: FAKE-0000-UUID\)$' "$T/list" ||
+        fail "no line 'ascend:0: NAME [plugin good] (UUID: FAKE-0000-UUID)'"
+    # The names are the ones the full report gives.
+    run "$prog" --json
+    [ "$rc" -eq 0 ] || fail "infinirt-info --json failed"
+    cpu0=$(sed -n 's/^cpu:0: \(.*\) \[plugin cpu\]$/\1/p' "$T/list")
+    grep -Fq "\"type\":\"cpu\",\"type_id\":0,\"id\":0,\"name\":\"$cpu0\"" "$T/out" ||
+        fail "cpu:0's name in the list, '$cpu0', is not the one --json gives"
+    run "$prog" --list
+    [ "$rc" -eq 0 ] || fail "infinirt-info --list failed"
+    cmp -s "$T/out" "$T/list" || fail "infinirt-info --list differs from -l"
+    run "$prog" -l --json
+    [ "$rc" -eq 2 ] || fail "infinirt-info -l --json does not exit 2"
+    grep -q "^usage: infinirt-info " "$T/err" || fail "infinirt-info -l --json does not print its usage on stderr"
     ;;
 *)
     echo "tools_test.sh: unknown check $check" >&2
