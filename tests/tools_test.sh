@@ -9,6 +9,11 @@
 #                         saying so
 #   demo-warm             the demo times warm copies and says what it timed
 #   dev-usage             ./dev with no argument prints its usage, exits non-zero
+#   dev-lock-wait         ./dev waits for a package lock another process
+#                         holds, says which lock and which process, goes on
+#                         when it is released and gives up after
+#                         DEV_LOCK_TIMEOUT seconds (a scratch file stands
+#                         for the lock, DEV_APT_LOCKS)
 #   options               an installed program's command line: --help and -h
 #                         (usage on stdout, exit 0), --version and -V ("NAME
 #                         infinirt $EXPECT_VERSION", exit 0), both without
@@ -80,6 +85,41 @@ dev-usage)
     head -1 "$T/err" | grep -q "^usage: ./dev " || fail "./dev with no argument does not start with its usage"
     # The usage, not lines of the script's source.
     ! grep -Eq '^#|\(\)|esac|cmd_' "$T/err" "$T/out" || fail "./dev with no argument prints script source"
+    ;;
+dev-lock-wait)
+    command -v flock >/dev/null || { echo "skip: no flock (util-linux)"; exit 77; }
+    # A process that holds a lock on $T/lock, as apt-get holds its own:
+    # flock (not its child, -o), until it is killed; the child only says the
+    # lock is taken and ends with it.
+    flock -o "$T/lock" sh -c ': >"$1"; while kill -0 $PPID 2>/dev/null; do sleep 0.2; done' sh "$T/held" &
+    holder=$!
+    trap 'kill $holder 2>/dev/null; rm -rf "$T"' EXIT
+    n=0
+    while [ ! -e "$T/held" ] && [ $n -lt 600 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    [ -e "$T/held" ] || fail "the helper did not take the lock in 60 s"
+    # Held past the time limit: it says what it waits for, then gives up.
+    run env DEV_APT_LOCKS="$T/none $T/lock" DEV_LOCK_TIMEOUT=1 bash "$prog" wait-locks
+    [ "$rc" -ne 0 ] || fail "./dev goes on while the lock is held"
+    grep -q "waiting for the package lock $T/lock, held by process $holder (flock)" "$T/err" ||
+        fail "./dev does not say which lock it waits for and which process holds it"
+    grep -q "still held by process $holder (flock) after 1 s" "$T/err" || fail "./dev does not say why it gave up"
+    # Released while it waits: it goes on.
+    env DEV_APT_LOCKS="$T/lock" DEV_LOCK_TIMEOUT=300 bash "$prog" wait-locks >"$T/out" 2>"$T/err" &
+    waiter=$!
+    n=0
+    while ! grep -q "waiting for" "$T/err" && [ $n -lt 600 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    kill $holder
+    wait $waiter
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "./dev does not go on when the lock is released"
+    grep -q "waiting for the package lock $T/lock" "$T/err" || fail "./dev did not say that it waited"
+    grep -q "package locks are free after" "$T/out" || fail "./dev does not say that the locks are free"
     ;;
 options)
     name=$(basename "$prog")
