@@ -91,9 +91,11 @@ infiniStatus_t opencl__device_finish(opencl__device *d)
     cl_command_queue *qs = NULL;
     size_t n = 0, cap = 0;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    uint64_t queued;
 
     if (!atomic_load_explicit(&d->ready, memory_order_acquire))
         return INFINI_STATUS_SUCCESS; /* never used: nothing queued */
+    queued = opencl__order_drain_start(d);
 
     /* Snapshot the queues (retained) so clFinish runs without the lock:
      * stream_create/destroy on other threads must not wait behind it. */
@@ -121,6 +123,8 @@ infiniStatus_t opencl__device_finish(opencl__device *d)
         clReleaseCommandQueue(qs[i]);
     }
     free(qs);
+    if (st == INFINI_STATUS_SUCCESS) /* the default queue was among them */
+        opencl__order_drained(d, queued);
     return st;
 }
 

@@ -117,6 +117,11 @@ struct opencl__device {
     opencl__stream default_stream;
     opencl__stream queues;       /* list head (sentinel) */
     atomic_int blocking_streams; /* live blocking streams (not the default one) */
+    /* Asynchronous work queued on the default queue through the plugin (a
+     * count), and how much of it is known complete (a synchronize of the
+     * default stream or the device): a stream made while they are equal
+     * has none of it to wait for (opencl__order_join_locked). */
+    _Atomic uint64_t default_queued, default_drained;
 };
 
 typedef struct {
@@ -154,10 +159,21 @@ void opencl__device_teardown(opencl__device *d);
  * queueing work on s and opencl__order_after once asynchronous work has been
  * queued on it: on the default stream they make the work wait for what the
  * device's blocking streams already hold, and the blocking streams' later
- * work wait for it.  Both do nothing for other streams, and nothing but an
- * atomic load while the device has no blocking stream. */
+ * work wait for it.  Both do nothing for other streams; while the device
+ * has no blocking stream, "before" does an atomic load and "after" an
+ * atomic add (the count streams made later are joined by) and a load. */
 infiniStatus_t opencl__order_before(opencl__stream *s);
 infiniStatus_t opencl__order_after(opencl__stream *s);
+/* A stream just linked on its ready device (caller holds d->lock): when it
+ * is blocking, its work waits for the default queue's earlier asynchronous
+ * work, which opencl__order_after made only the blocking streams of its
+ * time wait for.  Nothing is queued on s when it fails. */
+infiniStatus_t opencl__order_join_locked(opencl__stream *s);
+/* Around a wait for the default queue: opencl__order_drain_start before it
+ * (what has been queued so far), opencl__order_drained with that value once
+ * the wait saw all of it complete. */
+uint64_t opencl__order_drain_start(opencl__device *d);
+void opencl__order_drained(opencl__device *d, uint64_t queued);
 
 /* Run fn(user_data) in stream order on the stream's host-function thread
  * (opencl_hostfn.c); discard(user_data) instead, if not NULL, when earlier

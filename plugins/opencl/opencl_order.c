@@ -18,8 +18,21 @@
  *          application queues natively on a blocking queue passes no code of
  *          ours.  Synchronous operations need no "after": they have
  *          completed when the call returns.
+ *  join:   a blocking stream made later starts behind the default queue's
+ *          earlier asynchronous work: "after" only reached the blocking
+ *          queues that existed then (none, while the device had none).
+ *          "after" counts that work (default_queued) and a synchronize of
+ *          the default stream or the device notes how much of it it saw
+ *          complete (default_drained).  While the two differ, the new
+ *          stream is joined: a marker on the default queue captures the
+ *          work, and the new queue's first command is a barrier on it,
+ *          unless the marker is already complete.  Otherwise creation
+ *          queues nothing (a marker, its flush and its status cost 20-30 us
+ *          on PoCL on the 2-core VM, and the barrier a clFinish more).  The
+ *          synchronous copy and fill pay nothing for it; asynchronous
+ *          default-stream work pays one atomic add.
  *
- * Non-blocking streams take part in neither.  Work the application queues
+ * Non-blocking streams take part in none of it.  Work the application queues
  * natively on the default queue itself is seen by "before" (it precedes the
  * barrier in the queue) but starts no "after".
  *
@@ -27,6 +40,14 @@
  * when the waiting command is queued, so waits only point back in time.
  * The device lock is held while markers and barriers are queued (they do
  * not block), so no queue is destroyed under us.
+ *
+ * A default-stream action on one thread and a stream creation on another:
+ * "after" adds to default_queued, then reads blocking_streams; creation
+ * adds to blocking_streams (linking the stream), then reads default_queued.
+ * All four are sequentially consistent, so at least one side sees the
+ * other: the action is counted and joined, or "after" finds the stream on
+ * the list.  (Both are read-modify-writes or plain loads: on x86 the
+ * ordering costs no extra instruction.)
  */
 #include "opencl_internal.h"
 
@@ -113,7 +134,10 @@ infiniStatus_t opencl__order_after(opencl__stream *s)
     cl_event m = NULL;
     cl_int err;
 
-    if (!is_default(s) || atomic_load_explicit(&d->blocking_streams, memory_order_acquire) == 0)
+    if (!is_default(s))
+        return INFINI_STATUS_SUCCESS;
+    atomic_fetch_add(&d->default_queued, 1); /* seq_cst: see the top */
+    if (atomic_load(&d->blocking_streams) == 0)
         return INFINI_STATUS_SUCCESS;
     err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m);
     if (err != CL_SUCCESS)
@@ -132,4 +156,49 @@ infiniStatus_t opencl__order_after(opencl__stream *s)
     }
     clReleaseEvent(m);
     return st;
+}
+
+infiniStatus_t opencl__order_join_locked(opencl__stream *s)
+{
+    opencl__stream *def = &s->dev->default_stream;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    uint64_t queued;
+    cl_event m = NULL;
+    cl_int err;
+
+    if (!s->blocking)
+        return INFINI_STATUS_SUCCESS;
+    /* queued first: drained never passes it, so equal values mean all the
+     * work counted when queued was read is complete. */
+    queued = atomic_load(&s->dev->default_queued);
+    if (atomic_load(&s->dev->default_drained) >= queued)
+        return INFINI_STATUS_SUCCESS;
+    err = clEnqueueMarkerWithWaitList(def->queue, 0, NULL, &m);
+    if (err != CL_SUCCESS)
+        return opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
+    /* The marker must reach the device even if nobody flushes the default
+     * queue: the new queue waits for it. */
+    clFlush(def->queue);
+    if (!settled(m)) {
+        err = clEnqueueBarrierWithWaitList(s->queue, 1, &m, NULL);
+        if (err != CL_SUCCESS)
+            st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
+    }
+    clReleaseEvent(m);
+    return st;
+}
+
+uint64_t opencl__order_drain_start(opencl__device *d)
+{
+    return atomic_load_explicit(&d->default_queued, memory_order_acquire);
+}
+
+void opencl__order_drained(opencl__device *d, uint64_t queued)
+{
+    uint64_t was = atomic_load_explicit(&d->default_drained, memory_order_relaxed);
+
+    /* Only forward: a slower synchronize may report an older count. */
+    while (was < queued && !atomic_compare_exchange_weak_explicit(&d->default_drained, &was, queued,
+                                                                  memory_order_release, memory_order_relaxed))
+        ;
 }

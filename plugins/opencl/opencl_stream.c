@@ -26,7 +26,31 @@ static void link_locked(opencl__device *d, opencl__stream *s)
     d->queues.next->prev = s;
     d->queues.next = s;
     if (s->blocking)
-        atomic_fetch_add_explicit(&d->blocking_streams, 1, memory_order_release);
+        atomic_fetch_add(&d->blocking_streams, 1); /* seq_cst: opencl_order.c */
+}
+
+/* Take s off the device's list (caller holds d->lock). */
+static void unlink_locked(opencl__device *d, opencl__stream *s)
+{
+    s->prev->next = s->next;
+    s->next->prev = s->prev;
+    if (s->blocking)
+        atomic_fetch_sub_explicit(&d->blocking_streams, 1, memory_order_release);
+}
+
+/* Link s, then start it behind the default queue's earlier asynchronous
+ * work: a default-stream action the join does not see finds s on the list,
+ * and its "after" reaches s (opencl_order.c).  On failure s is off the
+ * list again. */
+static infiniStatus_t link_and_join_locked(opencl__device *d, opencl__stream *s)
+{
+    infiniStatus_t st;
+
+    link_locked(d, s);
+    st = opencl__order_join_locked(s);
+    if (st != INFINI_STATUS_SUCCESS)
+        unlink_locked(d, s);
+    return st;
 }
 
 infiniStatus_t opencl__stream_create_with_flags(int dev, uint32_t flags, void **stream)
@@ -56,8 +80,13 @@ infiniStatus_t opencl__stream_create_with_flags(int dev, uint32_t flags, void **
     s->dev = d;
     s->blocking = !(flags & INFINIRT_PLUGIN_STREAM_NON_BLOCKING);
     pthread_mutex_lock(&d->lock);
-    link_locked(d, s);
+    st = link_and_join_locked(d, s);
     pthread_mutex_unlock(&d->lock);
+    if (st != INFINI_STATUS_SUCCESS) {
+        clReleaseCommandQueue(s->queue);
+        free(s);
+        return st;
+    }
     *stream = s;
     return INFINI_STATUS_SUCCESS;
 }
@@ -126,13 +155,18 @@ infiniStatus_t opencl__stream_create_from_native(int dev, void *native, void **s
     pthread_mutex_lock(&d->lock);
     why = foreign_queue_problem(d, q, &err);
     if (why == NULL) {
-        clRetainCommandQueue(q);
         s->queue = q;
         s->dev = d;
         s->blocking = 1; /* as a stream made with cudaStreamCreate */
-        link_locked(d, s);
+        st = link_and_join_locked(d, s);
+        if (st == INFINI_STATUS_SUCCESS)
+            clRetainCommandQueue(q);
     }
     pthread_mutex_unlock(&d->lock);
+    if (st != INFINI_STATUS_SUCCESS) {
+        free(s);
+        return st;
+    }
     if (why != NULL) {
         if (err != CL_SUCCESS)
             opencl__log(INFINIRT_PLUGIN_LOG_ERROR, "stream_create_from_native(%p) on device %d: %s: %s (%d)", native,
@@ -158,10 +192,7 @@ infiniStatus_t opencl__stream_destroy(int dev, void *stream)
     if (s == NULL || s == &d->default_stream)
         return INFINI_STATUS_BAD_PARAM;
     pthread_mutex_lock(&d->lock);
-    s->prev->next = s->next;
-    s->next->prev = s->prev;
-    if (s->blocking)
-        atomic_fetch_sub_explicit(&d->blocking_streams, 1, memory_order_release);
+    unlink_locked(d, s);
     pthread_mutex_unlock(&d->lock);
     err = clFinish(s->queue);
     opencl__hostq_stop(s);
@@ -176,6 +207,7 @@ infiniStatus_t opencl__stream_synchronize(int dev, void *stream)
     opencl__device *d = opencl__dev(dev);
     opencl__stream *s;
     infiniStatus_t st;
+    uint64_t queued;
     cl_int err;
 
     if (d == NULL)
@@ -185,12 +217,17 @@ infiniStatus_t opencl__stream_synchronize(int dev, void *stream)
     st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    queued = opencl__order_drain_start(d);
     /* The default stream's work includes what the blocking streams held
      * before it (as cudaStreamSynchronize(0) with the legacy stream). */
     if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     err = clFinish(s->queue);
-    return err == CL_SUCCESS ? INFINI_STATUS_SUCCESS : opencl__cl_fail("clFinish", err);
+    if (err != CL_SUCCESS)
+        return opencl__cl_fail("clFinish", err);
+    if (s == &d->default_stream)
+        opencl__order_drained(d, queued);
+    return INFINI_STATUS_SUCCESS;
 }
 
 infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
@@ -200,6 +237,7 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     cl_event m = NULL;
     cl_int err, status = CL_QUEUED;
     infiniStatus_t st;
+    uint64_t queued;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
@@ -212,6 +250,7 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     st = opencl__stream_resolve(d, stream, &s);
     if (st != INFINI_STATUS_SUCCESS)
         return st;
+    queued = opencl__order_drain_start(d);
     if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     /* A marker sees everything queued before it, by us or natively by the
@@ -227,6 +266,8 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     if (status < 0)
         return opencl__cl_fail("stream_query (earlier work on the stream failed)", status);
     *idle = status == CL_COMPLETE;
+    if (*idle && s == &d->default_stream)
+        opencl__order_drained(d, queued);
     return INFINI_STATUS_SUCCESS;
 }
 

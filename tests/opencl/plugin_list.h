@@ -35,6 +35,7 @@
     X(stream_query)           \
     X(from_native)            \
     X(blocking_order)         \
-    X(abi_fields)
+    X(abi_fields)             \
+    X(blocking_join)
 
 #endif

@@ -592,3 +592,65 @@ int test_blocking_order(void)
     stop();
     return TEST_OK;
 }
+
+/* Streams made after NULL-stream work, while the device has no blocking
+ * stream (so "after" reached none): a plugin stream's work and a wrapped
+ * queue's native work wait for it; a non-blocking stream's does not. */
+int test_blocking_join(void)
+{
+    cl_context ctx = NULL;
+    cl_device_id dev = NULL;
+    cl_command_queue app;
+    cl_event mark = NULL;
+    static blocker blk;
+    void *s, *nb, *w, *e, *enb, *p;
+    int complete = -1, ok;
+    cl_int native_status;
+
+    CHECK(start(NULL));
+    ASSERT_OK(ops->device_get_native(0, (void **)&dev, (void **)&ctx));
+    app = clCreateCommandQueueWithProperties(ctx, dev, NULL, NULL);
+    ASSERT(app != NULL);
+    ASSERT_OK(ops->event_create(0, 0, &e));
+    ASSERT_OK(ops->event_create(0, 0, &enb));
+    ASSERT_OK(ops->malloc_device(0, &p, MiB));
+
+    ASSERT_OK(ops->launch_host_func(0, NULL, block_fn, blocker_reset(&blk)));
+    ASSERT_OK(ops->memset_async(0, p, 1, MiB, NULL));
+    ASSERT_OK(ops->stream_create(0, &s));
+    ASSERT_OK(ops->stream_create_from_native(0, app, &w));
+    ASSERT_OK(ops->stream_create_with_flags(0, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &nb));
+    ASSERT_OK(ops->event_record(0, e, s));
+    ASSERT_EQ(clEnqueueMarkerWithWaitList(app, 0, NULL, &mark), CL_SUCCESS);
+    clFlush(app);
+    ASSERT_OK(ops->event_record(0, enb, nb));
+    ok = event_done_within(enb, 5000); /* nb runs meanwhile */
+    sleep_ms(50);
+    ops->event_query(0, e, &complete);
+    native_status = event_status(mark);
+    atomic_store(&blk.release, 1);
+    ASSERT(ok);
+    ASSERT_EQ(complete, 0);
+    ASSERT(native_status > CL_COMPLETE); /* queued, submitted or running */
+    ASSERT(event_done_within(e, 10000));
+    ASSERT_EQ(clWaitForEvents(1, &mark), CL_SUCCESS);
+    clReleaseEvent(mark);
+
+    /* With the NULL stream idle, a new stream starts with nothing to wait
+     * for: its record completes at once. */
+    ASSERT_OK(ops->stream_synchronize(0, NULL));
+    ASSERT_OK(ops->stream_destroy(0, s));
+    ASSERT_OK(ops->stream_create(0, &s));
+    ASSERT_OK(ops->event_record(0, e, s));
+    ASSERT(event_done_within(e, 10000));
+
+    ASSERT_OK(ops->event_destroy(0, e));
+    ASSERT_OK(ops->event_destroy(0, enb));
+    ASSERT_OK(ops->free_device(0, p));
+    ASSERT_OK(ops->stream_destroy(0, w));
+    ASSERT_OK(ops->stream_destroy(0, nb));
+    ASSERT_OK(ops->stream_destroy(0, s));
+    clReleaseCommandQueue(app);
+    stop();
+    return TEST_OK;
+}
