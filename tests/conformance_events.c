@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,4 +333,216 @@ int test_conformance_stream_wait_event_while_held(void)
     ASSERT_OK(infinirtStreamSynchronize(w.sb));
     ASSERT_MEM_EQ(w.a, w.b, w.n);
     return waiters_free(&w);
+}
+
+/* ------------------------------------- streams made after NULL-stream work */
+
+/* A blocking stream waits for the NULL stream's earlier work however late
+ * it was made, as with CUDA's legacy default stream: InfiniCore makes its
+ * streams lazily, after setup work on the NULL stream.  Each round holds
+ * the NULL stream (with a gate, or through a wait for a held stream),
+ * queues one kind of NULL-stream action, then makes a stream and queues
+ * one kind of action on it: that action must not complete while the NULL
+ * stream is held, and must see the NULL stream's work once it ran. */
+enum { LATER_MEMSET, LATER_COPY, LATER_HOST_FN, LATER_WAIT, LATER_RECORD, LATER_ROUNDS };
+
+static const char *const k_later_names[LATER_ROUNDS] = {
+    "NULL: MemsetAsync; later stream: D2H MemcpyAsync",
+    "NULL: H2D MemcpyAsync; later stream: MemsetAsync",
+    "NULL: LaunchHostFunc; later stream: LaunchHostFunc",
+    "NULL: StreamWaitEvent (held stream); later stream: D2D MemcpyAsync",
+    "NULL: EventRecord; later stream: EventRecord",
+};
+
+typedef struct {
+    int marked; /* the NULL stream's host function ran */
+    int ran;    /* the later stream's host function ran ... */
+    int saw;    /* ... after the NULL stream's */
+} later_probe;
+
+static void later_mark(void *p)
+{
+    __atomic_store_n(&((later_probe *)p)->marked, 1, __ATOMIC_SEQ_CST);
+}
+
+static void later_look(void *p)
+{
+    later_probe *q = p;
+    __atomic_store_n(&q->saw, __atomic_load_n(&q->marked, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&q->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+/* `done` stays NOT_READY for 50 ms: time for a wrong answer to show (it
+ * fails as soon as it does; a slow machine can only hide it). */
+static int stays_pending(infinirtEvent_t done, const char *what)
+{
+    for (int i = 0; i < 50; i++) {
+        infinirtEventStatus_t st;
+        ASSERT_OK(infinirtEventQuery(done, &st));
+        if (st != INFINIRT_EVENT_NOT_READY)
+            fprintf(stderr, "%s: the later stream ran while the NULL stream was held\n", what);
+        ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+        tc_sleep_ms(1);
+    }
+    return TEST_OK;
+}
+
+/* Every byte of the device buffer d (n bytes) is v; buf is pinned scratch. */
+static int device_holds(const void *d, unsigned char *buf, size_t n, unsigned char v)
+{
+    memset(buf, ~v, n);
+    ASSERT_OK(infinirtMemcpy(buf, d, n, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ(buf[i], v);
+    return TEST_OK;
+}
+
+int test_conformance_null_orders_later_streams(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    size_t n = 1 * MiB;
+    unsigned char *src, *dst;
+    void *d, *d2;
+    infinirtStream_t h, b;
+    infinirtEvent_t ev, done;
+    /* static: the runner may open the gates, and host functions may read
+     * the probe, after we return */
+    static tc_gate gates[LATER_ROUNDS];
+    static later_probe probe;
+    ASSERT_OK(infinirtMallocHost((void **)&src, n));
+    ASSERT_OK(infinirtMallocHost((void **)&dst, n));
+    ASSERT_OK(infinirtMalloc(&d, n));
+    ASSERT_OK(infinirtMalloc(&d2, n));
+    ASSERT_OK(tc_stream_create_nonblocking(&h));
+    ASSERT_OK(infinirtEventCreate(&ev));
+    ASSERT_OK(infinirtEventCreate(&done));
+    memset(src, 0xAB, n);
+    for (int r = 0; r < LATER_ROUNDS; r++) {
+        memset(&probe, 0, sizeof probe);
+        memset(dst, 0, n);
+        ASSERT_OK(infinirtMemset(d, 0, n));
+        ASSERT_OK(infinirtMemset(d2, 0, n));
+
+        /* The NULL stream's action, held. */
+        CHECK(tc_hold_stream(r == LATER_WAIT ? h : NULL, &gates[r]));
+        switch (r) {
+        case LATER_MEMSET:
+            ASSERT_OK(infinirtMemsetAsync(d, 0xAB, n, NULL));
+            break;
+        case LATER_COPY:
+            ASSERT_OK(infinirtMemcpyAsync(d, src, n, INFINIRT_MEMCPY_H2D, NULL));
+            break;
+        case LATER_HOST_FN:
+            ASSERT_OK(infinirtLaunchHostFunc(NULL, later_mark, &probe));
+            break;
+        case LATER_WAIT: /* h is non-blocking: only the wait orders it */
+            ASSERT_OK(infinirtMemsetAsync(d, 0xAB, n, h));
+            ASSERT_OK(infinirtEventRecord(ev, h));
+            ASSERT_OK(infinirtStreamWaitEvent(NULL, ev));
+            break;
+        default:
+            ASSERT_OK(infinirtMemsetAsync(d, 0xAB, n, NULL));
+            ASSERT_OK(infinirtEventRecord(ev, NULL));
+            break;
+        }
+
+        /* A blocking stream made now, and its first action. */
+        ASSERT_OK(infinirtStreamCreate(&b));
+        switch (r) {
+        case LATER_MEMSET:
+            ASSERT_OK(infinirtMemcpyAsync(dst, d, n, INFINIRT_MEMCPY_D2H, b));
+            break;
+        case LATER_COPY:
+            ASSERT_OK(infinirtMemsetAsync(d, 0xCD, n, b));
+            break;
+        case LATER_HOST_FN:
+            ASSERT_OK(infinirtLaunchHostFunc(b, later_look, &probe));
+            break;
+        case LATER_WAIT:
+            ASSERT_OK(infinirtMemcpyAsync(d2, d, n, INFINIRT_MEMCPY_D2D, b));
+            break;
+        default:
+            break; /* the record below is its first action */
+        }
+        ASSERT_OK(infinirtEventRecord(done, b));
+        CHECK(stays_pending(done, k_later_names[r]));
+        if (r == LATER_MEMSET)
+            ASSERT_EQ(dst[0], 0); /* the copy has not run */
+
+        tc_gate_open(&gates[r]);
+        ASSERT_OK(infinirtStreamSynchronize(b));
+        ASSERT_OK(infinirtStreamSynchronize(NULL));
+        ASSERT_OK(infinirtStreamSynchronize(h));
+        switch (r) {
+        case LATER_MEMSET:
+            for (size_t i = 0; i < n; i++)
+                ASSERT_EQ(dst[i], 0xAB);
+            break;
+        case LATER_COPY: /* the later stream's fill came last */
+            CHECK(device_holds(d, dst, n, 0xCD));
+            break;
+        case LATER_HOST_FN:
+            ASSERT_EQ(__atomic_load_n(&probe.ran, __ATOMIC_SEQ_CST), 1);
+            ASSERT_EQ(__atomic_load_n(&probe.saw, __ATOMIC_SEQ_CST), 1);
+            break;
+        case LATER_WAIT:
+            CHECK(device_holds(d2, dst, n, 0xAB));
+            break;
+        default:
+            break;
+        }
+        ASSERT_OK(infinirtStreamDestroy(b));
+    }
+    ASSERT_OK(infinirtEventDestroy(ev));
+    ASSERT_OK(infinirtEventDestroy(done));
+    ASSERT_OK(infinirtStreamDestroy(h));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFree(d2));
+    ASSERT_OK(infinirtFreeHost(src));
+    ASSERT_OK(infinirtFreeHost(dst));
+    return TEST_OK;
+}
+
+/* A non-blocking stream made after NULL-stream work does not wait for it:
+ * its copy completes while the NULL stream is held. */
+int test_conformance_null_spares_nonblocking(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    size_t n = 64 * 1024;
+    unsigned char *dst;
+    void *d;
+    infinirtStream_t nb;
+    infinirtEvent_t held;
+    infinirtEventStatus_t st;
+    static tc_gate gate; /* static: the runner may open it after we return */
+    ASSERT_OK(infinirtMallocHost((void **)&dst, n));
+    ASSERT_OK(infinirtMalloc(&d, n));
+    ASSERT_OK(infinirtEventCreate(&held));
+    ASSERT_OK(infinirtMemset(d, 0x11, n));
+    memset(dst, 0, n);
+
+    CHECK(tc_hold_stream(NULL, &gate));
+    ASSERT_OK(infinirtMemsetAsync(d, 0xAB, n, NULL));
+    ASSERT_OK(infinirtEventRecord(held, NULL));
+    infiniStatus_t made = infinirtStreamCreateWithFlags(&nb, INFINIRT_STREAM_NON_BLOCKING);
+    if (made != INFINI_STATUS_NOT_IMPLEMENTED) { /* else every stream is blocking: nothing to check */
+        ASSERT_OK(made);
+        ASSERT_OK(infinirtMemcpyAsync(dst, d, n, INFINIRT_MEMCPY_D2H, nb));
+        ASSERT_OK(infinirtStreamSynchronize(nb)); /* returns while NULL is held */
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(dst[i], 0x11);
+        ASSERT_OK(infinirtEventQuery(held, &st));
+        ASSERT_EQ(st, INFINIRT_EVENT_NOT_READY);
+        ASSERT_OK(infinirtStreamDestroy(nb));
+    }
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(NULL));
+    ASSERT_OK(infinirtEventQuery(held, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+    ASSERT_OK(infinirtEventDestroy(held));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFreeHost(dst));
+    return TEST_OK;
 }

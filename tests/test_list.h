@@ -58,7 +58,9 @@
     X(conformance, resource_snapshot)             \
     X(conformance, events_while_held)             \
     X(conformance, event_rerecord_while_held)     \
-    X(conformance, stream_wait_event_while_held)
+    X(conformance, stream_wait_event_while_held)  \
+    X(conformance, null_orders_later_streams)     \
+    X(conformance, null_spares_nonblocking)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \
