@@ -595,7 +595,9 @@ int test_blocking_order(void)
 
 /* Streams made after NULL-stream work, while the device has no blocking
  * stream (so "after" reached none): a plugin stream's work and a wrapped
- * queue's native work wait for it; a non-blocking stream's does not. */
+ * queue's native work wait for it; a non-blocking stream's does not.  A
+ * synchronize or query of another stream in between does not count as
+ * the NULL stream drained. */
 int test_blocking_join(void)
 {
     cl_context ctx = NULL;
@@ -603,8 +605,8 @@ int test_blocking_join(void)
     cl_command_queue app;
     cl_event mark = NULL;
     static blocker blk;
-    void *s, *nb, *w, *e, *enb, *p;
-    int complete = -1, ok;
+    void *s, *nb, *w, *e, *enb, *p, *early;
+    int complete = -1, ok, idle;
     cl_int native_status;
 
     CHECK(start(NULL));
@@ -614,9 +616,12 @@ int test_blocking_join(void)
     ASSERT_OK(ops->event_create(0, 0, &e));
     ASSERT_OK(ops->event_create(0, 0, &enb));
     ASSERT_OK(ops->malloc_device(0, &p, MiB));
+    ASSERT_OK(ops->stream_create_with_flags(0, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &early));
 
     ASSERT_OK(ops->launch_host_func(0, NULL, block_fn, blocker_reset(&blk)));
     ASSERT_OK(ops->memset_async(0, p, 1, MiB, NULL));
+    ok = ops->stream_synchronize(0, early) == INFINI_STATUS_SUCCESS &&
+         ops->stream_query(0, early, &idle) == INFINI_STATUS_SUCCESS;
     ASSERT_OK(ops->stream_create(0, &s));
     ASSERT_OK(ops->stream_create_from_native(0, app, &w));
     ASSERT_OK(ops->stream_create_with_flags(0, INFINIRT_PLUGIN_STREAM_NON_BLOCKING, &nb));
@@ -624,7 +629,7 @@ int test_blocking_join(void)
     ASSERT_EQ(clEnqueueMarkerWithWaitList(app, 0, NULL, &mark), CL_SUCCESS);
     clFlush(app);
     ASSERT_OK(ops->event_record(0, enb, nb));
-    ok = event_done_within(enb, 5000); /* nb runs meanwhile */
+    ok = ok && event_done_within(enb, 5000); /* nb runs meanwhile */
     sleep_ms(50);
     ops->event_query(0, e, &complete);
     native_status = event_status(mark);
@@ -650,6 +655,7 @@ int test_blocking_join(void)
     ASSERT_OK(ops->stream_destroy(0, w));
     ASSERT_OK(ops->stream_destroy(0, nb));
     ASSERT_OK(ops->stream_destroy(0, s));
+    ASSERT_OK(ops->stream_destroy(0, early));
     clReleaseCommandQueue(app);
     stop();
     return TEST_OK;
