@@ -22,6 +22,12 @@ static const char *g_current; /* the test running in this process */
 /* The program's tests: the suite's own, then its rows (none when NULL). */
 static const test_suite *g_suite;
 static const test_rows *g_rows;
+static const test_cli *g_cli; /* what the program adds (test_set_cli) */
+
+void test_set_cli(const test_cli *cli)
+{
+    g_cli = cli;
+}
 
 void test_set_failure_hook(void (*hook)(void))
 {
@@ -269,27 +275,79 @@ int test_main(int argc, char **argv, const test_suite *suite)
     return test_main_rows(argc, argv, suite, NULL);
 }
 
+/* The runner's part of --help, then the suite's. */
+static void usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s [TEST | --all | --tap | --list | --help | --version%s]\n"
+            "  TEST       run the test named TEST in this process: exit 0 passed, 1 failed,\n"
+            "             77 skipped (what the machine or the backend lacks)\n"
+            "  --all      run every test, each in a child process with a time limit, one line\n"
+            "             each, then \"N passed, N failed, N skipped\" (also with no argument)\n"
+            "  --tap      the same run, reported as TAP version 13\n"
+            "  --list     print the name of every test\n"
+            "  --help     print this help\n"
+            "  --version  print the infinirt version this program was built with\n"
+            "%s"
+            "environment:\n"
+            "  INFINIRT_TEST_TIMEOUT  seconds one test may run under --all and --tap before it\n"
+            "             is killed and counted failed (default %d)\n"
+            "%s"
+            "exit status: 0 every test run passed or skipped, 1 a test failed, 2 a usage error\n"
+            "or a bad environment, 77 the one test run skipped\n",
+            prog, g_cli != NULL && g_cli->option != NULL ? " | ..." : "",
+            g_cli != NULL && g_cli->help_options != NULL ? g_cli->help_options : "", timeout_s(),
+            g_cli != NULL && g_cli->help_environment != NULL ? g_cli->help_environment : "");
+}
+
+/* The suite's check of its environment, before a test runs. */
+static int check_first(void)
+{
+    return g_cli != NULL && g_cli->check != NULL ? g_cli->check() : 0;
+}
+
 int test_main_rows(int argc, char **argv, const test_suite *suite, const test_rows *rows)
 {
     g_suite = suite;
     g_rows = rows;
     g_failure_hook = suite->on_failure;
+    int rc;
     if (argc == 1)
-        return run_all(0);
+        return (rc = check_first()) != 0 ? rc : run_all(0);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s [TEST | --list | --all | --tap]\n", argv[0]);
+        fprintf(stderr, "usage: %s [TEST | --all | --tap | --list | --help | --version%s]\n", argv[0],
+                g_cli != NULL && g_cli->option != NULL ? " | ..." : "");
         return 2;
     }
-    if (strcmp(argv[1], "--all") == 0 || strcmp(argv[1], "--tap") == 0)
-        return run_all(argv[1][2] == 't');
-    if (strcmp(argv[1], "--list") == 0) {
+    const char *arg = argv[1];
+    if (arg[0] == '-' && g_cli != NULL && g_cli->option != NULL && (rc = g_cli->option(arg)) >= 0)
+        return rc;
+    if (strcmp(arg, "--all") == 0 || strcmp(arg, "--tap") == 0)
+        return (rc = check_first()) != 0 ? rc : run_all(arg[2] == 't');
+    if (strcmp(arg, "--list") == 0) {
         for (size_t i = 0; i < test_count(); i++)
             printf("%s\n", test_name(i));
         return 0;
     }
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        usage(stdout, argv[0]);
+        return 0;
+    }
+    if (strcmp(arg, "--version") == 0) {
+        const char *base = strrchr(argv[0], '/');
+        printf("%s (infinirt) %d.%d.%d\n", base != NULL ? base + 1 : argv[0], INFINIRT_VERSION_MAJOR,
+               INFINIRT_VERSION_MINOR, INFINIRT_VERSION_PATCH);
+        return 0;
+    }
+    if (arg[0] == '-') {
+        fprintf(stderr, "%s: unknown option %s (%s --help lists them)\n", argv[0], arg, argv[0]);
+        return 2;
+    }
     for (size_t i = 0; i < test_count(); i++) {
-        if (strcmp(argv[1], test_name(i)) == 0) {
-            int rc = run_here(i);
+        if (strcmp(arg, test_name(i)) == 0) {
+            if ((rc = check_first()) != 0)
+                return rc;
+            rc = run_here(i);
             fprintf(stderr, "%s: %s\n", test_name(i), verdict_word(rc));
             if (quick_exit_on()) {
                 fflush(NULL);
@@ -298,6 +356,6 @@ int test_main_rows(int argc, char **argv, const test_suite *suite, const test_ro
             return rc;
         }
     }
-    fprintf(stderr, "no test named %s (%s --list names them)\n", argv[1], argv[0]);
+    fprintf(stderr, "no test named %s (%s --list names them)\n", arg, argv[0]);
     return 2;
 }

@@ -39,6 +39,19 @@ run "$prog" no.such_test
 run "$prog" --list
 [ "$(cat "$T/out" | tr '\n' ' ')" = "selftest.pass selftest.fail selftest.skip selftest.hang selftest.thread_fail " ] ||
     fail "--list prints the wrong names"
+# --help and --version answer on stdout with exit 0; an unknown option is a
+# usage error, not a test name.
+run "$prog" --help
+[ "$rc" -eq 0 ] || fail "--help exits $rc, not 0"
+want "^usage: .* \[TEST | --all | --tap | --list | --help | --version\]$" out
+want "INFINIRT_TEST_TIMEOUT" out
+run "$prog" --version
+[ "$rc" -eq 0 ] || fail "--version exits $rc, not 0"
+want "^harness-selftest (infinirt) [0-9]*\.[0-9]*\.[0-9]*$" out
+run "$prog" --bogus
+[ "$rc" -eq 2 ] || fail "an unknown option exits $rc, not 2"
+want "unknown option --bogus" err
+never "no test named" err
 
 # all_fails RUN: `RUN prog --all` must end in time (the time limit stops the
 # hang) and exit 1 (tests failed).

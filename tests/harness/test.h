@@ -19,7 +19,11 @@
  *                 (INFINIRT_TEST_TIMEOUT seconds, 120 by default), and print
  *                 "N passed, N failed, N skipped"; no argument does the same
  *   PROG --tap    the same run, reported as TAP version 13
- * and --all ends by naming every test that failed.  A suite may add tests
+ *   PROG --help   what these do and the environment they read, on stdout
+ *   PROG --version  the infinirt version the program was built with
+ * and --all ends by naming every test that failed.  Any other argument that
+ * starts with '-' is a usage error (exit 2), unless the suite knows it
+ * (test_suite.option).  A suite may add tests
  * generated from a table (test_rows, test_main_rows): one test per row.
  * tests/CMakeLists.txt registers every test of a list with CTest by one
  * function, infinirt_add_suite (tests/harness/CMakeLists.txt).
@@ -65,8 +69,31 @@ typedef struct {
 
 #define TEST_SUITE_COUNT(table) (sizeof(table) / sizeof((table)[0]))
 
+/* What a program adds to the runner's command line (test_set_cli), each
+ * part optional. */
+typedef struct {
+    /* An argument starting with '-' (other than the runner's own, except
+     * --version, which the program may answer itself): the program's exit
+     * code, or -1 when the program does not know it either. */
+    int (*option)(const char *arg);
+    /* Before any test runs (a test by name, --all, --tap), in the runner's
+     * process: 0, or the exit code to end with at once (a bad environment,
+     * said on stderr).  It must not start what a forked child could not
+     * use (the loader). */
+    int (*check)(void);
+    /* Lines --help prints after the runner's options (the program's own),
+     * and after INFINIRT_TEST_TIMEOUT (the environment it reads); each
+     * line "  NAME  what it does\n". */
+    const char *help_options;
+    const char *help_environment;
+} test_cli;
+
+/* Set before test_main: `cli` must live as long as the program. */
+void test_set_cli(const test_cli *cli);
+
 /* The shared main: see the top of this file.  Exit code: a test's own (0,
- * 1 or 77), or --all's verdict; 2 for a usage error or an unknown name. */
+ * 1 or 77), or --all's verdict; 0 for --help, --version and --list; 2 for a
+ * usage error or an unknown name; the suite's check's when it fails. */
 int test_main(int argc, char **argv, const test_suite *suite);
 
 /* A suite whose tests are the rows of a table (tests/bad_input_tests.c):
