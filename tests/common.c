@@ -12,22 +12,52 @@
 #include <time.h>
 #include <unistd.h>
 
-infiniDevice_t tc_device_type(void)
+/* The type INFINIRT_TEST_DEVICE names into *out (cpu when unset): 0, or
+ * -1 when it names none.  Names only (infinirtGetDeviceTypeName needs no
+ * initialised loader: this also runs in exit handlers after shutdown, and
+ * in the runner's process before it forks a test). */
+static int parse_device(infiniDevice_t *out)
 {
     const char *d = getenv("INFINIRT_TEST_DEVICE");
+    *out = INFINI_DEVICE_CPU;
     if (d == NULL || d[0] == '\0')
-        return INFINI_DEVICE_CPU;
-    if (strcmp(d, "cuda") == 0)
-        return INFINI_DEVICE_NVIDIA;
-    /* Names only (infinirtGetDeviceTypeName needs no initialised loader:
-     * this also runs in exit handlers after shutdown). */
+        return 0;
+    if (strcmp(d, "cuda") == 0) {
+        *out = INFINI_DEVICE_NVIDIA;
+        return 0;
+    }
     for (int t = 0; t <= INFINI_DEVICE_TYPE_COUNT; t++) {
         infiniDevice_t type = t < INFINI_DEVICE_TYPE_COUNT ? (infiniDevice_t)t : INFINI_DEVICE_OPENCL;
-        if (strcmp(d, infinirtGetDeviceTypeName(type)) == 0)
-            return type;
+        if (strcmp(d, infinirtGetDeviceTypeName(type)) == 0) {
+            *out = type;
+            return 0;
+        }
     }
-    fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not a device type name (cpu, nvidia, opencl, ascend, ...)\n", d);
-    abort();
+    return -1;
+}
+
+static void say_bad_device(void)
+{
+    const char *d = getenv("INFINIRT_TEST_DEVICE");
+    fprintf(stderr, "INFINIRT_TEST_DEVICE=%s is not a device type name; name one of:", d);
+    for (int t = 0; t <= INFINI_DEVICE_TYPE_COUNT; t++)
+        fprintf(stderr, " %s",
+                infinirtGetDeviceTypeName(t < INFINI_DEVICE_TYPE_COUNT ? (infiniDevice_t)t : INFINI_DEVICE_OPENCL));
+    fprintf(stderr, " (or cuda, for nvidia)%s; infinirt-info lists the types that have devices\n",
+            strchr(d, ':') != NULL ? ".  A type, not a device: the suite tests devices 0 and 1 of it, and the "
+                                     "plugin's config chooses which devices those are"
+                                   : "");
+}
+
+infiniDevice_t tc_device_type(void)
+{
+    infiniDevice_t type;
+    if (parse_device(&type) != 0) {
+        say_bad_device();
+        fflush(NULL);
+        _exit(2); /* not abort: a bad setting is no crash */
+    }
+    return type;
 }
 
 int tc_use_device(int id)
@@ -143,16 +173,34 @@ void tc_setenv(const char *name, const char *value)
 
 /* ------------------------------------------------ declared unsupported */
 
-static const char *const k_feature_names[TC_FEATURE_COUNT] = {
-    [TC_HOST_FUNCTIONS] = "host_functions",
-    [TC_ASYNC_STREAMS] = "async_streams",
-    [TC_PEER_ACCESS] = "peer_access",
-    [TC_FOREIGN_MEMORY] = "foreign_memory",
+/* Each feature's name (what INFINIRT_TEST_UNSUPPORTED lists) and meaning
+ * (what --features prints). */
+static const struct {
+    const char *name, *meaning;
+} k_features[TC_FEATURE_COUNT] = {
+    [TC_STREAMS] = {"streams", "infinirtStreamCreate, and work queued on a stream or the NULL stream "
+                               "(MemcpyAsync, MallocAsync, FreeAsync, ...)"},
+    [TC_EVENTS] = {"events", "infinirtEventCreate, EventRecord, EventQuery, EventSynchronize, StreamWaitEvent"},
+    [TC_MEMSET] = {"memset", "infinirtMemset, and MemsetAsync where there are streams"},
+    [TC_PINNED_MEMORY] = {"pinned_memory", "infinirtMallocHost and FreeHost (page-locked host memory)"},
+    [TC_MEM_INFO] = {"mem_info", "infinirtGetMemInfo, and the memory capacity of a resource snapshot"},
+    [TC_HOST_FUNCTIONS] = {"host_functions", "infinirtLaunchHostFunc"},
+    [TC_ASYNC_STREAMS] = {"async_streams", "stream work runs after the call that queued it returns, so a host "
+                                           "function can hold a stream (not the CPU backend's streams = inline)"},
+    [TC_PEER_ACCESS] = {"peer_access", "a stream of device 0 reads or writes memory of device 1"},
+    [TC_FOREIGN_MEMORY] = {"foreign_memory", "the suite can make device memory without infinirt (malloc on the CPU "
+                                             "backend, SVM on OpenCL; no other backend)"},
+    [TC_GRAPHS] = {"graphs", "infinirtStreamBeginCapture, EndCapture, GraphInstantiate, GraphLaunch"},
 };
 
 const char *tc_feature_name(tc_feature f)
 {
-    return (unsigned)f < TC_FEATURE_COUNT ? k_feature_names[f] : "unknown feature";
+    return (unsigned)f < TC_FEATURE_COUNT ? k_features[f].name : "unknown feature";
+}
+
+const char *tc_feature_meaning(tc_feature f)
+{
+    return (unsigned)f < TC_FEATURE_COUNT ? k_features[f].meaning : "";
 }
 
 #define BIT(f) (1u << (f))
@@ -189,7 +237,9 @@ static unsigned opencl_by_config(void)
 
 /* What each plugin of this tree (and the vendor example) does not support:
  * `always`, plus what its config decides, read from what the plugin says
- * of itself. */
+ * of itself.  A plugin outside the tree declares its own with
+ * INFINIRT_TEST_UNSUPPORTED (tests/smallest_plugin.c's registration in
+ * tests/CMakeLists.txt does, as a vendor would). */
 static const struct {
     const char *plugin;
     unsigned always;
@@ -204,30 +254,65 @@ static const struct {
     {"vendor", BIT(TC_HOST_FUNCTIONS) | BIT(TC_FOREIGN_MEMORY), NULL},
 };
 
-/* INFINIRT_TEST_UNSUPPORTED, parsed: the bits it names. */
-static unsigned env_declared(const char *list)
+/* INFINIRT_TEST_UNSUPPORTED's list into *bits: 0, or -1 with *bad and *nbad
+ * naming the first word that is no feature. */
+static int parse_features(const char *list, unsigned *bits, const char **bad, int *nbad)
 {
-    unsigned bits = 0;
-    const char *p = list;
-    while (*p != '\0') {
+    *bits = 0;
+    for (const char *p = list + strspn(list, ", "); *p != '\0'; p += strspn(p, ", ")) {
         size_t n = strcspn(p, ", ");
         int f = 0;
-        while (n > 0 && f < TC_FEATURE_COUNT &&
-               !(strlen(k_feature_names[f]) == n && strncmp(p, k_feature_names[f], n) == 0))
+        while (f < TC_FEATURE_COUNT && !(strlen(k_features[f].name) == n && strncmp(p, k_features[f].name, n) == 0))
             f++;
-        if (n > 0 && f == TC_FEATURE_COUNT) {
-            fprintf(stderr, "INFINIRT_TEST_UNSUPPORTED=%s: '%.*s' is not a feature (known:", list, (int)n, p);
-            for (f = 0; f < TC_FEATURE_COUNT; f++)
-                fprintf(stderr, " %s", k_feature_names[f]);
-            fprintf(stderr, ")\n");
-            abort();
+        if (f == TC_FEATURE_COUNT) {
+            *bad = p;
+            *nbad = (int)n;
+            return -1;
         }
-        if (n > 0)
-            bits |= BIT(f);
+        *bits |= BIT(f);
         p += n;
-        p += strspn(p, ", ");
     }
-    return bits;
+    return 0;
+}
+
+static void say_bad_features(const char *list, const char *bad, int nbad)
+{
+    fprintf(stderr, "INFINIRT_TEST_UNSUPPORTED=%s: '%.*s' is not a feature; the features are:", list, nbad, bad);
+    for (int f = 0; f < TC_FEATURE_COUNT; f++)
+        fprintf(stderr, " %s", k_features[f].name);
+    fprintf(stderr, " (infinirt-conformance --features says what each means)\n");
+}
+
+/* INFINIRT_TEST_UNSUPPORTED, parsed; a word that is no feature ends the
+ * process, saying so (tc_check_environment says it before any test). */
+static unsigned env_declared(const char *list)
+{
+    unsigned bits;
+    const char *bad;
+    int nbad;
+    if (parse_features(list, &bits, &bad, &nbad) == 0)
+        return bits;
+    say_bad_features(list, bad, nbad);
+    fflush(NULL);
+    _exit(2);
+}
+
+int tc_check_environment(void)
+{
+    infiniDevice_t type;
+    if (parse_device(&type) != 0) {
+        say_bad_device();
+        return 2;
+    }
+    const char *env = getenv("INFINIRT_TEST_UNSUPPORTED");
+    unsigned bits;
+    const char *bad;
+    int nbad;
+    if (env != NULL && parse_features(env, &bits, &bad, &nbad) != 0) {
+        say_bad_features(env, bad, nbad);
+        return 2;
+    }
+    return 0;
 }
 
 /* The name of the plugin serving the current device ("" when none). */
@@ -243,38 +328,82 @@ static const char *current_plugin(void)
     return props.plugin;
 }
 
-/* The declared bits of `plugin`, computed once per plugin and process
- * (by_config may create a stream: tc_hold_stream asks before it holds
- * one). */
-static unsigned declared_bits(const char *plugin)
+/* The plugin under test: the one serving INFINIRT_TEST_DEVICE's type ("" when
+ * no plugin serves it with a device). */
+static bool is_plugin_under_test(const char *plugin)
 {
-    static struct {
-        char plugin[64];
-        unsigned bits;
-    } cache[8];
+    static infinirtDeviceProperties_t props;
+    static int asked;
+    if (!asked) {
+        if (infinirtGetDeviceProperties(tc_device_type(), 0, &props) != INFINI_STATUS_SUCCESS)
+            props.plugin[0] = '\0';
+        asked = 1;
+    }
+    return plugin[0] != '\0' && strcmp(plugin, props.plugin) == 0;
+}
+
+/* What this process knows of one plugin: its declared bits, and the
+ * backend's answers tc_needs got (-2: not asked yet). */
+typedef struct {
+    char plugin[64];
+    unsigned bits;
+    signed char has[TC_FEATURE_COUNT];
+} plugin_facts;
+
+/* The facts of `plugin`, its declared bits computed once per plugin and
+ * process (by_config may create a stream: tc_hold_stream asks before it
+ * holds one); NULL when more plugins than the cache holds were asked. */
+static plugin_facts *facts_of(const char *plugin)
+{
+    static plugin_facts cache[8];
     static int ncache;
     for (int i = 0; i < ncache; i++)
         if (strcmp(cache[i].plugin, plugin) == 0)
-            return cache[i].bits;
+            return &cache[i];
     const char *env = getenv("INFINIRT_TEST_UNSUPPORTED");
     unsigned bits = 0;
-    if (env != NULL) {
+    if (env != NULL && is_plugin_under_test(plugin)) {
         bits = env_declared(env);
     } else {
         for (size_t i = 0; i < sizeof k_declared / sizeof k_declared[0]; i++)
             if (strcmp(k_declared[i].plugin, plugin) == 0)
                 bits = k_declared[i].always | (k_declared[i].by_config ? k_declared[i].by_config() : 0);
     }
-    if (ncache < 8) {
-        snprintf(cache[ncache].plugin, sizeof cache[ncache].plugin, "%s", plugin);
-        cache[ncache++].bits = bits;
-    }
-    return bits;
+    static plugin_facts spare;
+    plugin_facts *pf = ncache < 8 ? &cache[ncache++] : &spare;
+    snprintf(pf->plugin, sizeof pf->plugin, "%s", plugin);
+    pf->bits = bits;
+    memset(pf->has, -2, sizeof pf->has);
+    return pf;
+}
+
+static unsigned declared_bits(const char *plugin)
+{
+    return facts_of(plugin)->bits;
 }
 
 bool tc_declared_unsupported(tc_feature f)
 {
     return (declared_bits(current_plugin()) & BIT(f)) != 0;
+}
+
+static int say_undeclared(const char *plugin, tc_feature f)
+{
+    fprintf(stderr,
+            "FAIL: the %s plugin lacks %s but does not declare it unsupported: a skip must "
+            "be declared (INFINIRT_TEST_UNSUPPORTED=%s, a comma-separated list; infinirt-conformance "
+            "--features lists them)\n",
+            plugin, tc_feature_name(f), tc_feature_name(f));
+    return TEST_FAIL;
+}
+
+static int say_declared_works(const char *plugin, tc_feature f)
+{
+    fprintf(stderr,
+            "FAIL: the %s plugin declares %s unsupported, but it works: correct the declaration "
+            "(INFINIRT_TEST_UNSUPPORTED)\n",
+            plugin, tc_feature_name(f));
+    return TEST_FAIL;
 }
 
 int tc_unsupported(tc_feature f)
@@ -284,22 +413,159 @@ int tc_unsupported(tc_feature f)
         fprintf(stderr, "skip: the %s plugin declares %s unsupported\n", plugin, tc_feature_name(f));
         return TEST_SKIP;
     }
-    fprintf(stderr,
-            "FAIL: the %s plugin lacks %s but does not declare it unsupported: a skip must be declared "
-            "(tests/common.c's table, or INFINIRT_TEST_UNSUPPORTED=%s)\n",
-            plugin, tc_feature_name(f), tc_feature_name(f));
-    return TEST_FAIL;
+    return say_undeclared(plugin, f);
 }
 
 int tc_supported(tc_feature f)
 {
     const char *plugin = current_plugin();
-    if (declared_bits(plugin) & BIT(f)) {
-        fprintf(stderr, "FAIL: the %s plugin declares %s unsupported, but it works: correct the declaration\n",
-                plugin, tc_feature_name(f));
-        return TEST_FAIL;
-    }
+    if (declared_bits(plugin) & BIT(f))
+        return say_declared_works(plugin, f);
     return TEST_OK;
+}
+
+/* The answer to a question's call: 1 it worked, 0 NOT_IMPLEMENTED, -1 any
+ * other failure (said on stderr). */
+static int answer(infiniStatus_t st, const char *call)
+{
+    if (st == INFINI_STATUS_SUCCESS)
+        return 1;
+    if (st == INFINI_STATUS_NOT_IMPLEMENTED)
+        return 0;
+    fprintf(stderr, "FAIL: %s, asked whether the backend has it, returned %s\n", call, infinirtGetErrorName(st));
+    return -1;
+}
+
+static void noop_fn(void *arg)
+{
+    (void)arg;
+}
+
+/* Whether the current device's backend has f: a call that needs it, and
+ * what it answered (as `answer`).  What it creates it destroys. */
+static int ask_backend(tc_feature f)
+{
+    infinirtStream_t s;
+    infinirtEvent_t e;
+    infinirtGraph_t g;
+    void *p;
+    int r;
+    switch (f) {
+    case TC_STREAMS:
+        if ((r = answer(infinirtStreamCreate(&s), "infinirtStreamCreate")) == 1 &&
+            answer(infinirtStreamDestroy(s), "infinirtStreamDestroy") != 1)
+            return -1;
+        return r;
+    case TC_EVENTS:
+        if ((r = answer(infinirtEventCreate(&e), "infinirtEventCreate")) == 1 &&
+            answer(infinirtEventDestroy(e), "infinirtEventDestroy") != 1)
+            return -1;
+        return r;
+    case TC_MEMSET:
+        if (answer(infinirtMalloc(&p, 256), "infinirtMalloc") != 1)
+            return -1;
+        r = answer(infinirtMemset(p, 0, 256), "infinirtMemset");
+        return answer(infinirtFree(p), "infinirtFree") == 1 ? r : -1;
+    case TC_PINNED_MEMORY:
+        if ((r = answer(infinirtMallocHost(&p, 256), "infinirtMallocHost")) == 1 &&
+            answer(infinirtFreeHost(p), "infinirtFreeHost") != 1)
+            return -1;
+        return r;
+    case TC_MEM_INFO: {
+        infiniDevice_t type;
+        int id;
+        size_t free_b, total_b;
+        if (answer(infinirtGetDevice(&type, &id), "infinirtGetDevice") != 1)
+            return -1;
+        return answer(infinirtGetMemInfo(type, id, &free_b, &total_b), "infinirtGetMemInfo");
+    }
+    case TC_HOST_FUNCTIONS:
+        if ((r = answer(infinirtLaunchHostFunc(NULL, noop_fn, NULL), "infinirtLaunchHostFunc")) == 1 &&
+            answer(infinirtStreamSynchronize(NULL), "infinirtStreamSynchronize") != 1)
+            return -1;
+        return r;
+    case TC_GRAPHS:
+        /* Only a stream can be captured: without streams, no graphs. */
+        if ((r = answer(infinirtStreamCreate(&s), "infinirtStreamCreate")) != 1)
+            return r;
+        r = answer(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_RELAXED), "infinirtStreamBeginCapture");
+        if (r == 1 && (answer(infinirtStreamEndCapture(s, &g), "infinirtStreamEndCapture") != 1 ||
+                       answer(infinirtGraphDestroy(g), "infinirtGraphDestroy") != 1))
+            r = -1;
+        return answer(infinirtStreamDestroy(s), "infinirtStreamDestroy") == 1 ? r : -1;
+    default:
+        fprintf(stderr, "FAIL: the suite cannot ask whether a backend has %s (a test tries it where it uses it)\n",
+                tc_feature_name(f));
+        return -1;
+    }
+}
+
+/* ask_backend's answer, asked once per plugin and process. */
+static int has_feature(tc_feature f)
+{
+    plugin_facts *pf = facts_of(current_plugin());
+    if (pf->has[f] == -2) {
+        int r = ask_backend(f);
+        if (r < 0)
+            return r; /* a failure is not kept: asked again, it says why again */
+        pf->has[f] = (signed char)r;
+    }
+    return pf->has[f];
+}
+
+int tc_needs(tc_feature f)
+{
+    if ((unsigned)f >= TC_FEATURE_COUNT)
+        return TEST_FAIL;
+    if (f == TC_ASYNC_STREAMS)
+        return tc_needs_async();
+    int r = has_feature(f);
+    if (r < 0)
+        return TEST_FAIL;
+    return r ? tc_supported(f) : tc_unsupported(f);
+}
+
+int tc_needs_list(const tc_feature *features)
+{
+    for (; *features != TC_FEATURE_COUNT; features++)
+        CHECK(tc_needs(*features));
+    return TEST_OK;
+}
+
+int tc_probe(tc_feature f, bool *has)
+{
+    *has = false;
+    int r = (unsigned)f < TC_FEATURE_COUNT && f != TC_ASYNC_STREAMS ? has_feature(f) : -1;
+    if (r < 0)
+        return TEST_FAIL;
+    const char *plugin = current_plugin();
+    bool declared = (declared_bits(plugin) & BIT(f)) != 0;
+    if (r && declared)
+        return say_declared_works(plugin, f);
+    if (!r && !declared)
+        return say_undeclared(plugin, f);
+    if (!r) /* not "skip:": the test goes on, and passes or fails */
+        fprintf(stderr,
+                "note: the %s plugin declares %s unsupported: the part of this test that needs it is left out\n",
+                plugin, tc_feature_name(f));
+    *has = r == 1;
+    return TEST_OK;
+}
+
+bool tc_unserved_type(infiniDevice_t *type)
+{
+    infiniDevice_t types[64];
+    int n = 0;
+    if (infinirtGetDeviceTypes(types, 64, &n) != INFINI_STATUS_SUCCESS)
+        return false;
+    for (int i = 0; i < n && i < 64; i++) {
+        int count = -1;
+        if (infinirtGetDeviceCount(types[i], &count) == INFINI_STATUS_SUCCESS && count == 0) {
+            *type = types[i];
+            return true;
+        }
+    }
+    return false;
 }
 
 int tc_needs_devices(infiniDevice_t type, int n)
@@ -433,6 +699,7 @@ static void note_thread(void *p)
 
 int tc_needs_async(void)
 {
+    CHECK(tc_needs(TC_STREAMS));
     (void)tc_declared_unsupported(TC_HOST_FUNCTIONS); /* not in the middle of the probe */
     infinirtStream_t s;
     if (infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS)

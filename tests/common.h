@@ -10,7 +10,9 @@
 #include <stdbool.h>
 
 /* The device type a conformance run targets: INFINIRT_TEST_DEVICE (cpu,
- * opencl, nvidia); cpu when unset. */
+ * opencl, nvidia or "cuda", ascend, kunlun, ...: a type's name); cpu when
+ * unset.  A value that names no type ends the process (exit 2) saying so
+ * (tc_check_environment says it before any test runs). */
 infiniDevice_t tc_device_type(void);
 /* Select device `id` of the target type; TEST_SKIP ("skip: needs N
  * devices") when it does not exist. */
@@ -38,14 +40,25 @@ void tc_setenv(const char *name, const char *value);
  * device: tc_use_device, tc_needs_devices; the caching allocator, which
  * the config turns off: tc_needs_caching_allocator).  Both ways are
  * checked: a skip the plugin did not declare fails, and so does a feature
- * it declared unsupported that works.
+ * it declared unsupported that works.  Whether a feature is there is asked
+ * of the backend (tc_needs, or the test's own call): NOT_IMPLEMENTED, the
+ * loader's answer for an entry the plugin left NULL, means it is not.
  *
- * The declarations: per plugin name, the table in common.c (the plugins
- * of this tree and the vendor example), or INFINIRT_TEST_UNSUPPORTED (a
- * comma-separated list of the names below, "" for none), which replaces
- * the table's entry for a plugin run outside it.  The plugin is the one
- * serving the calling thread's current device. */
+ * The declarations: INFINIRT_TEST_UNSUPPORTED (a comma-separated list of
+ * the names below, "" for none) for the plugin under test (the one serving
+ * INFINIRT_TEST_DEVICE), which is how a vendor declares its plugin's gaps;
+ * else, per plugin name, the table in common.c (the plugins of this tree
+ * and the vendor example).  The plugin asked about is the one serving the
+ * calling thread's current device.  `infinirt-conformance --features`
+ * prints the names and what each means (tc_feature_meaning). */
 typedef enum {
+    /* "streams": infinirtStreamCreate, and work queued on a stream or the
+     * NULL stream (MemcpyAsync, MallocAsync, FreeAsync, ...) */
+    TC_STREAMS,
+    TC_EVENTS,         /* "events": infinirtEventCreate, EventRecord, StreamWaitEvent, ... */
+    TC_MEMSET,         /* "memset": infinirtMemset (and MemsetAsync, with streams) */
+    TC_PINNED_MEMORY,  /* "pinned_memory": infinirtMallocHost, FreeHost */
+    TC_MEM_INFO,       /* "mem_info": infinirtGetMemInfo (and the snapshot's capacity) */
     TC_HOST_FUNCTIONS, /* "host_functions": infinirtLaunchHostFunc */
     /* "async_streams": stream work runs after the call that queued it
      * returns, so a host function can hold a stream (not the CPU
@@ -56,6 +69,7 @@ typedef enum {
     /* "foreign_memory": the suite can make device memory of the backend
      * without infinirt (malloc on the CPU, SVM on OpenCL) */
     TC_FOREIGN_MEMORY,
+    TC_GRAPHS, /* "graphs": infinirtStreamBeginCapture, graphs and their launches */
     TC_FEATURE_COUNT
 } tc_feature;
 /* The feature is missing here: TEST_SKIP (with a "skip:" line) when the
@@ -68,8 +82,37 @@ int tc_supported(tc_feature f);
 /* Whether the current device's plugin declares f unsupported. */
 bool tc_declared_unsupported(tc_feature f);
 const char *tc_feature_name(tc_feature f);
+/* One line: what the feature is (for --features). */
+const char *tc_feature_meaning(tc_feature f);
 #define TC_UNSUPPORTED(f) return tc_unsupported(f)
 #define TC_SUPPORTED(f) CHECK(tc_supported(f))
+/* Ask the current device's backend whether it has f, with a call that
+ * uses it (the answer is kept per plugin and process): TEST_OK
+ * (tc_supported) when it works, tc_unsupported(f) when it answers
+ * NOT_IMPLEMENTED, TEST_FAIL when the call fails otherwise.  For streams,
+ * events, memset, pinned_memory, mem_info, graphs, host_functions and
+ * async_streams (tc_needs_async); peer_access and foreign_memory are
+ * tried where a test uses them.  Call it first, before allocating
+ * anything a skip would leak, and before taking statistics: the question
+ * may allocate (and free) a little memory. */
+int tc_needs(tc_feature f);
+/* tc_needs of each feature in turn, up to TC_FEATURE_COUNT. */
+int tc_needs_list(const tc_feature *features);
+#define TC_NEEDS(...) CHECK(tc_needs_list((const tc_feature[]){__VA_ARGS__, TC_FEATURE_COUNT}))
+/* For a test that uses f only in a part of it: *has says whether the
+ * backend has f (asked as tc_needs does); TEST_OK, or TEST_FAIL when the
+ * answer contradicts the declaration (missing and undeclared, or declared
+ * and working). */
+int tc_probe(tc_feature f, bool *has);
+/* A device type that the loader serves with no device here (so that
+ * SetDevice on it is DEVICE_TYPE_NOT_SUPPORTED): false when every type has
+ * devices, and the caller leaves out what needs one. */
+bool tc_unserved_type(infiniDevice_t *type);
+/* The environment the suite reads, checked before any test runs (no
+ * loader call): 0, or 2 with a line on stderr that says what is wrong
+ * (INFINIRT_TEST_DEVICE names no device type, INFINIRT_TEST_UNSUPPORTED
+ * an unknown feature). */
+int tc_check_environment(void);
 /* TEST_SKIP (with a "skip:" line) when fewer than n devices of `type` are
  * present, else TEST_OK. */
 int tc_needs_devices(infiniDevice_t type, int n);
@@ -106,11 +149,11 @@ extern int tc_gate_timeout_ms;
 int tc_gate_verdict(int rc);
 /* Forget the timeouts counted so far (the test of the timeout itself). */
 void tc_gate_timeouts_reset(void);
-/* For tests that hold a stream: TEST_OK when the current device has host
- * functions and runs stream work asynchronously; else tc_unsupported of
- * the missing feature (TC_HOST_FUNCTIONS, then TC_ASYNC_STREAMS: work run
- * inline, on the caller's thread).  Call it first, before allocating
- * anything a skip would leak. */
+/* For tests that hold a stream: TEST_OK when the current device has
+ * streams and host functions and runs stream work asynchronously; else
+ * tc_unsupported of the missing feature (TC_STREAMS, TC_HOST_FUNCTIONS,
+ * then TC_ASYNC_STREAMS: work run inline, on the caller's thread).  Call
+ * it first, before allocating anything a skip would leak. */
 int tc_needs_async(void);
 /* Block stream s on g with a host function; tc_unsupported(TC_HOST_FUNCTIONS)
  * when the backend has none (NOT_IMPLEMENTED), tc_unsupported(TC_ASYNC_STREAMS)

@@ -26,6 +26,7 @@
 int test_conformance_events(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS);
     infinirtEvent_t a, b, never, notiming;
     infinirtEventStatus_t st;
     float ms = -1;
@@ -88,6 +89,7 @@ int test_conformance_events(void)
 int test_conformance_events_while_held(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS);
     CHECK(tc_needs_async());
     infinirtEvent_t a, b, notiming;
     infinirtEventStatus_t st;
@@ -171,6 +173,7 @@ static int rerecorders_free(rerecorders *r)
 int test_conformance_event_rerecord(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_MEMSET);
     size_t n = 8 * MiB;
     rerecorders r;
     infinirtEventStatus_t st;
@@ -205,6 +208,7 @@ int test_conformance_event_rerecord(void)
 int test_conformance_event_rerecord_while_held(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS);
     CHECK(tc_needs_async());
     rerecorders r;
     infinirtEventStatus_t st;
@@ -281,6 +285,7 @@ static int waiters_free(waiters *w)
 int test_conformance_stream_wait_event(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_MEMSET, TC_PINNED_MEMORY);
     waiters w;
     size_t nbig = 64 * MiB, free_b = 0, total_b = 0;
     void *big;
@@ -314,6 +319,7 @@ int test_conformance_stream_wait_event(void)
 int test_conformance_stream_wait_event_while_held(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_MEMSET, TC_PINNED_MEMORY);
     CHECK(tc_needs_async());
     waiters w;
     CHECK(waiters_make(&w, 4 * MiB));

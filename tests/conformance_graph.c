@@ -97,6 +97,7 @@ int end_ok(infinirtStream_t s, infinirtGraph_t *g)
 int test_conformance_graph_replay(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     static const infinirtStreamCaptureMode_t modes[] = {INFINIRT_STREAM_CAPTURE_MODE_GLOBAL,
                                                         INFINIRT_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                                                         INFINIRT_STREAM_CAPTURE_MODE_RELAXED};
@@ -168,6 +169,7 @@ static int host_fns_or_skip(infinirtStream_t s)
 int test_conformance_graph_host_fn_count(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS);
     static int count;
     count = 0;
     infinirtStream_t s;
@@ -225,6 +227,7 @@ static void snap_fn(void *arg)
 int test_conformance_graph_chain_other_stream(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     infinirtStream_t probe;
     ASSERT_OK(infinirtStreamCreate(&probe));
     CHECK(host_fns_or_skip(probe));
@@ -374,6 +377,7 @@ static int ic_run(ic_ops *o, ic_device_graph dg[2], unsigned seed, bool correct_
 int test_conformance_graph_infinicore_flow(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     ic_ops o;
     ASSERT_OK(infinirtStreamCreate(&o.stream));
     CHECK(pinned(&o.hin, N, 0));
@@ -417,6 +421,7 @@ int test_conformance_graph_infinicore_flow(void)
 int test_conformance_graph_fork_join(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     unsigned char *hin, *hout;
     CHECK(pinned(&hin, N, 0));
     CHECK(pinned(&hout, N, 0));

@@ -67,6 +67,7 @@ static int probe_no_reuse(const held *h, int nh, infinirtStream_t same, infinirt
 int test_conformance_graph_malloc_async_pool(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     infinirtAllocatorSettings_t as;
     ASSERT_OK(infinirtGetAllocatorSettings(&as));
     infinirtAllocatorStats_t st0, st1;
@@ -162,6 +163,7 @@ static void *destroyer(void *p)
 int test_conformance_graph_free_kept_block(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_MEMSET);
     enum { BIG = 4 << 20 };
     infinirtStream_t s, other;
     ASSERT_OK(infinirtStreamCreate(&s));
@@ -204,6 +206,7 @@ int test_conformance_graph_free_kept_block(void)
 int test_conformance_graph_malloc_not_stream_cache(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_MEMSET);
     CHECK(tc_needs_async());
     /* Without the caching allocator there is no cache: a free waits for
      * the work instead. */
@@ -234,6 +237,7 @@ int test_conformance_graph_malloc_not_stream_cache(void)
 int test_conformance_graph_pool_queued_launch(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY);
     CHECK(tc_needs_async());
     unsigned char *hin, *hout;
     CHECK(pinned(&hin, SZ, 0));
@@ -313,6 +317,7 @@ static int cycle(infinirtStream_t s, unsigned char *hout, int i)
 int test_conformance_graph_cycles_reserved(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     unsigned char *hout;
     CHECK(pinned(&hout, N, 0));
     infinirtStream_t s;
@@ -424,6 +429,7 @@ static void churn_wait(churn_state *c, int more)
 int test_conformance_graph_global_churn(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     unsigned char *hin, *hout;
     CHECK(pinned(&hin, SZ, 0));
     CHECK(pinned(&hout, SZ, 0));

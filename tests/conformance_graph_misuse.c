@@ -38,6 +38,7 @@ static int begin_one(infinirtStream_t s, void *d)
 int test_conformance_graph_illegal_calls(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     void *d, *d2;
     ASSERT_OK(infinirtMalloc(&d, N));
     ASSERT_OK(infinirtMalloc(&d2, N));
@@ -160,6 +161,7 @@ int test_conformance_graph_illegal_calls(void)
 int test_conformance_graph_bad_handles(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_EVENTS, TC_GRAPHS, TC_PINNED_MEMORY, TC_MEMSET);
     int junk[16] = {0};
     void *d;
     ASSERT_OK(infinirtMalloc(&d, N));

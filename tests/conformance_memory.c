@@ -72,6 +72,7 @@ static int device_is(const void *d, const unsigned char *want, size_t n)
 int test_conformance_host_ranges(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_PINNED_MEMORY, TC_STREAMS, TC_MEMSET);
     unsigned char *h, *f = malloc(BIG), *g = malloc(BIG), *pf = malloc(BIG), *ph = malloc(N), *pd = malloc(N);
     void *d;
     infinirtStream_t s;
@@ -165,6 +166,7 @@ int test_conformance_host_ranges(void)
 int test_conformance_device_as_host(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS);
     bool host_addressable = tc_device_type() == INFINI_DEVICE_CPU;
     unsigned char *f = malloc(N), *g = malloc(N), *p1 = malloc(N), *p2 = malloc(N);
     ASSERT(f && g && p1 && p2);
@@ -248,6 +250,7 @@ int test_conformance_device_as_host(void)
 int test_conformance_zero_size_dead_stream(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS);
     void *d;
     char h[16];
     int junk[16] = {0};
@@ -332,6 +335,7 @@ static void foreign_free(void *p)
 int test_conformance_foreign_memory(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_MEMSET);
     enum { M = 4099 };
     unsigned char *f1 = foreign_alloc(M), *f2 = foreign_alloc(M);
     if (f1 == NULL || f2 == NULL) {
@@ -428,6 +432,7 @@ int test_conformance_foreign_memory(void)
 int test_conformance_foreign_refused(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS, TC_MEMSET);
     unsigned char *f = malloc(N), *keep = malloc(N);
     ASSERT(f && keep);
     tc_pattern(f, N, 23);
@@ -529,6 +534,7 @@ int test_conformance_lookup_after_free(void)
 int test_conformance_lookup_after_free_d2d(void)
 {
     CHECK(tc_use_device(0));
+    TC_NEEDS(TC_STREAMS);
     CHECK(tc_needs_caching_allocator(true));
     enum { LN = 1024 };
     static unsigned char h[LN], back[LN];
