@@ -272,8 +272,17 @@ INFINIRT_API infiniStatus_t infinirtDeviceGetNativeHandle(infiniDevice_t device,
  * stream and synchronous Memcpy/Memset of a device run after the work
  * already queued on the device's blocking streams, and work queued on a
  * blocking stream afterwards waits for them, as with CUDA's legacy default
- * stream.  infinirtStreamCreate makes blocking streams; non-blocking ones
- * (ours, like cudaStreamNonBlocking) never wait for the NULL stream.
+ * stream - whenever the blocking stream was created, before or after that
+ * work.  Every kind of work counts: copies, fills, host functions, event
+ * records, waits for a recorded event, graph launches (a wait for an event
+ * never recorded queues nothing).  infinirtStreamCreate makes blocking
+ * streams; non-blocking ones (ours, like cudaStreamNonBlocking) never wait
+ * for the NULL stream, nor it for them.
+ *
+ * Every ordering rule of this header, with the CUDA documentation each
+ * follows, is listed in docs/semantics.md (rules R1-R7); every backend
+ * keeps them all, and tests/semantics checks random programs against a
+ * model of them on each.
  */
 typedef enum {
     INFINIRT_STREAM_DEFAULT = 0x0,
@@ -331,8 +340,11 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream);
  * Returns SUCCESS, BAD_PARAM, or the backend's error. */
 INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream);
 
-/* Make all work queued on `stream` after this call wait until `event`'s
- * last record has completed.  Never blocks the host.  An event never recorded
+/* Make all work queued on `stream` after this call wait until the work
+ * `event`'s last record captured has completed.  The wait binds to the
+ * record the event holds at this call: recording the event again later, on
+ * any stream, does not change what this wait waits for (R3 in
+ * docs/semantics.md).  Never blocks the host.  An event never recorded
  * is complete.  Stream and event must be on the same backend; they may be on
  * different devices of it.  Returns SUCCESS, BAD_PARAM, NOT_IMPLEMENTED. */
 INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event);
@@ -376,17 +388,24 @@ INFINIRT_API infiniStatus_t infinirtEventCreate(infinirtEvent_t *event_ptr);
 INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_ptr, uint32_t flags);
 
 /* Capture the work queued so far on `stream` (NULL: the event's device's
- * default stream) into the event; a later record replaces an earlier one.
+ * default stream; with it, by the blocking-stream rule, the work of the
+ * device's blocking streams) into the event; a later record replaces an
+ * earlier one for the calls made after it - waits, queries and
+ * synchronizations already made keep the record they saw.
  * The stream must belong to the event's device.
  * Returns SUCCESS, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream);
 
-/* *status_ptr = COMPLETE when the captured work has completed (or the event
- * was never recorded), NOT_READY otherwise.  Never blocks.
+/* *status_ptr = COMPLETE when the work the event's current record captured
+ * has completed (or the event was never recorded), NOT_READY otherwise.
+ * After COMPLETE the host may rely on that work as after
+ * infinirtEventSynchronize.  Never blocks.
  * Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr);
 
-/* Block until the captured work has completed.  Returns SUCCESS, BAD_PARAM. */
+/* Block until the work the event's current record captured has completed
+ * (a record made while this call waits does not extend the wait).
+ * Returns SUCCESS, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event);
 
 /* Destroy an event; work that records it and is still queued completes
@@ -410,7 +429,10 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
 /* ------------------------------------------------------------------ memory */
 
 /* Allocate `size` bytes of device memory on the current device; *p_ptr is
- * owned by the caller and released with infinirtFree.  size 0 gives *p_ptr =
+ * owned by the caller and released with infinirtFree.  The memory may be
+ * used at once by work on any stream, non-blocking ones included: no work
+ * queued earlier (before a Free or FreeAsync of the same memory, on any
+ * stream) touches it any more.  size 0 gives *p_ptr =
  * NULL and SUCCESS.  Served by the loader's caching allocator when enabled.
  * Returns SUCCESS, NULL_POINTER, OUT_OF_MEMORY, BAD_PARAM (larger than the
  * device's maximum single allocation).  A request larger than the device's
