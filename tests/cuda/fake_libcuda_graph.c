@@ -17,7 +17,12 @@
  *    INVALIDATED (901) / UNJOINED (904).  Every stream leaves the capture.
  *  - A graph instantiated (the exec holds its own copy) and launched queues
  *    the list in order on the launch stream, so memory is read at launch
- *    time; launches queued before cuGraphExecDestroy still run.
+ *    time; launches queued before cuGraphExecDestroy still run.  A launch
+ *    runs after the exec's previous launch, on whatever stream that was
+ *    (cuGraphLaunch's documentation: ordered behind earlier work on the
+ *    stream and earlier launches of the exec): the exec records a hidden
+ *    event after each launch and the next launch waits for it.  Launches
+ *    of different execs do not wait for each other.
  *  - Refused, with the capture invalidated: synchronizing, querying or
  *    destroying a capturing stream (900), cuCtxSynchronize while a stream
  *    of the context captures (900), work or a synchronous copy on the
@@ -65,6 +70,7 @@ struct CUgraphExec_st {
     struct CUgraphExec_st *next_live;
     fake_ctx *ctx;
     fake_op *ops;
+    struct CUevent_st *done; /* hidden: recorded after each launch */
 };
 
 static struct fake_capture *captures; /* going on (invalidated ones too) */
@@ -450,8 +456,12 @@ static CUresult instantiate(CUgraphExec *pe, CUgraph g)
     if (pe == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     x = calloc(1, sizeof *x);
-    if (x == NULL)
+    if (x == NULL || (x->done = calloc(1, sizeof *x->done)) == NULL) {
+        free(x);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    x->done->ctx = fake_current;
+    x->done->refs = 1; /* the exec's; each queued record or wait holds one */
     pthread_mutex_lock(&fake_lock);
     for (struct CUgraph_st *l = live_graphs; l != NULL; l = l->next_live)
         if (l == g)
@@ -463,6 +473,7 @@ static CUresult instantiate(CUgraphExec *pe, CUgraph g)
     }
     pthread_mutex_unlock(&fake_lock);
     if (r != CUDA_SUCCESS) {
+        free(x->done);
         free(x);
         return r;
     }
@@ -510,8 +521,18 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h)
     pthread_mutex_lock(&fake_lock);
     for (struct CUgraphExec_st *l = live_execs; l != NULL && !found; l = l->next_live)
         found = l == x;
-    if (found && x->ctx == s->ctx)
-        r = fake_enqueue_list_locked(s, x->ops);
+    if (found && x->ctx == s->ctx) {
+        /* Behind the exec's previous launch (captured: a child graph's
+         * work, which orders nothing here). */
+        struct CUevent_st *e = x->done;
+        r = CUDA_SUCCESS;
+        if (s->cap == NULL && e->completed < e->recorded)
+            r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
+        if (r == CUDA_SUCCESS)
+            r = fake_enqueue_list_locked(s, x->ops);
+        if (r == CUDA_SUCCESS && s->cap == NULL)
+            r = fake_enqueue_locked(s, (fake_op){.kind = OP_RECORD, .ev = e}, NULL);
+    }
     pthread_mutex_unlock(&fake_lock);
     return r;
 }
@@ -526,6 +547,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec x)
         if (*pp == x) {
             found = x;
             *pp = x->next_live;
+            event_unref_locked(x->done); /* queued records and waits hold theirs */
             break;
         }
     pthread_mutex_unlock(&fake_lock);
