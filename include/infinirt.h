@@ -568,7 +568,9 @@ INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **n
  * queued on the capturing stream runs: it is recorded into a graph.  An
  * executable graph made from it by infinirtGraphInstantiate runs the
  * recorded work again, in order, at every infinirtGraphLuanch, on the launch
- * stream, reading memory as it is at launch time.
+ * stream, reading memory as it is at launch time.  Launches of one
+ * executable graph run one after the other, on any streams; launches of
+ * different executable graphs do not wait for each other.
  *
  *  - CUDA captures natively (cuStreamBeginCapture on the native stream):
  *    kernels the application launches on the stream handle are captured
@@ -648,14 +650,23 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
                                                      infinirtGraphNode_t *node_ptr, char *log_buffer,
                                                      size_t buffer_size);
 
-/* Destroy an executable graph; launches already queued still run.
- * Returns SUCCESS, BAD_PARAM (not a live executable graph). */
+/* Destroy an executable graph; launches already queued still run, in
+ * order.  Returns SUCCESS, BAD_PARAM (not a live executable graph). */
 INFINIRT_API infiniStatus_t infinirtGraphExecDestroy(infinirtGraphExec_t graph_exec);
 
 /* Queue one run of the executable graph on `stream` (NULL: the default
- * stream of the graph's device).  Returns SUCCESS, BAD_PARAM (dead handle,
- * a stream of another device), INVALID_STATE (the stream is capturing on a
- * backend without native graphs), or the backend's error.  (InfiniCore's
+ * stream of the graph's device).  The run starts after the work queued
+ * before it on `stream` and after the previous launch of the same
+ * executable graph has completed, whatever stream that was on (as CUDA
+ * orders a graphExec's launches: they reuse the same buffers).  Launches
+ * of different executable graphs, even of one graph, are not ordered with
+ * each other.  The call does not wait on the host, except on a backend
+ * without events, where a launch on another stream than the previous one
+ * first synchronizes that stream (docs/graphs.md, "Launch order").
+ * Returns SUCCESS, BAD_PARAM (dead handle, a stream of another device),
+ * INVALID_STATE (the stream is capturing on a backend without native
+ * graphs), or the backend's error (then nothing was queued, unless the
+ * backend failed part-way through the graph's operations).  (InfiniCore's
  * spelling; infinirtGraphLaunch is the same call.) */
 INFINIRT_API infiniStatus_t infinirtGraphLuanch(infinirtGraphExec_t graph_exec, infinirtStream_t stream);
 

@@ -30,6 +30,20 @@ static void gobj_free(gobj *g)
             infinirt__plugin_failed(st, dev,
                                     g->kind == INFINIRT__KIND_GRAPH ? "graph_destroy" : "graph_exec_destroy");
     }
+    launch_order *o = g->order;
+    if (o != NULL) {
+        /* Launches still queued keep what they use: a plugin event may be
+         * destroyed with its record or a wait on it still queued, as an
+         * application's may (infinirtEventDestroy). */
+        if (o->done != NULL) {
+            infiniStatus_t st = dev->plugin->ops->event_destroy(dev->index, o->done);
+            if (st != INFINI_STATUS_SUCCESS)
+                infinirt__plugin_failed(st, dev, "event_destroy (an executable graph's launch event)");
+        }
+        infinirt__stream_put(o->last_s);
+        pthread_mutex_destroy(&o->mu);
+        free(o);
+    }
     infinirt__ops_put(g->ops);
     infinirt__gmem_put(g->mem);
     free(g);
@@ -103,6 +117,13 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
             return infinirt__plugin_failed(st, dev, "graph_instantiate");
         }
     } else {
+        if ((x->order = calloc(1, sizeof *x->order)) == NULL) {
+            free(x);
+            infinirt__gobj_put(INFINIRT__KIND_GRAPH, g);
+            write_log(log_buffer, buffer_size, "%s", "out of host memory");
+            return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an executable graph");
+        }
+        pthread_mutex_init(&x->order->mu, NULL);
         atomic_fetch_add(&g->ops->refs, 1);
         x->ops = g->ops;
     }
@@ -165,6 +186,155 @@ static void run_on_host(void *arg)
     infinirt__ops_put(b);
 }
 
+/* ----------------------------------------------------------- launch order */
+
+/*
+ * Launch order.  CUDA runs each launch of a graphExec after the previous
+ * launch of it has completed, whatever streams the two are on, and
+ * launches of different execs independently.  A replayed launch uses the
+ * same addresses every time (the capture's private memory included), so
+ * two launches of one exec that overlapped would race on them.  The loader
+ * keeps CUDA's order: under the exec's lock a launch on another stream
+ * than the previous launch first makes its stream wait for the exec's
+ * event (stream_wait_event: in stream order, the host does not wait), then
+ * queues the operations and records the event on its stream.  A launch on
+ * the previous launch's stream needs no wait (stream order).
+ *
+ * Without events to do it with (a plugin without event_record or
+ * stream_wait_event), or when the record failed, the launch keeps a
+ * reference to its stream instead, and the next launch on another stream
+ * synchronizes that stream on the host before it queues anything: the
+ * order holds, at the price of that launch waiting for the previous one.
+ * A device whose work is done when it is queued (DONE_AT_RETURN) needs
+ * neither; the lock alone orders two threads' launches there.
+ */
+
+static bool events_usable(const infinirt__plugin *p)
+{
+    return INFINIRT__HAS(p, event_record) && INFINIRT__HAS(p, stream_wait_event);
+}
+
+static const char k_wait_why[] = "the previous launch of its executable graph";
+
+/* Before a launch on s (o->mu held): s waits for the exec's previous
+ * launch.  On failure (logged) nothing was queued and o is unchanged. */
+static infiniStatus_t order_before(launch_order *o, infinirt__device *dev, infinirt__stream *s)
+{
+    const infinirtPluginOps *ops = dev->plugin->ops;
+    infiniStatus_t st;
+    char what[160];
+    if (dev->done_at_return)
+        return INFINI_STATUS_SUCCESS;
+    if (o->done == NULL && events_usable(dev->plugin)) {
+        st = ops->event_create(dev->index, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, &o->done);
+        if (st != INFINI_STATUS_SUCCESS) {
+            o->done = NULL;
+            return infinirt__plugin_failed(st, dev, "event_create (an executable graph's launch event)");
+        }
+    }
+    if (!o->launched || o->last_id == s->id)
+        return INFINI_STATUS_SUCCESS;
+    if (o->done_valid) {
+        st = ops->stream_wait_event(dev->index, s->ps, o->done);
+        if (st != INFINI_STATUS_SUCCESS) {
+            snprintf(what, sizeof what, "stream_wait_event (a graph launch waiting for %s)", k_wait_why);
+            return infinirt__plugin_failed(st, dev, what);
+        }
+        infinirt__stream_note_submit(s);
+        return INFINI_STATUS_SUCCESS;
+    }
+    infinirt__stream *p = o->last_s;
+    if (!INFINIRT__HAS(dev->plugin, stream_synchronize))
+        return infinirt__device_sync(dev); /* logs its failure */
+    uint_fast64_t seen = atomic_load_explicit(&p->submitted, memory_order_acquire);
+    st = ops->stream_synchronize(dev->index, p->ps);
+    if (st != INFINI_STATUS_SUCCESS) {
+        snprintf(what, sizeof what, "stream_synchronize (a graph launch waiting for %s)", k_wait_why);
+        return infinirt__plugin_failed(st, dev, what);
+    }
+    infinirt__stream_note_synced(p, seen);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* After work of a launch was queued on s (o->mu held): record its end.
+ * put[1] holds the launch's own reference to s and put[0] is NULL; what
+ * is left in them, the caller drops once the lock is let go. */
+static void order_after(launch_order *o, infinirt__device *dev, infinirt__stream *s, infinirt__stream *put[2])
+{
+    o->launched = true;
+    o->last_id = s->id;
+    o->done_valid = false;
+    if (dev->done_at_return)
+        return;
+    if (o->done != NULL) {
+        infiniStatus_t st = dev->plugin->ops->event_record(dev->index, o->done, s->ps);
+        if (st == INFINI_STATUS_SUCCESS) {
+            o->done_valid = true;
+            put[0] = o->last_s; /* no longer needed */
+            o->last_s = NULL;
+            return;
+        }
+        /* The launch is queued: it succeeded.  Its order with the next
+         * one is kept the slow way. */
+        char name[64];
+        INFINIRT__WARN("%s (plugin %s): event_record failed (%s) at the end of a graph launch; the next launch "
+                       "of that executable graph on another stream will wait on the host for this one",
+                       infinirt__dev_name(dev, name, sizeof name), dev->plugin->name, infinirtGetErrorName(st));
+    }
+    if (o->last_s != s) {
+        put[0] = o->last_s;
+        o->last_s = s; /* the launch's reference moves here */
+        put[1] = NULL;
+    }
+}
+
+/* Queue the operations of one launch on s; *queued: whether any was. */
+static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
+{
+    infinirt__device *dev = x->dev;
+    const infinirtPluginOps *ops = dev->plugin->ops;
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    if (dev->plugin->type == INFINI_DEVICE_CPU) {
+        atomic_fetch_add(&x->ops->refs, 1);
+        st = ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops);
+        infinirt__stream_note_submit(s);
+        *queued = st == INFINI_STATUS_SUCCESS;
+        if (st != INFINI_STATUS_SUCCESS) {
+            infinirt__ops_put(x->ops);
+            infinirt__plugin_failed(st, dev, "launch_host_func (a graph launch)");
+        }
+        return st;
+    }
+    const opsblock *ob = x->ops;
+    size_t i;
+    for (i = 0; i < ob->n && st == INFINI_STATUS_SUCCESS; i++) {
+        const infinirt__gop *op = &ob->op[i];
+        infinirt__note_peer(op->touched[0], dev);
+        infinirt__note_peer(op->touched[1], dev);
+        switch (op->kind) {
+        case INFINIRT__GOP_COPY:
+            st = ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps);
+            break;
+        case INFINIRT__GOP_SET:
+            st = ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps);
+            break;
+        case INFINIRT__GOP_HOSTFN:
+            st = ops->launch_host_func(dev->index, s->ps, op->fn, op->ud);
+            break;
+        }
+        if (st != INFINI_STATUS_SUCCESS) {
+            char a[64];
+            snprintf(a, sizeof a, "operation %zu of %zu of a graph launch", i + 1, ob->n);
+            infinirt__plugin_failed(st, dev, a);
+        }
+    }
+    /* i - 1 operations were queued when one failed; an empty graph queues
+     * nothing and is still a launch to order the next one after. */
+    *queued = st == INFINI_STATUS_SUCCESS || i > 1;
+    infinirt__stream_note_submit(s);
+    return st;
+}
+
 static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t stream, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
@@ -179,11 +349,14 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
         infinirt__gobj_put(INFINIRT__KIND_EXEC, x);
         return st;
     }
+    /* put[1]: the reference taken on s, unless the exec keeps it. */
+    infinirt__stream *put[2] = {NULL, s};
     char a[64], b[64];
     if (s->dev != dev) {
         st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "the graph belongs to %s, stream %p to %s",
                             infinirt__dev_name(dev, a, sizeof a), stream, infinirt__dev_name(s->dev, b, sizeof b));
     } else if (x->native != NULL) {
+        /* The backend orders launches of one exec itself (CUDA does). */
         st = dev->plugin->ops->graph_launch(dev->index, x->native, s->ps);
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
@@ -192,40 +365,18 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
         st = infinirt__fail(INFINI_STATUS_INVALID_STATE, fn,
                             "stream %p is capturing: a graph launch cannot be captured on %s", stream,
                             infinirt__dev_name(dev, a, sizeof a));
-    } else if (dev->plugin->type == INFINI_DEVICE_CPU) {
-        atomic_fetch_add(&x->ops->refs, 1);
-        st = dev->plugin->ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops);
-        infinirt__stream_note_submit(s);
-        if (st != INFINI_STATUS_SUCCESS) {
-            infinirt__ops_put(x->ops);
-            infinirt__plugin_failed(st, dev, "launch_host_func (a graph launch)");
-        }
     } else {
-        const infinirtPluginOps *ops = dev->plugin->ops;
-        const opsblock *ob = x->ops;
-        for (size_t i = 0; i < ob->n && st == INFINI_STATUS_SUCCESS; i++) {
-            const infinirt__gop *op = &ob->op[i];
-            infinirt__note_peer(op->touched[0], dev);
-            infinirt__note_peer(op->touched[1], dev);
-            switch (op->kind) {
-            case INFINIRT__GOP_COPY:
-                st = ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps);
-                break;
-            case INFINIRT__GOP_SET:
-                st = ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps);
-                break;
-            case INFINIRT__GOP_HOSTFN:
-                st = ops->launch_host_func(dev->index, s->ps, op->fn, op->ud);
-                break;
-            }
-            if (st != INFINI_STATUS_SUCCESS) {
-                snprintf(a, sizeof a, "operation %zu of %zu of a graph launch", i + 1, ob->n);
-                infinirt__plugin_failed(st, dev, a);
-            }
-        }
-        infinirt__stream_note_submit(s);
+        launch_order *o = x->order;
+        pthread_mutex_lock(&o->mu);
+        bool queued = false;
+        if ((st = order_before(o, dev, s)) == INFINI_STATUS_SUCCESS)
+            st = replay(x, s, &queued);
+        if (queued)
+            order_after(o, dev, s, put);
+        pthread_mutex_unlock(&o->mu);
     }
-    infinirt__stream_put(s);
+    infinirt__stream_put(put[0]);
+    infinirt__stream_put(put[1]);
     infinirt__gobj_put(INFINIRT__KIND_EXEC, x);
     return st;
 }

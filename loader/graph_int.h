@@ -51,6 +51,23 @@ typedef struct {
 /* Drop a reference to b; the last frees it. */
 void infinirt__ops_put(opsblock *b);
 
+/* How an executable graph the loader replays keeps its launches in order
+ * (graph.c, "Launch order"): each launch runs after the previous one has
+ * completed, whatever streams they are on, as CUDA runs a graphExec. */
+typedef struct {
+    pthread_mutex_t mu; /* one launch at a time: wait, queue, record */
+    bool launched;      /* a launch was queued; last_id says where */
+    uint64_t last_id;   /* the id of its stream (0: the default stream) */
+    /* The plugin event recorded at the end of every launch (created at the
+     * first launch, DISABLE_TIMING); NULL on a plugin without events. */
+    void *done;
+    /* done holds the end of the last launch.  When it does not (no events,
+     * or that record failed), last_s is a reference to the last launch's
+     * stream, which the next launch on another stream synchronizes first. */
+    bool done_valid;
+    infinirt__stream *last_s;
+} launch_order;
+
 typedef struct {
     uint32_t slot;
     uint32_t kind;
@@ -59,6 +76,7 @@ typedef struct {
     void *native; /* the plugin's graph or executable graph (native) */
     opsblock *ops;
     gmem *mem;
+    launch_order *order; /* an executable graph the loader replays */
 } gobj;
 
 /* Register g under its handle value (g->native, else g itself) and write

@@ -346,7 +346,10 @@ int test_ledger_free_async_fence(void)
 
 /* A capture reaches the plugin not at all (the loader captures for a
  * plugin without graph entries), nor does instantiation; each launch
- * replays the captured calls, in order, on the launch stream. */
+ * replays the captured calls, in order, on the launch stream, and records
+ * the executable graph's launch event (made at the first launch) after
+ * them.  A launch on another stream than the previous one first waits for
+ * that event; the executable graph's destruction destroys it. */
 int test_ledger_graph(void)
 {
     CHECK(ledger_start());
@@ -369,11 +372,25 @@ int test_ledger_graph(void)
     ASSERT_LEDGER("");
     ASSERT_OK(infinirtGraphLaunch(x, l));
     ASSERT_OK(infinirtGraphLaunch(x, l));
-    ASSERT_LEDGER("memset_async dev=0 ptr=d1+0 value=0x03 size=4096 stream=s2\n"
-                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=s2\n"
+    ASSERT_LEDGER("event_create dev=0 flags=0x1 -> e1\n"
                   "memset_async dev=0 ptr=d1+0 value=0x03 size=4096 stream=s2\n"
-                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=s2\n");
+                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=s2\n"
+                  "event_record dev=0 e1 s2\n"
+                  "memset_async dev=0 ptr=d1+0 value=0x03 size=4096 stream=s2\n"
+                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=s2\n"
+                  "event_record dev=0 e1 s2\n");
+    ASSERT_OK(infinirtGraphLaunch(x, s));
+    ASSERT_OK(infinirtGraphLaunch(x, NULL));
+    ASSERT_LEDGER("stream_wait_event dev=0 s1 e1\n"
+                  "memset_async dev=0 ptr=d1+0 value=0x03 size=4096 stream=s1\n"
+                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=s1\n"
+                  "event_record dev=0 e1 s1\n"
+                  "stream_wait_event dev=0 null e1\n"
+                  "memset_async dev=0 ptr=d1+0 value=0x03 size=4096 stream=null\n"
+                  "memcpy_async dev=0 dst=host+0 src=d1+0 size=4096 kind=D2H stream=null\n"
+                  "event_record dev=0 e1 null\n");
     ASSERT_OK(infinirtGraphExecDestroy(x));
+    ASSERT_LEDGER("event_destroy dev=0 e1\n");
     ASSERT_OK(infinirtGraphDestroy(g));
     ASSERT_LEDGER("");
     ASSERT_OK(infinirtStreamDestroy(s));
