@@ -669,9 +669,8 @@ void tc_open_all_gates(void)
     g_ngates = 0;
 }
 
-int tc_hold_stream(infinirtStream_t s, tc_gate *g)
+void tc_gate_arm(tc_gate *g)
 {
-    (void)tc_declared_unsupported(TC_HOST_FUNCTIONS); /* before the stream is held */
     if (g_ngates < 64)
         g_gates[g_ngates++] = g;
     /* Every field set here: a gate left uninitialised (an automatic
@@ -681,6 +680,12 @@ int tc_hold_stream(infinirtStream_t s, tc_gate *g)
     g->ran_inline = 0;
     g->launcher = pthread_self();
     g->armed = 1;
+}
+
+int tc_hold_stream(infinirtStream_t s, tc_gate *g)
+{
+    (void)tc_declared_unsupported(TC_HOST_FUNCTIONS); /* before the stream is held */
+    tc_gate_arm(g);
     infiniStatus_t st = infinirtLaunchHostFunc(s, tc_gate_wait_fn, g);
     return host_fn_verdict(st, st == INFINI_STATUS_SUCCESS && g->ran_inline);
 }

@@ -162,7 +162,12 @@ int tc_needs_async(void);
  * declared either unsupported.  Queues exactly one
  * host function: tests count on what the loader sees submitted. */
 int tc_hold_stream(infinirtStream_t s, tc_gate *g);
-/* Open every gate tc_hold_stream was given (the runner, after each test). */
+/* Make g shut and known to the runner, as tc_hold_stream does, for a
+ * tc_gate_wait_fn the test queues itself (captured in a graph, say).  Run
+ * on the thread that armed it, the gate does not wait. */
+void tc_gate_arm(tc_gate *g);
+/* Open every gate tc_hold_stream or tc_gate_arm was given (the runner,
+ * after each test). */
 void tc_open_all_gates(void);
 void tc_sleep_ms(int ms);
 

@@ -496,3 +496,262 @@ int test_conformance_graph_fork_join(void)
     ASSERT_OK(infinirtFreeHost(hout));
     return TEST_OK;
 }
+
+/* ---- launch order: the launches of one executable graph run one after
+ * the other, on any streams (as CUDA runs a graphExec's); launches of
+ * different executable graphs do not wait for each other ---- */
+
+/* A captured host function that holds its stream on `gate` at its first
+ * call only: the first launch of the graph stops there, later ones pass. */
+typedef struct {
+    tc_gate gate;
+    int calls;
+} first_gate;
+
+static void first_gate_fn(void *arg)
+{
+    first_gate *f = arg;
+    if (__atomic_fetch_add(&f->calls, 1, __ATOMIC_SEQ_CST) == 0)
+        tc_gate_wait_fn(&f->gate);
+}
+
+/* Shut the gate for the next first call. */
+static void first_gate_arm(first_gate *f)
+{
+    tc_gate_arm(&f->gate);
+    __atomic_store_n(&f->calls, 0, __ATOMIC_SEQ_CST);
+}
+
+/* The held launch reached its gate (30 s at most: a loaded machine). */
+static int until_reached(const tc_gate *g)
+{
+    for (int ms = 0; ms < 30000 && !__atomic_load_n(&g->reached, __ATOMIC_SEQ_CST); ms++)
+        tc_sleep_ms(1);
+    if (!__atomic_load_n(&g->reached, __ATOMIC_SEQ_CST))
+        TEST_FAILED_("%s", "the first launch did not reach its gate within 30 s");
+    return TEST_OK;
+}
+
+/* e, recorded behind a launch that must wait for the held one, does not
+ * complete.  200 ms: work that did not wait completes well within that;
+ * on a slower machine the check only gets weaker, never fails wrongly. */
+static int stays_pending(infinirtEvent_t e, const char *what)
+{
+    for (int ms = 0; ms < 200; ms++) {
+        infinirtEventStatus_t es;
+        ASSERT_OK(infinirtEventQuery(e, &es));
+        if (es == INFINIRT_EVENT_COMPLETE)
+            TEST_FAILED_("%s ran while the previous launch of its executable graph was held", what);
+        tc_sleep_ms(1);
+    }
+    return TEST_OK;
+}
+
+/* A graph whose first node holds the first launch on a gate, then fills
+ * d with 0xa1, launched on one stream and again on another: the second
+ * launch, and a fill queued after it on its stream, wait until the first
+ * launch has run, so that fill is the last write to d.  Launches that
+ * overlapped would let the held launch write last.  For each pair of a
+ * created stream and the NULL stream, both ways; and last, the executable
+ * graph and its graph destroyed while both launches are queued (they
+ * still run, in order). */
+int test_conformance_graph_launches_in_order(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    unsigned char *h;
+    CHECK(pinned(&h, N, 0));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtMemset(d, 0, N));
+    /* Non-blocking: the NULL stream and the created ones hold each other
+     * only through the launches. */
+    infinirtStream_t c, s1, s2;
+    ASSERT_OK(tc_stream_create_nonblocking(&c));
+    ASSERT_OK(tc_stream_create_nonblocking(&s1));
+    ASSERT_OK(tc_stream_create_nonblocking(&s2));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    static first_gate fg;
+    first_gate_arm(&fg);
+    ASSERT_OK(infinirtStreamBeginCapture(c, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtLaunchHostFunc(c, first_gate_fn, &fg));
+    ASSERT_OK(infinirtMemsetAsync(d, 0xa1, N, c));
+    infinirtGraph_t g;
+    CHECK(end_ok(c, &g));
+    infinirtGraphExec_t x;
+    CHECK(instantiate(&x, g));
+    ASSERT_EQ(counted(&fg.calls), 0);
+
+    const struct {
+        infinirtStream_t held, then;
+    } pairs[] = {{s1, s2}, {NULL, s1}, {s2, NULL}, {s1, s2}};
+    for (int i = 0; i < 4; i++) {
+        const unsigned char v = (unsigned char)(0xb2 + i);
+        bool last = i == 3;
+        if (i > 0)
+            first_gate_arm(&fg);
+        ASSERT_OK(infinirtGraphLaunch(x, pairs[i].held));
+        CHECK(until_reached(&fg.gate));
+        ASSERT_OK(infinirtGraphLaunch(x, pairs[i].then));
+        ASSERT_OK(infinirtMemsetAsync(d, v, N, pairs[i].then));
+        ASSERT_OK(infinirtEventRecord(e, pairs[i].then));
+        if (last) { /* launches already queued still run */
+            ASSERT_OK(infinirtGraphExecDestroy(x));
+            ASSERT_OK(infinirtGraphDestroy(g));
+        }
+        CHECK(stays_pending(e, "a launch on another stream"));
+        ASSERT_EQ(counted(&fg.calls), 1);
+        tc_gate_open(&fg.gate);
+        ASSERT_OK(infinirtStreamSynchronize(pairs[i].then));
+        ASSERT_EQ(counted(&fg.calls), 2);
+        ASSERT_OK(infinirtStreamSynchronize(pairs[i].held));
+        ASSERT_OK(infinirtMemcpyAsync(h, d, N, INFINIRT_MEMCPY_D2H, s2));
+        ASSERT_OK(infinirtStreamSynchronize(s2));
+        CHECK(host_all(h, N, v));
+    }
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(c));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFreeHost(h));
+    return TEST_OK;
+}
+
+/* The same with memory private to the capture (MallocAsync'ed in it: the
+ * same address at every launch): in -> private -> out by D2D, the first
+ * launch held between the two copies, `in` rewritten before the second
+ * launch.  Each launch must deliver its own input; overlapping launches
+ * would have the second overwrite the private block under the first. */
+int test_conformance_graph_private_in_order(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    unsigned char *hin, *hout;
+    static unsigned char want[2][N];
+    CHECK(pinned(&hin, N, 0));
+    CHECK(pinned(&hout, N, 0));
+    void *in, *out, *p = NULL;
+    ASSERT_OK(infinirtMalloc(&in, N));
+    ASSERT_OK(infinirtMalloc(&out, N));
+    infinirtStream_t c, s1, s2;
+    ASSERT_OK(tc_stream_create_nonblocking(&c));
+    ASSERT_OK(tc_stream_create_nonblocking(&s1));
+    ASSERT_OK(tc_stream_create_nonblocking(&s2));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    static first_gate fg;
+    static snap_state st;
+    memset(&st, 0, sizeof st);
+    st.hout = hout;
+    first_gate_arm(&fg);
+    ASSERT_OK(infinirtStreamBeginCapture(c, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtMallocAsync(&p, N, c));
+    ASSERT_OK(infinirtMemcpyAsync(p, in, N, INFINIRT_MEMCPY_D2D, c));
+    ASSERT_OK(infinirtLaunchHostFunc(c, first_gate_fn, &fg));
+    ASSERT_OK(infinirtMemcpyAsync(out, p, N, INFINIRT_MEMCPY_D2D, c));
+    ASSERT_OK(infinirtMemcpyAsync(hout, out, N, INFINIRT_MEMCPY_D2H, c));
+    ASSERT_OK(infinirtLaunchHostFunc(c, snap_fn, &st));
+    ASSERT_OK(infinirtFreeAsync(p, c));
+    infinirtGraph_t g;
+    CHECK(end_ok(c, &g));
+    infinirtGraphExec_t x;
+    CHECK(instantiate(&x, g));
+
+    tc_pattern(want[0], N, 51);
+    tc_pattern(want[1], N, 52);
+    memcpy(hin, want[0], N);
+    ASSERT_OK(infinirtMemcpy(in, hin, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtGraphLaunch(x, s1));
+    CHECK(until_reached(&fg.gate)); /* its in -> private copy ran */
+    memcpy(hin, want[1], N);
+    ASSERT_OK(infinirtMemcpy(in, hin, N, INFINIRT_MEMCPY_H2D)); /* no blocking stream waits */
+    ASSERT_OK(infinirtGraphLaunch(x, s2));
+    ASSERT_OK(infinirtEventRecord(e, s2));
+    CHECK(stays_pending(e, "the launch on s2"));
+    tc_gate_open(&fg.gate);
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    ASSERT_OK(infinirtStreamSynchronize(s1));
+    ASSERT_EQ(st.k, 2);
+    ASSERT_MEM_EQ(st.snaps[0], want[0], N);
+    ASSERT_MEM_EQ(st.snaps[1], want[1], N);
+
+    ASSERT_OK(infinirtGraphExecDestroy(x));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(c));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    ASSERT_OK(infinirtFree(in));
+    ASSERT_OK(infinirtFree(out));
+    ASSERT_OK(infinirtFreeHost(hin));
+    ASSERT_OK(infinirtFreeHost(hout));
+    return TEST_OK;
+}
+
+/* Two executable graphs, even of one graph, are independent: exec A,
+ * queued on s1 behind a gate, does not stop exec B on s2 from running to
+ * the end.  (The graph has no host function: CUDA may run host functions
+ * of different streams one at a time, so one in B could wait for the
+ * gate's.) */
+int test_conformance_graph_execs_independent(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    unsigned char *h;
+    CHECK(pinned(&h, N, 0));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ASSERT_OK(infinirtMemset(d, 0, N));
+    infinirtStream_t c, s1, s2;
+    ASSERT_OK(tc_stream_create_nonblocking(&c));
+    ASSERT_OK(tc_stream_create_nonblocking(&s1));
+    ASSERT_OK(tc_stream_create_nonblocking(&s2));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtStreamBeginCapture(c, INFINIRT_STREAM_CAPTURE_MODE_RELAXED));
+    ASSERT_OK(infinirtMemsetAsync(d, 0x5c, N, c));
+    infinirtGraph_t g;
+    CHECK(end_ok(c, &g));
+    infinirtGraphExec_t xa, xb;
+    CHECK(instantiate(&xa, g));
+    CHECK(instantiate(&xb, g));
+
+    static tc_gate gate;
+    CHECK(tc_hold_stream(s1, &gate));
+    ASSERT_OK(infinirtGraphLaunch(xa, s1));
+    ASSERT_OK(infinirtEventRecord(e, s1));
+    ASSERT_OK(infinirtGraphLaunch(xb, s2));
+    /* Waiting for A here would hang until the gate times out (30 s), and
+     * the gate's timeout fails the test. */
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    ASSERT_OK(infinirtMemcpyAsync(h, d, N, INFINIRT_MEMCPY_D2H, s2));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    CHECK(host_all(h, N, 0x5c)); /* B ran */
+    infinirtEventStatus_t es;
+    ASSERT_OK(infinirtEventQuery(e, &es));
+    ASSERT_EQ(es, INFINIRT_EVENT_NOT_READY); /* while A is still held */
+    /* And A's next launch, on s2, waits for A's first. */
+    ASSERT_OK(infinirtMemsetAsync(d, 0, N, s2));
+    ASSERT_OK(infinirtGraphLaunch(xa, s2));
+    ASSERT_OK(infinirtEventRecord(e, s2));
+    CHECK(stays_pending(e, "exec A's second launch"));
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    ASSERT_OK(infinirtStreamSynchronize(s1));
+    ASSERT_OK(infinirtMemcpyAsync(h, d, N, INFINIRT_MEMCPY_D2H, s2));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    CHECK(host_all(h, N, 0x5c));
+
+    ASSERT_OK(infinirtGraphExecDestroy(xa));
+    ASSERT_OK(infinirtGraphExecDestroy(xb));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(c));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtFreeHost(h));
+    return TEST_OK;
+}

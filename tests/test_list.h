@@ -60,7 +60,10 @@
     X(conformance, event_rerecord_while_held)     \
     X(conformance, stream_wait_event_while_held)  \
     X(conformance, null_orders_later_streams)     \
-    X(conformance, null_spares_nonblocking)
+    X(conformance, null_spares_nonblocking)       \
+    X(conformance, graph_launches_in_order)       \
+    X(conformance, graph_private_in_order)        \
+    X(conformance, graph_execs_independent)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \
@@ -213,7 +216,11 @@
     X(ledger, stream_turns)                    \
     X(ledger, events)                          \
     X(ledger, free_async_fence)                \
-    X(ledger, graph)
+    X(ledger, graph)                           \
+    X(fault, graph_no_events)                  \
+    X(fault, graph_wait_fails)                 \
+    X(fault, graph_event_create_fails)         \
+    X(fault, graph_record_fails)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
