@@ -447,7 +447,10 @@ typedef struct infinirtPluginOps {
     /* An executable graph from `graph`; on failure a reason in log
      * (log_size bytes, NUL-terminated). */
     infiniStatus_t (*graph_instantiate)(int dev, void *graph, void **exec, char *log, size_t log_size);
-    /* Queue one run of exec on stream (NULL: the default stream). */
+    /* Queue one run of exec on stream (NULL: the default stream), to start
+     * after the work queued before it on stream and after the previous
+     * launch of exec, whatever stream that was on (cuGraphLaunch's order:
+     * the loader adds none for native graphs). */
     infiniStatus_t (*graph_launch)(int dev, void *exec, void *stream);
     /* Launches already queued still run. */
     infiniStatus_t (*graph_exec_destroy)(int dev, void *exec);
