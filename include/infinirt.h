@@ -632,7 +632,8 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
  * joined to another stream's capture, the capture was invalidated, or a
  * forked stream was not joined back: the capture ends, *graph_ptr = NULL),
  * OUT_OF_MEMORY (no host memory for the graph: the capture ends, *graph_ptr
- * = NULL). */
+ * = NULL), or the backend's error (INTERNAL_ERROR when it gave no graph: the
+ * capture ends, *graph_ptr = NULL). */
 INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, infinirtGraph_t *graph_ptr);
 
 /* Destroy a graph.  Executable graphs made from it stay valid; memory the

@@ -557,6 +557,15 @@ INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, in
     if (c->native) {
         void *pg = NULL;
         st = dev->plugin->ops->stream_end_capture(dev->index, s->ps, &pg);
+        if (st == INFINI_STATUS_SUCCESS && pg == NULL) {
+            /* No graph to destroy or keep (a graph object without a native
+             * one would be taken for one the loader captured). */
+            free(g);
+            capture_free(c, false);
+            infinirt__stream_put(s);
+            *graph_ptr = NULL;
+            return infinirt__plugin_gave_null(dev, "stream_end_capture", "graph");
+        }
         if (st != INFINI_STATUS_SUCCESS || g == NULL) {
             if (st == INFINI_STATUS_SUCCESS)
                 dev->plugin->ops->graph_destroy(dev->index, pg);

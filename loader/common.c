@@ -123,3 +123,11 @@ infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device
                    dev->plugin->name, entry, infinirtGetErrorName(st));
     return st;
 }
+
+infiniStatus_t infinirt__plugin_gave_null(const infinirt__device *dev, const char *entry, const char *what)
+{
+    INFINIRT__WARN("%s:%d (plugin %s): %s answered SUCCESS with a NULL %s: the creation fails (%s)",
+                   infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, entry, what,
+                   infinirtGetErrorName(INFINI_STATUS_INTERNAL_ERROR));
+    return INFINI_STATUS_INTERNAL_ERROR;
+}

@@ -76,6 +76,12 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
         free(e);
         return infinirt__plugin_failed(st, dev, "event_create");
     }
+    if (e->pe == NULL) {
+        /* No event to destroy (the loader never passes a NULL event) and
+         * none to register: a NULL handle could never be destroyed. */
+        free(e);
+        return infinirt__plugin_gave_null(dev, "event_create", "event");
+    }
     e->native = e->pe;
     if (INFINIRT__HAS(dev->plugin, event_get_native)) {
         void *n = NULL;

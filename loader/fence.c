@@ -69,6 +69,8 @@ static infiniStatus_t pooled_event(infinirt__device *dev, void **ev)
     }
     pthread_mutex_unlock(&dev->event_lock);
     infiniStatus_t st = dev->plugin->ops->event_create(dev->index, INFINIRT_PLUGIN_EVENT_DISABLE_TIMING, ev);
+    if (st == INFINI_STATUS_SUCCESS && *ev == NULL)
+        return INFINI_STATUS_INTERNAL_ERROR; /* no event: the fence goes by the counts (the caller warns) */
     if (st == INFINI_STATUS_SUCCESS)
         dev->events_owned++;
     return st;

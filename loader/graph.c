@@ -109,12 +109,14 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
         if (st != INFINI_STATUS_SUCCESS || x->native == NULL) {
             free(x);
             infinirt__gobj_put(INFINIRT__KIND_GRAPH, g);
-            if (st == INFINI_STATUS_SUCCESS)
-                st = INFINI_STATUS_INTERNAL_ERROR;
+            /* A NULL executable graph: nothing to destroy or register. */
+            st = st != INFINI_STATUS_SUCCESS
+                     ? infinirt__plugin_failed(st, dev, "graph_instantiate")
+                     : infinirt__plugin_gave_null(dev, "graph_instantiate", "executable graph");
             if (log_buffer != NULL && buffer_size > 0 && log_buffer[0] == '\0')
                 write_log(log_buffer, buffer_size, "the backend could not instantiate the graph: %s",
                           infinirtGetErrorName(st));
-            return infinirt__plugin_failed(st, dev, "graph_instantiate");
+            return st;
         }
     } else {
         if ((x->order = calloc(1, sizeof *x->order)) == NULL) {

@@ -591,5 +591,9 @@ static inline infinirt__pool *infinirt__device_pool_peek(infinirt__device *d)
 }
 /* Log a plugin call that failed, naming plugin, device and entry. */
 infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device *dev, const char *entry);
+/* Log a create entry that answered SUCCESS with a NULL `what` (no object to
+ * destroy or register: plugin-abi.md, "Handle values") and return
+ * INFINI_STATUS_INTERNAL_ERROR, which the create then fails with. */
+infiniStatus_t infinirt__plugin_gave_null(const infinirt__device *dev, const char *entry, const char *what);
 
 #endif /* INFINIRT_LOADER_INTERNAL_H_ */

@@ -160,6 +160,12 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
                                   infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name, entry);
         return infinirt__plugin_failed(st, dev, entry);
     }
+    if (s->ps == NULL) {
+        /* NULL is the default stream to every entry: nothing was made that
+         * the loader could pass to stream_destroy, and nothing is kept. */
+        free(s);
+        return infinirt__plugin_gave_null(dev, entry, "stream");
+    }
     s->native = s->ps;
     if (INFINIRT__HAS(dev->plugin, stream_get_native)) {
         void *n = NULL;

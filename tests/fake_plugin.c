@@ -26,6 +26,13 @@
  *   FAKE_SHORT16     claims ABI 1.6 with a table of ABI 1.5's size (refused)
  *   FAKE_PARTIAL_GRAPH  FAKE_STREAMS of ABI 1.2 with stream_begin_capture
  *                    but not the other graph entries (incoherent: refused)
+ *   FAKE_NULL_OBJECTS   FAKE_STREAMS of the current ABI with
+ *                    stream_create_with_flags, stream_create_from_native
+ *                    and native graphs, and no native-handle getters; the
+ *                    key `null = entry,entry,...` makes those create
+ *                    entries answer SUCCESS with a NULL object (stream_create,
+ *                    stream_create_with_flags, stream_create_from_native,
+ *                    event_create, stream_end_capture, graph_instantiate)
  *
  * With the key `starts = PATH`, every init call appends a line "init" to
  * PATH (the loader starts plugins on first use).
@@ -44,6 +51,9 @@
 #if defined(FAKE_NO_QUERY) || defined(FAKE_NO_STREAM_DESTROY) || defined(FAKE_PTRDEV) || defined(FAKE_PARTIAL_GRAPH)
 #define FAKE_STREAMS /* with one entry left out of the table */
 #endif
+#if defined(FAKE_NULL_OBJECTS)
+#define FAKE_STREAMS /* with more entries */
+#endif
 #if defined(FAKE_NO_QUERY)
 #define FAKE_OMIT_QUERY 1
 #else
@@ -57,6 +67,7 @@
 
 static int g_devices = 2;
 static char g_ledger[512];
+static char g_null[512]; /* FAKE_NULL_OBJECTS: ",entry,entry," */
 
 static void note(const char *fmt, ...)
 {
@@ -91,7 +102,12 @@ static infiniStatus_t fake_init(const infinirtPluginInitArgs *args, int *count)
             g_devices = atoi(args->config[i].value);
         else if (strcmp(args->config[i].key, "ledger") == 0)
             snprintf(g_ledger, sizeof g_ledger, "%s", args->config[i].value);
-        else if (strcmp(args->config[i].key, "starts") == 0) {
+        else if (strcmp(args->config[i].key, "null") == 0) {
+            snprintf(g_null, sizeof g_null, ",%s,", args->config[i].value);
+            for (char *c = g_null; *c != '\0'; c++) /* "a, b" as "a,b" */
+                if (*c == ' ')
+                    memmove(c, c + 1, strlen(c));
+        } else if (strcmp(args->config[i].key, "starts") == 0) {
             /* One line per init call: when the loader started the plugin. */
             FILE *f = fopen(args->config[i].value, "a");
             if (f != NULL) {
@@ -172,7 +188,16 @@ static infiniStatus_t fake_memset(int dev, void *p, int v, size_t n)
  * wrong device (or another plugin's object) shows in the ledger. */
 typedef struct {
     int dev;
+    int capturing; /* FAKE_NULL_OBJECTS' streams */
 } fake_obj;
+
+/* Whether the key `null` names entry: it answers SUCCESS and NULL. */
+static int gives_null(const char *entry)
+{
+    char key[64];
+    snprintf(key, sizeof key, ",%s,", entry);
+    return strstr(g_null, key) != NULL;
+}
 
 static infiniStatus_t fake_obj_new(int dev, void **out)
 {
@@ -180,8 +205,19 @@ static infiniStatus_t fake_obj_new(int dev, void **out)
     if (o == NULL)
         return INFINI_STATUS_OUT_OF_MEMORY;
     o->dev = dev;
+    o->capturing = 0;
     *out = o;
     return INFINI_STATUS_SUCCESS;
+}
+
+/* A create entry: a new object, or NULL where the key `null` says so. */
+static infiniStatus_t fake_create(const char *entry, int dev, void **out)
+{
+    if (gives_null(entry)) {
+        *out = NULL;
+        return INFINI_STATUS_SUCCESS;
+    }
+    return fake_obj_new(dev, out);
 }
 
 /* The owner device an object names, or -1 for the default (NULL) stream. */
@@ -192,7 +228,7 @@ static int owner(void *obj)
 
 static infiniStatus_t fake_stream_create(int dev, void **s)
 {
-    return fake_obj_new(dev, s);
+    return fake_create("stream_create", dev, s);
 }
 
 static infiniStatus_t fake_stream_destroy(int dev, void *s)
@@ -231,7 +267,7 @@ static infiniStatus_t fake_memcpy_async(int dev, void *d, const void *src, size_
 static infiniStatus_t fake_event_create(int dev, uint32_t flags, void **e)
 {
     (void)flags;
-    return fake_obj_new(dev, e);
+    return fake_create("event_create", dev, e);
 }
 
 static infiniStatus_t fake_event_destroy(int dev, void *e)
@@ -257,6 +293,70 @@ static infiniStatus_t fake_event_query(int dev, void *e, int *complete)
 static infiniStatus_t fake_event_synchronize(int dev, void *e)
 {
     note("event_synchronize dev=%d owner=%d", dev, owner(e));
+    return INFINI_STATUS_SUCCESS;
+}
+#endif
+
+#if defined(FAKE_NULL_OBJECTS)
+static infiniStatus_t fake_stream_create_with_flags(int dev, uint32_t flags, void **s)
+{
+    (void)flags;
+    return fake_create("stream_create_with_flags", dev, s);
+}
+
+static infiniStatus_t fake_stream_create_from_native(int dev, void *native, void **s)
+{
+    (void)native;
+    return fake_create("stream_create_from_native", dev, s);
+}
+
+/* Native graphs that record nothing: a capture only marks its stream. */
+static infiniStatus_t fake_begin_capture(int dev, void *stream, int mode)
+{
+    (void)mode;
+    note("stream_begin_capture dev=%d owner=%d", dev, owner(stream));
+    ((fake_obj *)stream)->capturing = 1;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_end_capture(int dev, void *stream, void **graph)
+{
+    fake_obj *o = stream;
+    if (!o->capturing) {
+        *graph = NULL;
+        return INFINI_STATUS_INVALID_STATE;
+    }
+    o->capturing = 0;
+    return fake_create("stream_end_capture", dev, graph);
+}
+
+static infiniStatus_t fake_is_capturing(int dev, void *stream, int *capturing, uint64_t *id)
+{
+    (void)dev;
+    *capturing = stream != NULL && ((fake_obj *)stream)->capturing;
+    *id = *capturing ? (uint64_t)(uintptr_t)stream : 0;
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_instantiate(int dev, void *graph, void **exec, char *log, size_t log_size)
+{
+    (void)graph;
+    (void)log;
+    (void)log_size;
+    return fake_create("graph_instantiate", dev, exec);
+}
+
+static infiniStatus_t fake_graph_launch(int dev, void *exec, void *stream)
+{
+    (void)exec;
+    note("graph_launch dev=%d owner=%d", dev, owner(stream));
+    return INFINI_STATUS_SUCCESS;
+}
+
+static infiniStatus_t fake_graph_free(int dev, void *obj)
+{
+    note("graph_destroy dev=%d owner=%d", dev, owner(obj));
+    free(obj);
     return INFINI_STATUS_SUCCESS;
 }
 #endif
@@ -304,6 +404,8 @@ static const infinirtPluginOps fake_ops = {
     .abi_minor = 2,
 #elif defined(FAKE_PTRDEV) || defined(FAKE_SHORT11)
     .abi_minor = 1,
+#elif defined(FAKE_NULL_OBJECTS)
+    .abi_minor = INFINIRT_PLUGIN_ABI_MINOR,
 #else
     .abi_minor = 0,
 #endif
@@ -315,7 +417,9 @@ static const infinirtPluginOps fake_ops = {
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_3, /* 1.4 appended no entry */
 #elif defined(FAKE_SHORT16)
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_5,
-#elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV) && !defined(FAKE_PARTIAL_GRAPH)) || defined(FAKE_SHORT11)
+#elif (defined(FAKE_STREAMS) && !defined(FAKE_PTRDEV) && !defined(FAKE_PARTIAL_GRAPH) && \
+       !defined(FAKE_NULL_OBJECTS)) ||                                                   \
+    defined(FAKE_SHORT11)
     /* A plugin built against ABI 1.0: its table ends after memset_async
      * (short11 claims minor 1 with such a table, and is refused). */
     .struct_size = INFINIRT_PLUGIN_OPS_SIZE_1_0,
@@ -354,6 +458,17 @@ static const infinirtPluginOps fake_ops = {
 #endif
 #if defined(FAKE_PARTIAL_GRAPH)
     .stream_begin_capture = fake_begin_capture,
+#endif
+#if defined(FAKE_NULL_OBJECTS)
+    .stream_create_with_flags = fake_stream_create_with_flags,
+    .stream_create_from_native = fake_stream_create_from_native,
+    .stream_begin_capture = fake_begin_capture,
+    .stream_end_capture = fake_end_capture,
+    .stream_is_capturing = fake_is_capturing,
+    .graph_instantiate = fake_instantiate,
+    .graph_launch = fake_graph_launch,
+    .graph_exec_destroy = fake_graph_free,
+    .graph_destroy = fake_graph_free,
 #endif
 #if defined(FAKE_GOOD)
     .get_device_uuid = fake_uuid,

@@ -487,3 +487,128 @@ int test_loader_report_starts_all(void)
     ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
     return TEST_OK;
 }
+
+/* ------------------------------------------------ NULL objects of a plugin */
+
+/* A config with the fake whose create entries listed in `nulls` answer
+ * SUCCESS with a NULL object; its ledger file is *ledger. */
+static void use_null_objects(const char *nulls, const char **ledger)
+{
+    static char path[600];
+    char cfg[2048];
+    snprintf(path, sizeof path, "%s/nulls.ledger", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.nulls]\nlibrary = " FAKE_DIR
+             "/libfake_null_objects.so\nanswer = 42\ndevices = 1\nledger = %s\nnull = %s\n",
+             path, nulls);
+    use_config(cfg);
+    *ledger = path;
+}
+
+/* stream_create_with_flags, stream_create_from_native and event_create
+ * answering SUCCESS with a NULL object (a plugin without native-handle
+ * getters, whose objects are the handles): each creation fails with
+ * INTERNAL_ERROR and a log line naming the plugin, the output keeps its
+ * value, and nothing is registered - the next creation fails the same way
+ * (not on a handle value already live), and NULL is no live stream or
+ * event.  An allocator fence whose event comes back NULL goes by the
+ * loader's counts: no record on a NULL event reaches the plugin. */
+int test_loader_null_objects_create(void)
+{
+    const char *ledger;
+    use_null_objects("stream_create_with_flags, stream_create_from_native, event_create", &ledger);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    void *const mark = (void *)(uintptr_t)0x5a50;
+    static int native_stream;
+    for (int round = 0; round < 2; round++) {
+        infinirtStream_t s = mark;
+        ASSERT_STATUS(infinirtStreamCreate(&s), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(s, mark);
+        ASSERT_STATUS(infinirtStreamCreateWithFlags(&s, INFINIRT_STREAM_NON_BLOCKING), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(s, mark);
+        ASSERT_STATUS(infinirtStreamCreateFromNative(&s, &native_stream), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(s, mark);
+        infinirtEvent_t e = mark;
+        ASSERT_STATUS(infinirtEventCreate(&e), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(e, mark);
+        ASSERT_STATUS(infinirtEventCreateWithFlags(&e, INFINIRT_EVENT_DISABLE_TIMING), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(e, mark);
+    }
+    infinirtEventStatus_t es;
+    ASSERT_STATUS(infinirtEventQuery(NULL, &es), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtEventDestroy(NULL), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtStreamDestroy(NULL), INFINI_STATUS_BAD_PARAM);
+    const char *log = tc_read_file(log_path());
+    ASSERT_STR_CONTAINS(log, "(plugin nulls): stream_create_with_flags answered SUCCESS with a NULL stream");
+    ASSERT_STR_CONTAINS(log, "(plugin nulls): stream_create_from_native answered SUCCESS with a NULL stream");
+    ASSERT_STR_CONTAINS(log, "(plugin nulls): event_create answered SUCCESS with a NULL event");
+
+    /* A free behind work queued on the default stream takes a fence. */
+    unsigned char *d, host[256];
+    ASSERT_OK(infinirtMalloc((void **)&d, sizeof host));
+    ASSERT_OK(infinirtMemsetAsync(d, 7, sizeof host, NULL));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT(strstr(ledger_text(ledger), "event_record") == NULL);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), "event_create for a fence failed (INTERNAL_ERROR)");
+    /* The device still serves. */
+    ASSERT_OK(infinirtMalloc((void **)&d, sizeof host));
+    ASSERT_OK(infinirtMemsetAsync(d, 9, sizeof host, NULL));
+    ASSERT_OK(infinirtMemcpy(host, d, sizeof host, INFINIRT_MEMCPY_D2H));
+    ASSERT_EQ(host[0], 9);
+    ASSERT_EQ(host[sizeof host - 1], 9);
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    return TEST_OK;
+}
+
+/* stream_end_capture answering SUCCESS with a NULL graph ends the capture
+ * with INTERNAL_ERROR and *graph_ptr = NULL (as the call's other failures
+ * after the capture ended), a log line naming the plugin, and no graph
+ * handle; the stream can capture again. */
+int test_loader_null_objects_graph(void)
+{
+    const char *ledger;
+    use_null_objects("stream_end_capture", &ledger);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    for (int round = 0; round < 2; round++) {
+        ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+        infinirtGraph_t g = (infinirtGraph_t)(uintptr_t)0x5a50;
+        ASSERT_STATUS(infinirtStreamEndCapture(s, &g), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(g, NULL);
+    }
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()),
+                        "(plugin nulls): stream_end_capture answered SUCCESS with a NULL graph");
+    ASSERT(strstr(ledger_text(ledger), "graph_destroy") == NULL); /* nothing to destroy */
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* graph_instantiate answering SUCCESS with a NULL executable graph: the
+ * same, with the graph left as it was and the caller's output untouched. */
+int test_loader_null_objects_exec(void)
+{
+    const char *ledger;
+    use_null_objects("graph_instantiate", &ledger);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    infinirtGraph_t g = NULL;
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    infinirtGraphExec_t x = (infinirtGraphExec_t)(uintptr_t)0x5a50;
+    char why[128];
+    for (int round = 0; round < 2; round++) {
+        ASSERT_STATUS(infinirtGraphInstantiate(&x, g, NULL, why, sizeof why), INFINI_STATUS_INTERNAL_ERROR);
+        ASSERT_PTR_EQ(x, (infinirtGraphExec_t)(uintptr_t)0x5a50);
+        ASSERT_STR_CONTAINS(why, "INTERNAL_ERROR");
+    }
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()),
+                        "(plugin nulls): graph_instantiate answered SUCCESS with a NULL executable graph");
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_STR_CONTAINS(ledger_text(ledger), "graph_destroy");
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}

@@ -220,7 +220,10 @@
     X(fault, graph_no_events)                  \
     X(fault, graph_wait_fails)                 \
     X(fault, graph_event_create_fails)         \
-    X(fault, graph_record_fails)
+    X(fault, graph_record_fails)               \
+    X(loader, null_objects_create)             \
+    X(loader, null_objects_graph)              \
+    X(loader, null_objects_exec)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 
