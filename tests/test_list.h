@@ -223,7 +223,8 @@
     X(fault, graph_record_fails)               \
     X(loader, null_objects_create)             \
     X(loader, null_objects_graph)              \
-    X(loader, null_objects_exec)
+    X(loader, null_objects_exec)               \
+    X(threads, reserved_within_limit)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

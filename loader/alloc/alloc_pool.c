@@ -236,13 +236,18 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s)
     s->nw0 = 0;
     /* Out of the directory before the backend may hand the range out again. */
     infinirt__dir_remove(s);
+    /* Uncounted before the backend has the bytes back, as seg_create counts
+     * them only once it holds them: `reserved` never includes a range
+     * another thread's raw_alloc may already have been given again (which
+     * it counts too), so it and its peak never exceed what the backend
+     * holds for the pool. */
+    atomic_fetch_sub(&pool->reserved, size);
+    atomic_fetch_sub(&pool->segments, 1);
     INFINIRT__ALLOC_UNLOCKED("raw_free");
     infiniStatus_t st = pool->be.raw_free(pool->be.ctx, p);
     if (st != INFINI_STATUS_SUCCESS)
         INFINIRT__WARN("%s: giving %zu bytes at %p back to the backend failed (%d)", pool->be.label, size, p,
                        (int)st);
-    atomic_fetch_sub(&pool->reserved, size);
-    atomic_fetch_sub(&pool->segments, 1);
     atomic_fetch_add(&pool->raw_frees, 1);
 }
 

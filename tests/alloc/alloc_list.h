@@ -36,7 +36,9 @@
     X(invariants_threads)        \
     X(hash_prefetch_during_grow) \
     X(free_unqueued_async)       \
-    X(free_unqueued_sync)
+    X(free_unqueued_sync)        \
+    X(reserved_free_alloc_race)  \
+    X(reserved_threads_limit)
 
 /* alloc_fence_test: the loader's fences, and a capture's graph, when a
  * host allocation fails, through the public API; each registered as

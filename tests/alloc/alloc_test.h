@@ -46,5 +46,7 @@ int test_trim_and_peak(void);
 int test_stream_retired(void);
 int test_free_unqueued_async(void);
 int test_free_unqueued_sync(void);
+int test_reserved_free_alloc_race(void);
+int test_reserved_threads_limit(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */

@@ -1,6 +1,7 @@
 /* fake_backend.c - see fake_backend.h. */
 #define _GNU_SOURCE
 #include "fake_backend.h"
+#include "alloc_pool.h" /* the pool's counter that fake_watch_reserved reads */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,24 @@ struct infinirt__fence {
     int done;
 };
 
+/* The watched counter against the bytes held (f->mu held). */
+static void check_reserved(fake *f)
+{
+    if (f->watch_reserved == NULL)
+        return;
+    size_t r = atomic_load(f->watch_reserved);
+    if (r > f->live) {
+        f->reserved_over++;
+        if (r - f->live > f->reserved_excess)
+            f->reserved_excess = r - f->live;
+    }
+}
+
 static infiniStatus_t fk_raw_alloc(void *ctx, size_t size, void **ptr)
 {
     fake *f = ctx;
     pthread_mutex_lock(&f->mu);
+    check_reserved(f);
     f->raw_calls++;
     if ((f->limit != 0 && f->live + size > f->limit) || size == 0) {
         f->raw_oom++;
@@ -34,8 +49,11 @@ static infiniStatus_t fk_raw_alloc(void *ctx, size_t size, void **ptr)
     }
     f->raws[f->nraw++] = (fake_raw){p, size};
     f->live += size;
+    if (f->live > f->peak_live)
+        f->peak_live = f->live;
     if (size > f->max_raw)
         f->max_raw = size;
+    check_reserved(f);
     pthread_mutex_unlock(&f->mu);
     *ptr = p;
     return INFINI_STATUS_SUCCESS;
@@ -49,8 +67,13 @@ static infiniStatus_t fk_raw_free(void *ctx, void *ptr)
         if (f->raws[i].p == ptr) {
             f->live -= f->raws[i].size;
             f->raws[i] = f->raws[--f->nraw];
+            check_reserved(f);
+            void (*after)(void *) = f->after_free;
+            f->after_free = NULL;
             pthread_mutex_unlock(&f->mu);
             free(ptr);
+            if (after != NULL)
+                after(f->after_free_arg);
             return INFINI_STATUS_SUCCESS;
         }
     }
@@ -200,6 +223,13 @@ void fake_fini(fake *f)
     free(f->done_seq);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
+}
+
+void fake_watch_reserved(fake *f, infinirt__pool *pool)
+{
+    pthread_mutex_lock(&f->mu);
+    f->watch_reserved = &pool->reserved;
+    pthread_mutex_unlock(&f->mu);
 }
 
 void fake_set_busy(fake *f, void *stream)

@@ -34,6 +34,19 @@ typedef struct fake {
     size_t nraw, capraw;
     size_t max_raw; /* largest raw allocation ever served */
     size_t raw_calls, raw_oom;
+    size_t peak_live; /* the most `live` ever was */
+    /* Set (fake_watch_reserved): the pool's count of reserved bytes, read
+     * at every raw call under `mu` - while `live` cannot move - and
+     * compared with `live`: `reserved_over` counts the reads that found it
+     * larger, `reserved_excess` is the most by which it was. */
+    const atomic_size_t *watch_reserved;
+    size_t reserved_over, reserved_excess;
+    /* Set: runs once, right after the next raw_free gave its memory back
+     * and before it returns to the pool, with no lock of the fake held: a
+     * test's way to act between the backend's free and the pool's
+     * bookkeeping of it. */
+    void (*after_free)(void *arg);
+    void *after_free_arg;
     /* fences */
     void *busy[FAKE_MAX_BUSY];
     int nbusy;
@@ -58,6 +71,9 @@ typedef struct fake {
 void fake_init(fake *f, size_t limit, size_t max_alloc, const char *label);
 /* Frees what the pool left behind (nothing, if it is correct). */
 void fake_fini(fake *f);
+
+/* Watch the pool's reserved-bytes counter (see watch_reserved). */
+void fake_watch_reserved(fake *f, infinirt__pool *pool);
 
 void fake_set_busy(fake *f, void *stream);
 /* Complete every fence taken so far; no stream is busy afterwards. */
