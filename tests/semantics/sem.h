@@ -92,13 +92,13 @@ typedef struct {
 
 /* What a node does to memory. */
 typedef struct {
-    int op;       /* the program operation that made it */
-    int stream;   /* stream slot it runs on */
-    int wbuf;     /* buffer written, -1 none */
-    int rbuf;     /* buffer read, -1 none */
-    int kind;     /* 0 plain, 1 memset value, 2 pattern value, 3 copy of what rbuf holds */
+    int op;     /* the program operation that made it */
+    int stream; /* stream slot it runs on */
+    int wbuf;   /* buffer written, -1 none */
+    int rbuf;   /* buffer read, -1 none */
+    int kind;   /* 0 plain, 1 memset value, 2 pattern value, 3 copy of what rbuf holds */
     uint32_t value;
-    int read_id;  /* index in the model's reads when the host reads this node's result, else -1 */
+    int read_id; /* index in the model's reads when the host reads this node's result, else -1 */
 } sem_node;
 
 typedef enum { SEM_VAL_UNDET = 0, SEM_VAL_MEMSET, SEM_VAL_PATTERN } sem_val_kind;
@@ -109,7 +109,7 @@ typedef struct {
 
 typedef struct {
     int node;
-    int op;      /* operation that made it (D2H or the final read-back) */
+    int op; /* operation that made it (D2H or the final read-back) */
     int buf;
     size_t size;
     int checked_at; /* operation after which the host knew the read complete (-1: at the end) */
@@ -121,7 +121,8 @@ typedef struct {
     bool is_null;
     bool capturing;
     int dev;
-    int last; /* last node, -1 none */
+    int last;   /* last node, -1 none */
+    int action; /* last node that counts for R2 (not MallocAsync/FreeAsync), -1 none */
 } sem_stream_state;
 
 typedef struct {
@@ -132,9 +133,9 @@ typedef struct {
 } sem_event_state;
 
 typedef struct {
-    bool live;   /* may be used by new operations */
-    bool held;   /* memory not yet given back (freed buffers stay held by a graph) */
-    bool async;  /* from MallocAsync */
+    bool live;  /* may be used by new operations */
+    bool held;  /* memory not yet given back (freed buffers stay held by a graph) */
+    bool async; /* from MallocAsync */
     int dev;
     size_t size;
     int alloc_node; /* MallocAsync: node on its stream; -1 usable everywhere */
@@ -143,9 +144,9 @@ typedef struct {
 } sem_buf_state;
 
 typedef struct {
-    bool live;       /* captured and instantiated, exec not destroyed */
+    bool live; /* captured and instantiated, exec not destroyed */
     bool capturing;
-    int stream;      /* capturing stream */
+    int stream; /* capturing stream */
     int ntmpl;
     sem_op tmpl[SEM_MAX_TEMPLATE];
     int last_launch_node; /* last node of the previous launch, -1 none */
@@ -202,7 +203,7 @@ void sem_generate(sem_program *prog, const sem_caps *caps, uint64_t seed, int no
 
 /* A read that saw what the rules forbid. */
 typedef struct {
-    int op;         /* the D2H operation (prog->nops: the final read-back) */
+    int op; /* the D2H operation (prog->nops: the final read-back) */
     int buf;
     int checked_at; /* the operation after which the host knew it complete */
     size_t size;
@@ -214,7 +215,7 @@ typedef struct {
     char first[512]; /* the first failure, in words */
     sem_bad_read bad[8];
     int nbad;
-    int bad_op; /* operation whose status or answer was wrong, -1 none */
+    int bad_op;            /* operation whose status or answer was wrong, -1 none */
     int reads, determined; /* reads made, and those the rules determine */
 } sem_result;
 

@@ -180,8 +180,7 @@ static void gen_capture(gen *g)
     }
     int n = 1 + below(&g->r, 4);
     for (int i = 0; i < n; i++) {
-        static const sem_kind kinds[] = {SEM_MEMSET_ASYNC, SEM_H2D_ASYNC, SEM_D2D_ASYNC, SEM_D2D_ASYNC,
-                                         SEM_HOST_FN};
+        static const sem_kind kinds[] = {SEM_MEMSET_ASYNC, SEM_H2D_ASYNC, SEM_D2D_ASYNC, SEM_D2D_ASYNC, SEM_HOST_FN};
         sem_kind k = kinds[below(&g->r, 5)];
         if (k == SEM_HOST_FN) {
             sem_op h = blank(SEM_HOST_FN);
@@ -226,13 +225,32 @@ static void gen_one(gen *g)
         sem_kind k;
         int w;
     } table[] = {
-        {SEM_MEMSET_ASYNC, 10}, {SEM_H2D_ASYNC, 6},   {SEM_D2D_ASYNC, 8},     {SEM_D2H_ASYNC, 14},
-        {SEM_HOST_FN, 12},      {SEM_EVENT_RECORD, 9}, {SEM_STREAM_WAIT, 9},   {SEM_EVENT_SYNC, 2},
-        {SEM_EVENT_QUERY, 3},   {SEM_STREAM_SYNC, 3},  {SEM_DEVICE_SYNC, 1},   {SEM_MEMSET, 2},
-        {SEM_H2D, 1},           {SEM_D2D, 1},          {SEM_D2H, 4},           {SEM_MALLOC, 2},
-        {SEM_FREE, 2},          {SEM_MALLOC_ASYNC, 4}, {SEM_FREE_ASYNC, 5},    {SEM_STREAM_CREATE, 2},
-        {SEM_STREAM_DESTROY, 1}, {SEM_EVENT_CREATE, 1}, {SEM_EVENT_DESTROY, 1}, {SEM_CAPTURE_BEGIN, 2},
-        {SEM_GRAPH_LAUNCH, 6},  {SEM_GRAPH_EXEC_DESTROY, 1},
+        {SEM_MEMSET_ASYNC, 10},
+        {SEM_H2D_ASYNC, 6},
+        {SEM_D2D_ASYNC, 8},
+        {SEM_D2H_ASYNC, 14},
+        {SEM_HOST_FN, 12},
+        {SEM_EVENT_RECORD, 9},
+        {SEM_STREAM_WAIT, 9},
+        {SEM_EVENT_SYNC, 2},
+        {SEM_EVENT_QUERY, 3},
+        {SEM_STREAM_SYNC, 3},
+        {SEM_DEVICE_SYNC, 1},
+        {SEM_MEMSET, 2},
+        {SEM_H2D, 1},
+        {SEM_D2D, 1},
+        {SEM_D2H, 4},
+        {SEM_MALLOC, 2},
+        {SEM_FREE, 2},
+        {SEM_MALLOC_ASYNC, 4},
+        {SEM_FREE_ASYNC, 5},
+        {SEM_STREAM_CREATE, 2},
+        {SEM_STREAM_DESTROY, 1},
+        {SEM_EVENT_CREATE, 1},
+        {SEM_EVENT_DESTROY, 1},
+        {SEM_CAPTURE_BEGIN, 2},
+        {SEM_GRAPH_LAUNCH, 6},
+        {SEM_GRAPH_EXEC_DESTROY, 1},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

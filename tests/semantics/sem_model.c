@@ -3,25 +3,27 @@
  *
  * Every operation that queues work adds nodes; each node gets the set of
  * nodes it is ordered after (anc), closed under the relation, from the
- * rules:
+ * rules of docs/semantics.md:
  *   R1 program order on a stream;
  *   R2 the NULL stream waits for the work queued so far on the device's
  *      blocking streams, and a blocking stream waits for the work queued so
  *      far on the NULL stream, whenever the blocking stream was created;
- *      non-blocking streams do neither;
+ *      non-blocking streams do neither; a wait for an event never recorded
+ *      adds nothing;
  *   R3 StreamWaitEvent orders the stream's later work after the record the
- *      event holds at the call (none: no order); a later record changes
- *      nothing for it;
+ *      event holds at the call; a later record changes nothing for it;
  *   R4 work queued after a host wait (StreamSynchronize, EventSynchronize,
  *      DeviceSynchronize, StreamDestroy, synchronous Memcpy/Memset, an
  *      EventQuery that answered COMPLETE) is ordered after what the wait
  *      covered;
- *   R5 each launch of an executable graph runs after its previous launch,
+ *   R5 a host function is work like any other;
+ *   R6 each launch of an executable graph runs after its previous launch,
  *      on whatever streams; a launch is ordered on its stream like any
  *      other work;
- *   R6 memory from MallocAsync is usable by work ordered after the
+ *   R7 memory from MallocAsync is usable by work ordered after the
  *      allocation, and FreeAsync is legal once every use is ordered before
- *      it.
+ *      it; the two take their place in their stream's order but are no
+ *      actions of R2 (they order nothing between streams).
  * A read then sees the last write ordered before it, where every write of
  * the buffer is ordered one way or the other with the read and the writes
  * before it are ordered among themselves; elsewhere the result is open.
@@ -35,7 +37,7 @@ void sem_model_init(sem_model *m, const sem_caps *caps)
     memset(m, 0, sizeof *m);
     m->caps = *caps;
     for (int d = 0; d < SEM_MAX_STREAMS; d++)
-        m->streams[d].last = -1;
+        m->streams[d].last = m->streams[d].action = -1;
     for (int d = 0; d < caps->ndevices; d++) {
         m->streams[d].live = true;
         m->streams[d].blocking = true;
@@ -61,29 +63,37 @@ static void add_with_anc(const sem_model *m, sem_set *set, int n)
     sem_set_or(set, &m->anc[n]);
 }
 
-/* What a new node on stream s is ordered after (R1, R2, R4). */
-static void preds_for(const sem_model *m, int s, sem_set *out)
+/* What a new node on stream s is ordered after (R1, R4; R2 for an
+ * action: MallocAsync and FreeAsync are none, see R7). */
+static void preds_for_kind(const sem_model *m, int s, bool action, sem_set *out)
 {
     const sem_stream_state *st = &m->streams[s];
     *out = m->host;
     add_with_anc(m, out, st->last);
+    if (!action)
+        return;
     if (st->is_null) {
         for (int t = 0; t < SEM_MAX_STREAMS; t++) {
             const sem_stream_state *o = &m->streams[t];
             if (t != s && o->live && o->blocking && !o->is_null && o->dev == st->dev)
-                add_with_anc(m, out, o->last);
+                add_with_anc(m, out, o->action);
         }
     } else if (st->blocking) {
-        add_with_anc(m, out, m->streams[st->dev].last);
+        add_with_anc(m, out, m->streams[st->dev].action);
     }
 }
 
-static int add_node(sem_model *m, int s, const sem_set *extra, int op)
+static void preds_for(const sem_model *m, int s, sem_set *out)
+{
+    preds_for_kind(m, s, true, out);
+}
+
+static int add_node_kind(sem_model *m, int s, const sem_set *extra, int op, bool action)
 {
     if (m->nnodes >= SEM_MAX_NODES)
         return -1;
     int n = m->nnodes++;
-    preds_for(m, s, &m->anc[n]);
+    preds_for_kind(m, s, action, &m->anc[n]);
     if (extra != NULL)
         sem_set_or(&m->anc[n], extra);
     sem_node *node = &m->nodes[n];
@@ -93,12 +103,19 @@ static int add_node(sem_model *m, int s, const sem_set *extra, int op)
     node->wbuf = node->rbuf = -1;
     node->read_id = -1;
     m->streams[s].last = n;
+    if (action)
+        m->streams[s].action = n;
     if (op >= 0 && op < SEM_MAX_OPS) {
         if (m->op_count[op] == 0)
             m->op_first[op] = n;
         m->op_count[op]++;
     }
     return n;
+}
+
+static int add_node(sem_model *m, int s, const sem_set *extra, int op)
+{
+    return add_node_kind(m, s, extra, op, true);
 }
 
 static void host_learn(sem_model *m, int n)
@@ -162,11 +179,11 @@ static bool buf_capturable(const sem_model *m, int b, int g, int s)
     return bs->graph == g || (bs->graph < 0 && bs->alloc_node < 0);
 }
 
-/* Every node that touched b is ordered before a new node on s. */
+/* Every node that touched b is ordered before a FreeAsync on s. */
 static bool uses_ordered_before(const sem_model *m, int b, int s)
 {
     sem_set p;
-    preds_for(m, s, &p);
+    preds_for_kind(m, s, false, &p);
     for (int n = 0; n < m->nnodes; n++)
         if ((m->nodes[n].wbuf == b || m->nodes[n].rbuf == b) && !sem_set_has(&p, n))
             return false;
@@ -227,8 +244,8 @@ bool sem_model_legal(const sem_model *m, const sem_op *op)
         return stream_ok(m, op->s) && !m->streams[op->s].is_null;
     case SEM_EVENT_CREATE:
         return c->events && op->e >= 0 && op->e < SEM_MAX_EVENTS && !m->events[op->e].live &&
-               m->events[op->e].dev == 0 && m->events[op->e].rec < 0 && !m->events[op->e].recorded &&
-               op->dev >= 0 && op->dev < c->ndevices;
+               m->events[op->e].dev == 0 && m->events[op->e].rec < 0 && !m->events[op->e].recorded && op->dev >= 0 &&
+               op->dev < c->ndevices;
     case SEM_EVENT_DESTROY:
         return event_ok(m, op->e);
     case SEM_MALLOC:
@@ -239,8 +256,8 @@ bool sem_model_legal(const sem_model *m, const sem_op *op)
     case SEM_MALLOC_ASYNC:
         return c->async_alloc && stream_ok(m, op->s) && buf_slot_free(m, op->b) && op->size > 0;
     case SEM_FREE_ASYNC:
-        return c->async_alloc && stream_ok(m, op->s) && op->b >= 0 && op->b < SEM_MAX_BUFS &&
-               m->bufs[op->b].live && m->bufs[op->b].graph < 0 && m->bufs[op->b].pinned_by == 0 &&
+        return c->async_alloc && stream_ok(m, op->s) && op->b >= 0 && op->b < SEM_MAX_BUFS && m->bufs[op->b].live &&
+               m->bufs[op->b].graph < 0 && m->bufs[op->b].pinned_by == 0 &&
                m->bufs[op->b].dev == m->streams[op->s].dev && buf_usable(m, op->b, op->s) &&
                uses_ordered_before(m, op->b, op->s);
     case SEM_MEMSET_ASYNC:
@@ -253,8 +270,7 @@ bool sem_model_legal(const sem_model *m, const sem_op *op)
     case SEM_MEMSET:
     case SEM_H2D:
     case SEM_D2H:
-        return op->b >= 0 && op->b < SEM_MAX_BUFS && m->bufs[op->b].live &&
-               buf_usable(m, op->b, m->bufs[op->b].dev);
+        return op->b >= 0 && op->b < SEM_MAX_BUFS && m->bufs[op->b].live && buf_usable(m, op->b, m->bufs[op->b].dev);
     case SEM_D2D:
         return op->b >= 0 && op->b < SEM_MAX_BUFS && op->b2 >= 0 && op->b2 < SEM_MAX_BUFS && op->b != op->b2 &&
                m->bufs[op->b].live && m->bufs[op->b2].live && m->bufs[op->b].dev == m->bufs[op->b2].dev &&
@@ -349,8 +365,13 @@ static void capture_apply(sem_model *m, const sem_op *op, int g)
     gs->tmpl[gs->ntmpl++] = *op;
     if (op->kind == SEM_MALLOC_ASYNC) {
         sem_buf_state *bs = &m->bufs[op->b];
-        *bs = (sem_buf_state){.live = true, .held = true, .async = true, .dev = m->streams[op->s].dev,
-                              .size = op->size, .alloc_node = -1, .graph = g};
+        *bs = (sem_buf_state){.live = true,
+                              .held = true,
+                              .async = true,
+                              .dev = m->streams[op->s].dev,
+                              .size = op->size,
+                              .alloc_node = -1,
+                              .graph = g};
     } else if (op->kind == SEM_FREE_ASYNC) {
         m->bufs[op->b].live = false; /* held until the graph goes */
     }
@@ -392,7 +413,7 @@ void sem_model_apply_answer(sem_model *m, const sem_op *op, int index, bool comp
     switch (op->kind) {
     case SEM_STREAM_CREATE:
         m->streams[op->s] = (sem_stream_state){
-            .live = true, .blocking = op->value == 0, .is_null = false, .dev = op->dev, .last = -1};
+            .live = true, .blocking = op->value == 0, .is_null = false, .dev = op->dev, .last = -1, .action = -1};
         break;
     case SEM_STREAM_DESTROY:
         host_learn(m, m->streams[op->s].last); /* the destroy waits for its work */
@@ -413,14 +434,18 @@ void sem_model_apply_answer(sem_model *m, const sem_op *op, int index, bool comp
         m->bufs[op->b].held = false;
         break;
     case SEM_MALLOC_ASYNC: {
-        int n = add_node(m, op->s, NULL, index);
-        m->bufs[op->b] = (sem_buf_state){.live = true, .held = true, .async = true,
-                                         .dev = m->streams[op->s].dev, .size = op->size, .alloc_node = n,
+        int n = add_node_kind(m, op->s, NULL, index, false);
+        m->bufs[op->b] = (sem_buf_state){.live = true,
+                                         .held = true,
+                                         .async = true,
+                                         .dev = m->streams[op->s].dev,
+                                         .size = op->size,
+                                         .alloc_node = n,
                                          .graph = -1};
         break;
     }
     case SEM_FREE_ASYNC:
-        add_node(m, op->s, NULL, index);
+        add_node_kind(m, op->s, NULL, index, false);
         m->bufs[op->b].live = false;
         m->bufs[op->b].held = false;
         break;
@@ -606,12 +631,32 @@ int sem_program_legalize(sem_program *prog, const sem_caps *caps)
 
 const char *sem_kind_name(sem_kind k)
 {
-    static const char *const names[] = {
-        "StreamCreate", "StreamDestroy", "EventCreate",    "EventDestroy",       "Malloc",
-        "Free",         "MallocAsync",   "FreeAsync",      "MemsetAsync",        "MemcpyAsync H2D",
-        "MemcpyAsync D2D", "MemcpyAsync D2H", "Memset",    "Memcpy H2D",         "Memcpy D2D",
-        "Memcpy D2H",   "LaunchHostFunc", "EventRecord",   "StreamWaitEvent",    "EventSynchronize",
-        "EventQuery",   "StreamSynchronize", "DeviceSynchronize", "StreamBeginCapture", "StreamEndCapture",
-        "GraphLaunch",  "GraphExecDestroy"};
+    static const char *const names[] = {"StreamCreate",
+                                        "StreamDestroy",
+                                        "EventCreate",
+                                        "EventDestroy",
+                                        "Malloc",
+                                        "Free",
+                                        "MallocAsync",
+                                        "FreeAsync",
+                                        "MemsetAsync",
+                                        "MemcpyAsync H2D",
+                                        "MemcpyAsync D2D",
+                                        "MemcpyAsync D2H",
+                                        "Memset",
+                                        "Memcpy H2D",
+                                        "Memcpy D2D",
+                                        "Memcpy D2H",
+                                        "LaunchHostFunc",
+                                        "EventRecord",
+                                        "StreamWaitEvent",
+                                        "EventSynchronize",
+                                        "EventQuery",
+                                        "StreamSynchronize",
+                                        "DeviceSynchronize",
+                                        "StreamBeginCapture",
+                                        "StreamEndCapture",
+                                        "GraphLaunch",
+                                        "GraphExecDestroy"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }

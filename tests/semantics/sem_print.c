@@ -65,8 +65,8 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
 {
     const char *t = type_macro(type);
     char sn[32];
-    printf("/* infinirt-semantics --seed %llu (%s): %d operations.\n * %s */\n",
-           (unsigned long long)p->seed, config, p->nops, res->first);
+    printf("/* infinirt-semantics --seed %llu (%s): %d operations.\n * %s */\n", (unsigned long long)p->seed, config,
+           p->nops, res->first);
     printf("static void sem_sleep(void *us)\n{\n    usleep((useconds_t)(uintptr_t)us);\n}\n");
     printf("static unsigned char sem_byte(uint32_t seed, size_t i)\n{\n"
            "    uint32_t x = seed * 2654435761u + (uint32_t)(i / 4) * 40503u;\n    x ^= x >> 15;\n"
@@ -135,8 +135,8 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
             break;
         case SEM_D2D_ASYNC:
             stream_name(p, op->s, sn, sizeof sn, t);
-            printf("    ASSERT_OK(infinirtMemcpyAsync(b[%d], b[%d], %zu, INFINIRT_MEMCPY_D2D, %s));\n", op->b,
-                   op->b2, n, sn);
+            printf("    ASSERT_OK(infinirtMemcpyAsync(b[%d], b[%d], %zu, INFINIRT_MEMCPY_D2D, %s));\n", op->b, op->b2,
+                   n, sn);
             break;
         case SEM_D2H_ASYNC:
             stream_name(p, op->s, sn, sizeof sn, t);
@@ -157,8 +157,9 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
             break;
         case SEM_HOST_FN:
             stream_name(p, op->s, sn, sizeof sn, t);
-            printf("    ASSERT_OK(infinirtLaunchHostFunc(%s, sem_sleep, (void *)(uintptr_t)%u)); /* sleeps %u us */\n",
-                   sn, (unsigned)op->value, (unsigned)op->value);
+            printf(
+                "    ASSERT_OK(infinirtLaunchHostFunc(%s, sem_sleep, (void *)(uintptr_t)%u)); /* sleeps %u us */\n",
+                sn, (unsigned)op->value, (unsigned)op->value);
             break;
         case SEM_EVENT_RECORD:
             stream_name(p, op->s, sn, sizeof sn, t);

@@ -223,8 +223,7 @@ static void snapshot_known(runner *r, int i)
         sem_read *rd = &r->m->reads[k];
         if (r->snap[k] != NULL || !sem_set_has(&r->m->host, rd->node))
             continue;
-        const unsigned char *src =
-            rd->op < r->prog->nops ? r->host + r->host_off[rd->op] : r->final_dst[rd->buf];
+        const unsigned char *src = rd->op < r->prog->nops ? r->host + r->host_off[rd->op] : r->final_dst[rd->buf];
         r->snap[k] = malloc(rd->size);
         if (r->snap[k] != NULL)
             memcpy(r->snap[k], src, rd->size);
@@ -248,14 +247,12 @@ static void compare_reads(runner *r)
             if (r->snap[k][j] == want)
                 continue;
             char what[200];
-            snprintf(what, sizeof what, "read of b%d: byte %zu is 0x%02x, the rules say 0x%02x (%s %u)",
-                     rd->buf, j, r->snap[k][j], want, v.kind == SEM_VAL_MEMSET ? "memset" : "pattern",
-                     v.value);
+            snprintf(what, sizeof what, "read of b%d: byte %zu is 0x%02x, the rules say 0x%02x (%s %u)", rd->buf, j,
+                     r->snap[k][j], want, v.kind == SEM_VAL_MEMSET ? "memset" : "pattern", v.value);
             fail(r, rd->op < r->prog->nops ? rd->op : -1, what);
             if (r->res->nbad < 8)
-                r->res->bad[r->res->nbad++] =
-                    (sem_bad_read){.op = rd->op, .buf = rd->buf, .checked_at = rd->checked_at, .size = rd->size,
-                                   .want = v};
+                r->res->bad[r->res->nbad++] = (sem_bad_read){
+                    .op = rd->op, .buf = rd->buf, .checked_at = rd->checked_at, .size = rd->size, .want = v};
             break;
         }
     }
