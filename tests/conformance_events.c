@@ -552,3 +552,171 @@ int test_conformance_null_spares_nonblocking(void)
     ASSERT_OK(infinirtFreeHost(dst));
     return TEST_OK;
 }
+
+/* Whether e completes within ms milliseconds (polled).  Used while a
+ * stream is held: work ordered behind the hold must not complete, and a
+ * slow machine can only make a wrong order harder to see, never make a
+ * right one fail. */
+static int completes_within(infinirtEvent_t e, int ms, int *done)
+{
+    infinirtEventStatus_t st = INFINIRT_EVENT_NOT_READY;
+    for (int t = 0; t <= ms; t++) {
+        ASSERT_OK(infinirtEventQuery(e, &st));
+        if (st == INFINIRT_EVENT_COMPLETE)
+            break;
+        tc_sleep_ms(1);
+    }
+    *done = st == INFINIRT_EVENT_COMPLETE;
+    return TEST_OK;
+}
+
+/* What the NULL-stream wait tests use: blocking streams s3 and s4, events
+ * e0 (the one waited for) and done, device buffer d (zeroed), pinned host
+ * buffers h5, h7, h9. */
+typedef struct {
+    size_t n;
+    infinirtStream_t s3, s4;
+    infinirtEvent_t e0, done;
+    void *d;
+    unsigned char *h5, *h7, *h9;
+} null_waiters;
+
+static int null_waiters_make(null_waiters *w, size_t n)
+{
+    w->n = n;
+    ASSERT_OK(infinirtStreamCreate(&w->s3));
+    ASSERT_OK(infinirtStreamCreate(&w->s4));
+    ASSERT_OK(infinirtEventCreate(&w->e0));
+    ASSERT_OK(infinirtEventCreate(&w->done));
+    ASSERT_OK(infinirtMalloc(&w->d, n));
+    ASSERT_OK(infinirtMemset(w->d, 0, n));
+    /* Pinned: a copy of pageable memory queued behind a held stream may
+     * not return before it has run (CUDA's D2H), which would block the
+     * only thread that can open the gate. */
+    ASSERT_OK(infinirtMallocHost((void **)&w->h5, n));
+    ASSERT_OK(infinirtMallocHost((void **)&w->h7, n));
+    ASSERT_OK(infinirtMallocHost((void **)&w->h9, n));
+    tc_pattern(w->h5, n, 5);
+    tc_pattern(w->h9, n, 9);
+    memset(w->h7, 0, n);
+    return TEST_OK;
+}
+
+static int null_waiters_free(null_waiters *w)
+{
+    ASSERT_OK(infinirtEventDestroy(w->e0));
+    ASSERT_OK(infinirtEventDestroy(w->done));
+    ASSERT_OK(infinirtStreamDestroy(w->s3));
+    ASSERT_OK(infinirtStreamDestroy(w->s4));
+    ASSERT_OK(infinirtFree(w->d));
+    ASSERT_OK(infinirtFreeHost(w->h5));
+    ASSERT_OK(infinirtFreeHost(w->h7));
+    ASSERT_OK(infinirtFreeHost(w->h9));
+    return TEST_OK;
+}
+
+/* A StreamWaitEvent on the NULL stream is work of the NULL stream even
+ * when the record it waits for has already completed (docs/semantics.md,
+ * R2; CUDA: "when an action is taken in the legacy stream such as ...
+ * cudaStreamWaitEvent(), the legacy stream first waits on all blocking
+ * streams, the action is queued in the legacy stream, and then all
+ * blocking streams wait on the legacy stream").  So it comes after the
+ * work queued on every blocking stream, and work queued on a blocking
+ * stream afterwards comes after it.  The two programs are the ones
+ * infinirt-semantics shrank (seeds 2000008 and 1184), with a held stream
+ * in place of their host functions' sleeps. */
+int test_conformance_null_wait_orders_blocking(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    null_waiters w;
+    int early;
+    CHECK(null_waiters_make(&w, 64 * 1024));
+
+    /* (a) s3's copy is held; e0 is recorded on s4 and complete.  The NULL
+     * wait comes after s3's copy, and s4's fill after the NULL wait: the
+     * fill lands last. */
+    static tc_gate ga; /* static: the runner may open it after we return */
+    CHECK(tc_hold_stream(w.s3, &ga));
+    ASSERT_OK(infinirtMemcpyAsync(w.d, w.h5, w.n, INFINIRT_MEMCPY_H2D, w.s3));
+    ASSERT_OK(infinirtEventRecord(w.e0, w.s4));
+    ASSERT_OK(infinirtEventSynchronize(w.e0)); /* the record is complete before the wait */
+    ASSERT_OK(infinirtStreamWaitEvent(NULL, w.e0));
+    ASSERT_OK(infinirtMemsetAsync(w.d, 0xaa, w.n, w.s4));
+    ASSERT_OK(infinirtEventRecord(w.done, w.s4));
+    CHECK(completes_within(w.done, 50, &early));
+    tc_gate_open(&ga);
+    ASSERT_EQ(early, 0); /* s4's fill ran while s3's copy was held */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    CHECK(tc_device_all(w.d, w.n, 0xaa));
+
+    /* (b) e0 is recorded on the NULL stream and complete; s4 (held) copies
+     * h5 in and back out to h7.  The NULL wait comes after s4's copies,
+     * and s3's copy of h9 after the NULL wait: h7 holds h5's bytes. */
+    ASSERT_OK(infinirtEventRecord(w.e0, NULL));
+    ASSERT_OK(infinirtEventSynchronize(w.e0));
+    static tc_gate gb;
+    CHECK(tc_hold_stream(w.s4, &gb));
+    ASSERT_OK(infinirtMemcpyAsync(w.d, w.h5, w.n, INFINIRT_MEMCPY_H2D, w.s4));
+    ASSERT_OK(infinirtMemcpyAsync(w.h7, w.d, w.n, INFINIRT_MEMCPY_D2H, w.s4));
+    ASSERT_OK(infinirtStreamWaitEvent(NULL, w.e0));
+    ASSERT_OK(infinirtMemcpyAsync(w.d, w.h9, w.n, INFINIRT_MEMCPY_H2D, w.s3));
+    ASSERT_OK(infinirtEventRecord(w.done, w.s3));
+    CHECK(completes_within(w.done, 50, &early));
+    tc_gate_open(&gb);
+    ASSERT_EQ(early, 0); /* s3's copy ran while s4's copies were held */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_MEM_EQ(w.h7, w.h5, w.n);
+    memset(w.h7, 0, w.n);
+    ASSERT_OK(infinirtMemcpy(w.h7, w.d, w.n, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(w.h7, w.h9, w.n);
+
+    return null_waiters_free(&w);
+}
+
+typedef struct {
+    infinirtStream_t s;
+    infiniStatus_t st;
+    int returned;
+} stream_syncer;
+
+static void *stream_sync_thread(void *p)
+{
+    stream_syncer *a = p;
+    a->st = infinirtStreamSynchronize(a->s);
+    __atomic_store_n(&a->returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* The same rule seen from a blocking stream: a StreamWaitEvent there is
+ * work of that stream even when the record has completed, so it comes
+ * after the NULL stream's work queued before it, and a StreamSynchronize
+ * of the stream waits for that work (it does not return while the NULL
+ * stream is held). */
+int test_conformance_blocking_wait_after_null(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    stream_syncer a = {NULL, INFINI_STATUS_INTERNAL_ERROR, 0};
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtStreamCreate(&a.s));
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtEventRecord(e, a.s));
+    ASSERT_OK(infinirtEventSynchronize(e));
+    static tc_gate gate; /* static: the runner may open it after we return */
+    CHECK(tc_hold_stream(NULL, &gate));
+    ASSERT_OK(infinirtStreamWaitEvent(a.s, e));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, stream_sync_thread, &a), 0);
+    for (int ms = 0; ms < 50 && !__atomic_load_n(&a.returned, __ATOMIC_SEQ_CST); ms++)
+        tc_sleep_ms(1);
+    int early = __atomic_load_n(&a.returned, __ATOMIC_SEQ_CST);
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_EQ(early, 0); /* the synchronize returned while the NULL stream was held */
+    ASSERT_OK(a.st);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(a.s));
+    return TEST_OK;
+}

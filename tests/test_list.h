@@ -63,7 +63,9 @@
     X(conformance, null_spares_nonblocking)       \
     X(conformance, graph_launches_in_order)       \
     X(conformance, graph_private_in_order)        \
-    X(conformance, graph_execs_independent)
+    X(conformance, graph_execs_independent)       \
+    X(conformance, null_wait_orders_blocking)     \
+    X(conformance, blocking_wait_after_null)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \

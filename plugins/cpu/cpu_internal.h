@@ -26,7 +26,9 @@
  * default (NULL) stream first waits (CMD_AFTER, on the default stream's
  * worker) for what is queued on each blocking stream of the device, and a
  * command on a blocking stream first waits for what is queued on the default
- * stream; synchronous Memcpy/Memset wait on the host for both.  Each stream
+ * stream; synchronous Memcpy/Memset wait on the host for both.  Every
+ * kind of command counts, a wait for an event whose record has completed
+ * too (it queues those waits alone, cpu_queue.c CMD_ORDER).  Each stream
  * counts the commands queued and done, so "what is queued" is a count to
  * reach; `covered` and `after_default` remember the counts already waited
  * for, so idle or already-waited-for streams add no command.  Non-blocking

@@ -24,7 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER };
+/* CMD_ORDER is never in a ring: it asks enqueue for the blocking-stream
+ * order alone, for an action with no work of its own (a wait for a record
+ * that has already completed). */
+enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER, CMD_ORDER };
 
 typedef struct cpu_cmd {
     enum cmd_kind kind;
@@ -189,6 +192,8 @@ static void run(const cmd *c)
     case CMD_WAIT:
     case CMD_AFTER:
         break; /* wait_ready said it is over */
+    case CMD_ORDER:
+        break; /* never queued */
     }
 }
 
@@ -383,13 +388,19 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
             return INFINI_STATUS_SUCCESS;
         }
     }
+    if (t->kind == CMD_ORDER && waits == NULL && one.s == NULL)
+        return INFINI_STATUS_SUCCESS; /* nothing pending to order against */
     pthread_mutex_lock(&s->mu);
     /* Decided under s->mu, in one section with appending *t, so a command
      * that skips the wait comes after the one that queued it. */
     bool need_one = one.s != NULL && one.count > s->after_default;
-    uint32_t n = 1 + (need_one ? 1 : 0);
+    uint32_t n = (t->kind != CMD_ORDER ? 1 : 0) + (need_one ? 1 : 0);
     for (after *w = waits; w != NULL; w = w->next)
         n++;
+    if (n == 0) { /* CMD_ORDER, and the stream already waits for the default one's work */
+        pthread_mutex_unlock(&s->mu);
+        return INFINI_STATUS_SUCCESS;
+    }
     if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
         /* Completed after s->mu is let go: completing may queue streams
          * parked on the event, and one stream lock is never held while
@@ -428,12 +439,14 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
         ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {w->s, w->count}});
     /* What the queued command holds is taken last, when nothing can fail:
      * a record's generation is never left without a completion. */
-    cmd c = *t;
-    if (c.kind == CMD_RECORD || c.kind == CMD_WAIT)
-        atomic_fetch_add(&c.u.ev.e->refs, 1);
-    if (c.kind == CMD_RECORD)
-        c.u.ev.gen = cpu__event_next_gen(c.u.ev.e);
-    ring_push(s, &c);
+    if (t->kind != CMD_ORDER) {
+        cmd c = *t;
+        if (c.kind == CMD_RECORD || c.kind == CMD_WAIT)
+            atomic_fetch_add(&c.u.ev.e->refs, 1);
+        if (c.kind == CMD_RECORD)
+            c.u.ev.gen = cpu__event_next_gen(c.u.ev.e);
+        ring_push(s, &c);
+    }
     /* Only now (the waits are queued, and cannot complete while we hold
      * s->mu) may other default-stream commands skip those streams. */
     for (after *w = waits; w != NULL; w = w->next) {
@@ -508,8 +521,19 @@ infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
 {
     cpu_event *e = event;
     uint64_t gen = cpu__event_pending_gen(e);
-    if (gen == 0)
-        return INFINI_STATUS_SUCCESS; /* nothing to wait for: never recorded, or complete */
+    if (gen == 0) {
+        /* Nothing to wait for.  A record that has completed still makes
+         * the wait an action of its stream (docs/semantics.md, R2): on the
+         * NULL stream it comes after the blocking streams' queued work,
+         * and their later work after it, as CUDA's legacy stream orders a
+         * cudaStreamWaitEvent; on a blocking stream it comes after the
+         * NULL stream's work (a synchronize of that stream covers it).  A
+         * wait for an event never recorded queues nothing. */
+        if (cpu__inline || atomic_load_explicit(&e->recorded, memory_order_acquire) == 0)
+            return INFINI_STATUS_SUCCESS;
+        cmd t = {.kind = CMD_ORDER};
+        return submit(dev, stream, &t);
+    }
     if (cpu__inline) {
         /* Only a record another thread is completing right now. */
         cpu__event_wait_gen(e, gen);

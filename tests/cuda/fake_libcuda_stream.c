@@ -352,7 +352,11 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
         r = fake_capture_wait_locked(s, e); /* fork, join, or refused */
     } else if (e->cap_stale) {
         r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
-    } else if (e->completed < e->recorded) {
+    } else if (e->recorded > 0) {
+        /* Queued even when the record has completed: the wait is still an
+         * operation of s, which the legacy-stream rules order ("an action
+         * ... such as cudaStreamWaitEvent()").  A wait for an event never
+         * recorded queues nothing. */
         r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
     }
     pthread_mutex_unlock(&fake_lock);
