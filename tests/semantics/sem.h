@@ -76,6 +76,10 @@ typedef struct {
 typedef struct {
     int ndevices; /* devices the program uses */
     bool nonblocking, host_fn, events, graphs, async_alloc, peer;
+    /* Only programs without a data race: every two accesses of a buffer,
+     * one of them a write, are ordered (for ThreadSanitizer, which would
+     * report the races the other programs contain on purpose). */
+    bool race_free;
 } sem_caps;
 
 typedef struct {

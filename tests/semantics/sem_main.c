@@ -6,7 +6,8 @@
  * printed as C with its seed.
  *
  *   infinirt-semantics [--seconds S] [--programs N] [--seed N] [--ops N]
- *                      [--without FEATURE]... [--no-shrink] [--config NAME]
+ *                      [--without FEATURE]... [--no-shrink] [--race-free]
+ *                      [--config NAME]
  *
  * Exit 0 when every program passed, 1 on a failure, 77 when the device
  * type has no device here, 2 on a usage error.
@@ -147,7 +148,8 @@ static void shrink(sem_program *best, const sem_caps *caps, infiniDevice_t type,
 static void usage(FILE *f)
 {
     fprintf(f, "usage: infinirt-semantics [--seconds S] [--programs N] [--seed N] [--ops N]\n"
-               "                          [--without FEATURE]... [--no-shrink] [--config NAME]\n"
+               "                          [--without FEATURE]... [--no-shrink] [--race-free]\n"
+               "                          [--config NAME]\n"
                "Random programs of stream operations on the device type INFINIRT_TEST_DEVICE\n"
                "(cpu when unset) of the config INFINIRT_CONFIG, each checked against the model\n"
                "of the ordering rules (docs/semantics.md).  A failing program is shrunk and\n"
@@ -159,6 +161,8 @@ static void usage(FILE *f)
                "  --without F    do not use F: nonblocking, host_functions, events, graphs,\n"
                "                 async_alloc, peer, second_device\n"
                "  --no-shrink    print a failing program as it was generated\n"
+               "  --race-free    only programs whose accesses of a buffer are all ordered\n"
+               "                 (for ThreadSanitizer; the others race on purpose)\n"
                "  --config NAME  the configuration's name, for the printed program\n"
                "Exit: 0 all passed, 1 a program failed, 77 no device of the type, 2 usage.\n");
 }
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
     double seconds = 20;
     long programs = -1;
     int nops = 60;
-    bool shrink_on = true, seeded = false;
+    bool shrink_on = true, seeded = false, race_free = false;
     uint64_t seed = 0;
     const char *config = "unnamed";
     const char *off[16];
@@ -180,6 +184,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--no-shrink") == 0) {
             shrink_on = false;
+        } else if (strcmp(a, "--race-free") == 0) {
+            race_free = true;
         } else if (v != NULL && strcmp(a, "--seconds") == 0) {
             seconds = atof(v), i++;
         } else if (v != NULL && strcmp(a, "--programs") == 0) {
@@ -212,6 +218,7 @@ int main(int argc, char **argv)
     }
     sem_caps caps = {0};
     probe(type, count, &caps);
+    caps.race_free = race_free;
     for (int i = 0; i < noff; i++)
         if (!without(&caps, off[i])) {
             fprintf(stderr, "infinirt-semantics: --without %s: not a feature name\n", off[i]);

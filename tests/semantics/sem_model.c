@@ -227,7 +227,63 @@ static bool legal_in_capture(const sem_model *m, const sem_op *op, int g)
     }
 }
 
+/* Every earlier access of b that conflicts with a new access (one of the
+ * two writes) is ordered before it: the new node's predecessors p. */
+static bool no_race(const sem_model *m, int b, bool write, const sem_set *p)
+{
+    for (int n = 0; n < m->nnodes; n++) {
+        const sem_node *o = &m->nodes[n];
+        bool touches = o->wbuf == b || o->rbuf == b;
+        if (touches && (write || o->wbuf == b) && !sem_set_has(p, n))
+            return false;
+    }
+    return true;
+}
+
+/* For race_free programs: the accesses op makes race with none before. */
+static bool race_free_ok(const sem_model *m, const sem_op *op)
+{
+    sem_set p;
+    switch (op->kind) {
+    case SEM_MEMSET_ASYNC:
+    case SEM_H2D_ASYNC:
+    case SEM_D2H_ASYNC:
+    case SEM_D2D_ASYNC:
+        preds_for(m, op->s, &p);
+        break;
+    case SEM_MEMSET:
+    case SEM_H2D:
+    case SEM_D2H:
+    case SEM_D2D:
+        preds_for(m, m->bufs[op->b].dev, &p);
+        break;
+    case SEM_GRAPH_LAUNCH: {
+        const sem_graph_state *gs = &m->graphs[op->g];
+        preds_for(m, op->s, &p);
+        add_with_anc(m, &p, gs->last_launch_node);
+        for (int b = 0; b < SEM_MAX_BUFS; b++)
+            if (gs->uses[b] && !no_race(m, b, true, &p))
+                return false;
+        return true;
+    }
+    default:
+        return true;
+    }
+    if (op->kind == SEM_D2D_ASYNC || op->kind == SEM_D2D)
+        return no_race(m, op->b, true, &p) && no_race(m, op->b2, false, &p);
+    return no_race(m, op->b, op->kind != SEM_D2H_ASYNC && op->kind != SEM_D2H, &p);
+}
+
+static bool legal_form(const sem_model *m, const sem_op *op);
+
 bool sem_model_legal(const sem_model *m, const sem_op *op)
+{
+    if (!legal_form(m, op))
+        return false;
+    return !m->caps.race_free || capturing_graph(m) >= 0 || race_free_ok(m, op);
+}
+
+static bool legal_form(const sem_model *m, const sem_op *op)
 {
     if (m->nnodes + 2 * SEM_MAX_TEMPLATE + SEM_MAX_BUFS >= SEM_MAX_NODES)
         return false;
