@@ -720,3 +720,299 @@ int test_conformance_blocking_wait_after_null(void)
     ASSERT_OK(infinirtStreamDestroy(a.s));
     return TEST_OK;
 }
+
+/* ------------------------------------------------- which record a call binds
+ * A StreamWaitEvent waits for the record current when it is called, as on
+ * CUDA: a later record of the event, wherever it is queued and whenever it
+ * completes, neither releases a wait already queued nor holds it back.
+ * EventQuery and EventSynchronize look at the record current when they
+ * are called.  Each test holds the first record's stream with a gate, so
+ * a wait released too early shows as a stream that runs while the gate is
+ * closed (polled for a while: no load can make a right answer wrong), and
+ * in the data it copies once the gate is open. */
+
+#define BIND_BYTES ((size_t)64 << 10)
+#define BIND_POLL_MS 100 /* how long a wrong release has to show */
+
+/* `e` stays NOT_READY for BIND_POLL_MS; fails at the first COMPLETE. */
+static int stays_not_ready(infinirtEvent_t e, const char *what)
+{
+    infinirtEventStatus_t st;
+    for (int i = 0; i < BIND_POLL_MS; i++) {
+        ASSERT_OK(infinirtEventQuery(e, &st));
+        if (st != INFINIRT_EVENT_NOT_READY)
+            TEST_FAILED_("%s completed while the stream it waits for was held (after %d ms)", what, i);
+        tc_sleep_ms(1);
+    }
+    return TEST_OK;
+}
+
+static int event_is(infinirtEvent_t e, infinirtEventStatus_t want)
+{
+    infinirtEventStatus_t st;
+    ASSERT_OK(infinirtEventQuery(e, &st));
+    ASSERT_EQ(st, want);
+    return TEST_OK;
+}
+
+/* Every byte of the n bytes at h is v. */
+static int host_all(const unsigned char *h, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != v)
+            TEST_FAILED_("host byte %zu of %zu is 0x%02x, want 0x%02x", i, n, h[i], v);
+    return TEST_OK;
+}
+
+/* What the binding tests use, all of device 0: a device buffer d the held
+ * stream s1 fills and a pinned host buffer h the waiting stream s2 copies
+ * it into (zeroed), a third stream s3, the event ev that s2 waits for and
+ * `done`, recorded on s2 behind the wait. */
+typedef struct {
+    unsigned char *h;
+    void *d;
+    infinirtStream_t s1, s2, s3;
+    infinirtEvent_t ev, done;
+} binders;
+
+/* nonblocking: s1 and s2 are INFINIRT_STREAM_NON_BLOCKING, so that a
+ * record on the NULL stream does not wait for the held s1. */
+static int binders_make(binders *b, bool nonblocking)
+{
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtMallocHost((void **)&b->h, BIND_BYTES));
+    memset(b->h, 0, BIND_BYTES);
+    ASSERT_OK(infinirtMalloc(&b->d, BIND_BYTES));
+    ASSERT_OK(infinirtMemset(b->d, 0, BIND_BYTES));
+    if (nonblocking) {
+        ASSERT_OK(tc_stream_create_nonblocking(&b->s1));
+        ASSERT_OK(tc_stream_create_nonblocking(&b->s2));
+    } else {
+        ASSERT_OK(infinirtStreamCreate(&b->s1));
+        ASSERT_OK(infinirtStreamCreate(&b->s2));
+    }
+    ASSERT_OK(infinirtStreamCreate(&b->s3));
+    ASSERT_OK(infinirtEventCreate(&b->ev));
+    ASSERT_OK(infinirtEventCreate(&b->done));
+    return TEST_OK;
+}
+
+static int binders_free(binders *b)
+{
+    ASSERT_OK(infinirtEventDestroy(b->ev));
+    ASSERT_OK(infinirtEventDestroy(b->done));
+    ASSERT_OK(infinirtStreamDestroy(b->s1));
+    ASSERT_OK(infinirtStreamDestroy(b->s2));
+    ASSERT_OK(infinirtStreamDestroy(b->s3));
+    ASSERT_OK(infinirtFree(b->d));
+    ASSERT_OK(infinirtFreeHost(b->h));
+    return TEST_OK;
+}
+
+/* s1: gate, fill d with 0xAB, record ev; s2 waits for that record. */
+static int bind_first_record(binders *b, tc_gate *g)
+{
+    CHECK(tc_hold_stream(b->s1, g));
+    ASSERT_OK(infinirtMemsetAsync(b->d, 0xAB, BIND_BYTES, b->s1));
+    ASSERT_OK(infinirtEventRecord(b->ev, b->s1));
+    ASSERT_OK(infinirtStreamWaitEvent(b->s2, b->ev));
+    return TEST_OK;
+}
+
+/* s2, behind its wait: copy d into h and record done; done stays
+ * NOT_READY while the gate is closed; once it is open, h holds s1's fill. */
+static int bind_check_waiter(binders *b, tc_gate *g)
+{
+    ASSERT_OK(infinirtMemcpyAsync(b->h, b->d, BIND_BYTES, INFINIRT_MEMCPY_D2H, b->s2));
+    ASSERT_OK(infinirtEventRecord(b->done, b->s2));
+    CHECK(stays_not_ready(b->done, "the stream waiting for the first record"));
+    tc_gate_open(g);
+    ASSERT_OK(infinirtStreamSynchronize(b->s2));
+    CHECK(event_is(b->done, INFINIRT_EVENT_COMPLETE));
+    CHECK(host_all(b->h, BIND_BYTES, 0xAB));
+    ASSERT_OK(infinirtStreamSynchronize(b->s1));
+    return TEST_OK;
+}
+
+/* The event recorded again, on an idle stream, right after the wait: the
+ * new record completes (EventSynchronize waits for it alone), and the
+ * waiting stream still waits for the held one.  Then with the waiting stream on device 1 (when there is
+ * one), and with the re-record on the NULL stream (s1 and s2 not
+ * blocking, so that the NULL stream's record does not wait for s1). */
+int test_conformance_wait_binds_current_record(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    int ndev = 0;
+    ASSERT_OK(infinirtGetDeviceCount(tc_device_type(), &ndev));
+    static tc_gate gates[3]; /* static: the runner may open them after we return */
+    for (int round = 0; round < 3; round++) {
+        binders b;
+        CHECK(binders_make(&b, round == 2));
+        tc_gate *g = &gates[round];
+        if (round == 1) {
+            if (ndev < 2) {
+                CHECK(binders_free(&b));
+                continue;
+            }
+            /* s2 and done on device 1; the copy becomes a fill there
+             * (device 0's memory may not be reachable from it). */
+            ASSERT_OK(infinirtStreamDestroy(b.s2));
+            ASSERT_OK(infinirtEventDestroy(b.done));
+            CHECK(tc_use_device(1));
+            ASSERT_OK(infinirtStreamCreate(&b.s2));
+            ASSERT_OK(infinirtEventCreate(&b.done));
+            void *d1;
+            ASSERT_OK(infinirtMalloc(&d1, BIND_BYTES));
+            CHECK(tc_use_device(0));
+            CHECK(bind_first_record(&b, g));
+            ASSERT_OK(infinirtEventRecord(b.ev, b.s3));
+            ASSERT_OK(infinirtMemsetAsync(d1, 0x5A, BIND_BYTES, b.s2));
+            ASSERT_OK(infinirtEventRecord(b.done, b.s2));
+            CHECK(stays_not_ready(b.done, "a stream of device 1 waiting for the first record"));
+            tc_gate_open(g);
+            ASSERT_OK(infinirtStreamSynchronize(b.s2));
+            CHECK(event_is(b.done, INFINIRT_EVENT_COMPLETE));
+            CHECK(tc_use_device(1));
+            CHECK(tc_device_all(d1, BIND_BYTES, 0x5A));
+            ASSERT_OK(infinirtFree(d1));
+            CHECK(tc_use_device(0));
+            CHECK(tc_device_all(b.d, BIND_BYTES, 0xAB));
+            CHECK(binders_free(&b));
+            continue;
+        }
+        CHECK(bind_first_record(&b, g));
+        ASSERT_OK(infinirtEventRecord(b.ev, round == 2 ? NULL : b.s3));
+        /* The event stands for the new record now, which completes
+         * though s1 is held. */
+        ASSERT_OK(infinirtEventSynchronize(b.ev));
+        CHECK(event_is(b.ev, INFINIRT_EVENT_COMPLETE));
+        CHECK(bind_check_waiter(&b, g));
+        CHECK(binders_free(&b));
+    }
+    return TEST_OK;
+}
+
+/* The event recorded again on another stream behind work of its own (a
+ * large fill: not a second gate, since a backend may run the host
+ * functions of all streams on one thread, as CUDA may): the new record is
+ * queued, completes first (EventSynchronize waits for it alone), and the
+ * waiting stream still waits for the first. */
+int test_conformance_wait_binds_other_stream(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    size_t nbig = 64 * MiB, free_b = 0, total_b = 0;
+    if (infinirtGetMemInfo(tc_device_type(), 0, &free_b, &total_b) == INFINI_STATUS_SUCCESS && total_b / 4 < nbig)
+        nbig = total_b / 4 / MiB * MiB; /* small devices (the fake CUDA driver's) */
+    ASSERT_GE(nbig, MiB);
+    binders b;
+    CHECK(binders_make(&b, false));
+    void *big;
+    ASSERT_OK(infinirtMalloc(&big, nbig));
+    static tc_gate g1; /* static: the runner may open it after we return */
+    CHECK(bind_first_record(&b, &g1));
+    ASSERT_OK(infinirtMemsetAsync(big, 0x11, nbig, b.s3));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s3));
+    ASSERT_OK(infinirtEventSynchronize(b.ev)); /* the record on s3; s1 is still held */
+    CHECK(event_is(b.ev, INFINIRT_EVENT_COMPLETE));
+    CHECK(bind_check_waiter(&b, &g1));
+    ASSERT_OK(infinirtFree(big));
+    return binders_free(&b);
+}
+
+/* The event recorded again on the same stream, behind a second gate: the
+ * waiting stream runs once the first record is complete, without waiting
+ * for the second, and sees the data as the first record left it. */
+int test_conformance_wait_binds_same_stream(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    binders b;
+    CHECK(binders_make(&b, false));
+    static tc_gate g1, g2; /* static: the runner may open them after we return */
+    CHECK(bind_first_record(&b, &g1));
+    CHECK(tc_hold_stream(b.s1, &g2));
+    ASSERT_OK(infinirtMemsetAsync(b.d, 0xCD, BIND_BYTES, b.s1));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s1));
+    ASSERT_OK(infinirtMemcpyAsync(b.h, b.d, BIND_BYTES, INFINIRT_MEMCPY_D2H, b.s2));
+    ASSERT_OK(infinirtEventRecord(b.done, b.s2));
+    CHECK(stays_not_ready(b.done, "the stream waiting for the first record"));
+    tc_gate_open(&g1);
+    /* Waiting for the second record would hang here until g2 times out. */
+    ASSERT_OK(infinirtStreamSynchronize(b.s2));
+    CHECK(host_all(b.h, BIND_BYTES, 0xAB));
+    CHECK(event_is(b.ev, INFINIRT_EVENT_NOT_READY)); /* the second record, behind g2 */
+    tc_gate_open(&g2);
+    ASSERT_OK(infinirtEventSynchronize(b.ev));
+    CHECK(tc_device_all(b.d, BIND_BYTES, 0xCD));
+    return binders_free(&b);
+}
+
+/* Opens a gate after a short while, from another thread: a call on the
+ * main thread that waits for the gated work is made before it opens. */
+static void *open_later(void *gate)
+{
+    tc_sleep_ms(30);
+    tc_gate_open(gate);
+    return NULL;
+}
+
+/* EventQuery and EventSynchronize answer for the record current at the
+ * call: after a re-record on an idle stream the event completes though the
+ * first record is held; a re-record behind a gate is not complete though
+ * an earlier record completed after it was made (and a stream that waits
+ * for the event then waits for it); a synchronize does not wait for work
+ * queued behind its record. */
+int test_conformance_sync_binds_current_record(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    binders b;
+    CHECK(binders_make(&b, false));
+    static tc_gate g1, g3, g4, g5; /* static: the runner may open them after we return */
+    CHECK(tc_hold_stream(b.s1, &g1));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s1));
+    CHECK(event_is(b.ev, INFINIRT_EVENT_NOT_READY));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s3));
+    ASSERT_OK(infinirtEventSynchronize(b.ev)); /* returns though s1 is held */
+    CHECK(event_is(b.ev, INFINIRT_EVENT_COMPLETE));
+
+    /* s3 held, and the event recorded there after s1's (still held)
+     * record: when s1 is let go, its record completes, the event's does
+     * not.  s1's gate runs first: a backend may run host functions one at
+     * a time (CUDA may), so s3's must queue behind it, not overtake it. */
+    for (int i = 0; !g1.reached; i++) {
+        ASSERT(i < 30000);
+        tc_sleep_ms(1);
+    }
+    CHECK(tc_hold_stream(b.s3, &g3));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s1));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s3));
+    tc_gate_open(&g1);
+    ASSERT_OK(infinirtStreamSynchronize(b.s1));
+    CHECK(event_is(b.ev, INFINIRT_EVENT_NOT_READY));
+    ASSERT_OK(infinirtStreamWaitEvent(b.s2, b.ev));
+    ASSERT_OK(infinirtEventRecord(b.done, b.s2));
+    CHECK(stays_not_ready(b.done, "a stream waiting for the record on the held s3"));
+    tc_gate_open(&g3);
+    ASSERT_OK(infinirtEventSynchronize(b.ev));
+    CHECK(event_is(b.ev, INFINIRT_EVENT_COMPLETE));
+    ASSERT_OK(infinirtStreamSynchronize(b.s2));
+    CHECK(event_is(b.done, INFINIRT_EVENT_COMPLETE));
+
+    /* s1: gate g4, the record, gate g5.  The synchronize, made while g4
+     * holds the record, returns once g4 opens, g5 still closed (waiting
+     * for s1's later work would last until g5 timed out). */
+    CHECK(tc_hold_stream(b.s1, &g4));
+    ASSERT_OK(infinirtEventRecord(b.ev, b.s1));
+    CHECK(tc_hold_stream(b.s1, &g5));
+    pthread_t opener;
+    ASSERT_EQ(pthread_create(&opener, NULL, open_later, &g4), 0);
+    ASSERT_OK(infinirtEventSynchronize(b.ev));
+    CHECK(event_is(b.ev, INFINIRT_EVENT_COMPLETE));
+    ASSERT_EQ(pthread_join(opener, NULL), 0);
+    tc_gate_open(&g5);
+    ASSERT_OK(infinirtStreamSynchronize(b.s1));
+    return binders_free(&b);
+}

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -335,6 +336,84 @@ int test_cpu_blocking_records(void)
     ASSERT_OK(infinirtEventDestroy(e));
     ASSERT_OK(infinirtStreamDestroy(b));
     ASSERT_OK(infinirtStreamDestroy(nb));
+    return TEST_OK;
+}
+
+/* EventSynchronize waits for the record current when it was called: a
+ * later record of the event that completes first (on an idle stream) does
+ * not end it.  The waiting thread is seen asleep (/proc) for a while
+ * before the event is recorded again, so its call has certainly taken
+ * its record; a plain sleep could let the record come first, which the
+ * call would then rightly wait for instead. */
+typedef struct {
+    infinirtEvent_t e;
+    atomic_int tid, returned;
+    infiniStatus_t st;
+} event_syncer;
+
+static void *event_sync_thread(void *p)
+{
+    event_syncer *y = p;
+    atomic_store(&y->tid, (int)syscall(SYS_gettid));
+    y->st = infinirtEventSynchronize(y->e);
+    atomic_store(&y->returned, 1);
+    return NULL;
+}
+
+/* Whether thread tid of this process is asleep (state S in its stat). */
+static int thread_asleep(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    return p != NULL && p[1] == ' ' && p[2] == 'S';
+}
+
+int test_cpu_event_sync_binds_record(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    infinirtStream_t held, idle;
+    ASSERT_OK(infinirtStreamCreate(&held));
+    ASSERT_OK(infinirtStreamCreate(&idle));
+    event_syncer y = {.st = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_OK(infinirtEventCreate(&y.e));
+    static tc_gate gate; /* static: the runner may open it after we return */
+    CHECK(tc_hold_stream(held, &gate));
+    ASSERT_OK(infinirtEventRecord(y.e, held));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, event_sync_thread, &y), 0);
+    /* Asleep 20 polls in a row (a passing lock or barrier sleeps far
+     * shorter): it waits for the held record. */
+    for (int i = 0, asleep = 0; asleep < 20; i++) {
+        ASSERT(i < 30000);
+        int returned = atomic_load(&y.returned);
+        ASSERT_EQ(returned, 0);
+        int tid = atomic_load(&y.tid);
+        asleep = tid != 0 && thread_asleep(tid) ? asleep + 1 : 0;
+        tc_sleep_ms(1);
+    }
+    ASSERT_OK(infinirtEventRecord(y.e, idle)); /* complete at once */
+    infinirtEventStatus_t st;
+    ASSERT_OK(infinirtEventQuery(y.e, &st));
+    ASSERT_EQ(st, INFINIRT_EVENT_COMPLETE);
+    for (int i = 0; i < 100; i++) {
+        int returned = atomic_load(&y.returned);
+        ASSERT_EQ(returned, 0); /* still waiting for the held record */
+        tc_sleep_ms(1);
+    }
+    tc_gate_open(&gate);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(y.st);
+    ASSERT_OK(infinirtEventDestroy(y.e));
+    ASSERT_OK(infinirtStreamDestroy(held));
+    ASSERT_OK(infinirtStreamDestroy(idle));
     return TEST_OK;
 }
 

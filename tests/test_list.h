@@ -65,7 +65,11 @@
     X(conformance, graph_private_in_order)        \
     X(conformance, graph_execs_independent)       \
     X(conformance, null_wait_orders_blocking)     \
-    X(conformance, blocking_wait_after_null)
+    X(conformance, blocking_wait_after_null)      \
+    X(conformance, wait_binds_current_record)     \
+    X(conformance, wait_binds_other_stream)       \
+    X(conformance, wait_binds_same_stream)        \
+    X(conformance, sync_binds_current_record)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \
@@ -226,7 +230,8 @@
     X(loader, null_objects_create)             \
     X(loader, null_objects_graph)              \
     X(loader, null_objects_exec)               \
-    X(threads, reserved_within_limit)
+    X(threads, reserved_within_limit)          \
+    X(cpu, event_sync_binds_record)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -1,11 +1,14 @@
 /*
- * cpu_event.c - events as generation counters: a record takes the next
- * generation, and completing it (on a worker, on the caller's thread when
- * its stream is idle, or at once in inline mode) raises `completed` and
- * stamps the time.  Writers hold the event's mutex; readers that only ask
- * "is it complete" load the two counters and take no lock.  The event
- * entries are at the bottom; the queue side of records and waits is in
- * cpu_queue.c.
+ * cpu_event.c - an event is its latest record (cpu_internal.h): a
+ * generation, and while the record is queued, the stream it is on and the
+ * count that stream reaches with it.  Completing the latest record (on a
+ * worker, on the caller's thread when its stream is idle, or at once in
+ * inline mode) raises `completed` and stamps the time.  Waits take the
+ * (stream, count) pair at the call and wait for the stream, so a later
+ * record never answers for an earlier one.  Writers hold the event's mutex;
+ * readers that only ask "is it complete" load the two counters and take no
+ * lock.  The event entries are at the bottom; the queue side of records
+ * and waits is in cpu_queue.c.
  *
  * Template: a vendor's <p>_event.c holds the same entries over the
  * driver's events (a CUevent, an OpenCL marker); the generation counters
@@ -32,23 +35,19 @@ static cpu_event *event_new(int dev, uint32_t flags)
     if (e == NULL)
         return NULL;
     pthread_mutex_init(&e->mu, NULL);
-    /* The condition variable is made by the first host thread that waits
-     * (most events are never waited on, and destroying one costs a locked
-     * instruction in glibc). */
-    e->cv_ready = false;
     e->flags = flags;
     atomic_init(&e->refs, 1);
     atomic_init(&e->recorded, 0);
     atomic_init(&e->completed, 0);
     e->completed_at_ms = 0;
-    e->waiters = 0;
-    e->parked = NULL;
+    e->on = NULL;
+    e->at = 0;
     e->device = dev;
     return e;
 }
 
 /* Events are freed by whoever drops the last reference: the handle
- * (event_destroy), a queued record or a queued wait.  The count is a C11
+ * (event_destroy) or a queued record.  The count is a C11
  * atomic and every write to the event's state is under its mutex, which
  * the last holder no longer shares with anyone when it destroys it; the
  * loader keeps its own reference while a thread is inside a call on the
@@ -62,34 +61,55 @@ void cpu__event_put(cpu_event *e)
      * the loader keeps alive): nobody can raise it any more, so the last
      * reference goes without a locked instruction. */
     if (atomic_load_explicit(&e->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&e->refs, 1) == 1) {
+        /* Every queued record has run by now, and the latest one let its
+         * stream go when it completed: `on` is NULL (kept general). */
+        if (e->on != NULL)
+            cpu__stream_put(e->on);
         pthread_mutex_destroy(&e->mu);
-        if (e->cv_ready)
-            pthread_cond_destroy(&e->cv);
         free(e);
     }
 }
 
-uint64_t cpu__event_next_gen(cpu_event *e)
+/* Under e->mu: the next record's generation, which replaces the latest as
+ * the one the event stands for; the stream the replaced record was pending
+ * on is returned, to be let go once the mutex is. */
+static cpu_stream *next_locked(cpu_event *e, uint64_t *gen)
 {
+    *gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
+    atomic_store_explicit(&e->recorded, *gen, memory_order_release);
+    cpu_stream *was = e->on;
+    e->on = NULL;
+    return was;
+}
+
+uint64_t cpu__event_queued(cpu_event *e, cpu_stream *s, uint64_t at)
+{
+    uint64_t gen;
+    cpu__stream_hold(s);
     pthread_mutex_lock(&e->mu);
-    uint64_t gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
-    atomic_store_explicit(&e->recorded, gen, memory_order_release);
+    cpu_stream *was = next_locked(e, &gen);
+    e->on = s;
+    e->at = at;
     pthread_mutex_unlock(&e->mu);
+    /* Never the last reference to a stream a worker runs: whoever destroys
+     * a stream keeps its own until the stream is idle (stream_free). */
+    if (was != NULL)
+        cpu__stream_put(was);
     return gen;
 }
 
-/* Under e->mu: `completed` reaches gen, stamped `now`; the streams parked on
- * it are returned, to be woken once the mutex is let go. */
-static cpu_parked *complete_locked(cpu_event *e, uint64_t gen, double now)
+/* Under e->mu: record gen completed at `now`.  Only the latest record
+ * changes what the event says (an earlier one completing late stands for
+ * nothing any more); its stream is returned, to be let go. */
+static cpu_stream *complete_locked(cpu_event *e, uint64_t gen, double now)
 {
-    if (gen > atomic_load_explicit(&e->completed, memory_order_relaxed)) {
-        e->completed_at_ms = now;
-        atomic_store_explicit(&e->completed, gen, memory_order_release);
-    }
-    if (e->waiters > 0)
-        pthread_cond_broadcast(&e->cv);
-    return e->parked != NULL ? cpu__parked_take(&e->parked, atomic_load_explicit(&e->completed, memory_order_relaxed))
-                             : NULL;
+    if (gen != atomic_load_explicit(&e->recorded, memory_order_relaxed))
+        return NULL;
+    e->completed_at_ms = now;
+    atomic_store_explicit(&e->completed, gen, memory_order_release);
+    cpu_stream *was = e->on;
+    e->on = NULL;
+    return was;
 }
 
 /* The time a completion is stamped with: not read for an event that keeps
@@ -103,57 +123,49 @@ void cpu__event_complete(cpu_event *e, uint64_t gen)
 {
     double now = stamp(e);
     pthread_mutex_lock(&e->mu);
-    cpu_parked *wake = complete_locked(e, gen, now);
+    cpu_stream *was = complete_locked(e, gen, now);
     pthread_mutex_unlock(&e->mu);
-    cpu__parked_wake(wake);
+    /* Called by the worker running `was` (the record's own stream), which
+     * is not its last reference (see cpu__event_queued). */
+    if (was != NULL)
+        cpu__stream_put(was);
 }
 
 void cpu__event_record_now(cpu_event *e)
 {
     double now = stamp(e);
+    uint64_t gen;
     pthread_mutex_lock(&e->mu);
-    uint64_t gen = atomic_load_explicit(&e->recorded, memory_order_relaxed) + 1;
-    atomic_store_explicit(&e->recorded, gen, memory_order_release);
-    cpu_parked *wake = complete_locked(e, gen, now);
+    cpu_stream *was = next_locked(e, &gen);
+    complete_locked(e, gen, now); /* `on` is NULL already */
     pthread_mutex_unlock(&e->mu);
-    cpu__parked_wake(wake);
+    if (was != NULL)
+        cpu__stream_put(was);
 }
 
-uint64_t cpu__event_pending_gen(cpu_event *e)
+/* Whether the latest record is complete (or there is none), without a
+ * lock.  `recorded` is read first: `completed` never passes it, so a value
+ * at least as high says the record current at that read (or a later one,
+ * made meanwhile by another thread) has completed, and its work is seen. */
+static bool latest_complete(cpu_event *e)
 {
     uint64_t rec = atomic_load_explicit(&e->recorded, memory_order_acquire);
-    return atomic_load_explicit(&e->completed, memory_order_acquire) >= rec ? 0 : rec;
+    return atomic_load_explicit(&e->completed, memory_order_acquire) >= rec;
 }
 
-void cpu__event_wait_gen(cpu_event *e, uint64_t gen)
+bool cpu__event_pending(cpu_event *e, cpu_stream **s, uint64_t *at)
 {
-    if (atomic_load_explicit(&e->completed, memory_order_acquire) >= gen)
-        return;
+    if (latest_complete(e))
+        return false;
     pthread_mutex_lock(&e->mu);
-    if (!e->cv_ready) {
-        pthread_cond_init(&e->cv, NULL);
-        e->cv_ready = true;
-    }
-    e->waiters++;
-    while (atomic_load_explicit(&e->completed, memory_order_relaxed) < gen)
-        pthread_cond_wait(&e->cv, &e->mu);
-    e->waiters--;
-    pthread_mutex_unlock(&e->mu);
-}
-
-bool cpu__event_park(cpu_event *e, uint64_t gen, cpu_parked *p)
-{
-    if (atomic_load_explicit(&e->completed, memory_order_acquire) >= gen)
-        return true;
-    pthread_mutex_lock(&e->mu);
-    bool done = atomic_load_explicit(&e->completed, memory_order_relaxed) >= gen;
-    if (!done) {
-        p->until = gen;
-        p->next = e->parked;
-        e->parked = p;
+    cpu_stream *on = e->on;
+    if (on != NULL) {
+        cpu__stream_hold(on);
+        *s = on;
+        *at = e->at;
     }
     pthread_mutex_unlock(&e->mu);
-    return done;
+    return on != NULL;
 }
 
 /* ---------------------------------------------------------------- entries */
@@ -180,16 +192,21 @@ infiniStatus_t cpu__event_record(int dev, void *event, void *stream)
 
 infiniStatus_t cpu__event_query(int dev, void *event, int *complete)
 {
-    *complete = cpu__event_pending_gen(event) == 0;
+    *complete = latest_complete(event);
     return INFINI_STATUS_SUCCESS;
 }
 
+/* Waits for the record current at the call: for its stream to reach the
+ * record's count, which a later record of the event does not change. */
 infiniStatus_t cpu__event_synchronize(int dev, void *event)
 {
     CPU__REFUSE_IN_HOST_FN("event_synchronize");
-    uint64_t gen = cpu__event_pending_gen(event);
-    if (gen != 0)
-        cpu__event_wait_gen(event, gen);
+    cpu_stream *s;
+    uint64_t at;
+    if (cpu__event_pending(event, &s, &at)) {
+        cpu__stream_wait(s, at, false);
+        cpu__stream_put(s);
+    }
     return INFINI_STATUS_SUCCESS;
 }
 

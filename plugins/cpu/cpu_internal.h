@@ -73,9 +73,10 @@ typedef struct cpu_event cpu_event;
 #define CPU__RELAX() ((void)0)
 #endif
 
-/* A stream parked on an event (or on another stream's count): a link in the
- * list of what waits for it, with the generation (count) to reach.  Under
- * the mutex of what it waits for. */
+/* A stream parked on another stream's count (an event wait is one: it waits
+ * for the count the record's stream reaches with it): a link in that
+ * stream's list of what waits for it, with the count to reach.  Under that
+ * stream's mutex. */
 typedef struct cpu_parked {
     struct cpu_parked *next;
     uint64_t until;
@@ -98,19 +99,28 @@ typedef struct {
     atomic_uint_fast64_t pending;
 } cpu_device;
 
-/* Written under mu; `recorded` and `completed` are read without it, so a
- * query or a synchronize of a completed event takes no lock. */
+/* An event is its latest record.  A record takes the next generation
+ * (`recorded`); while it is queued and not yet run, `on` and `at` say
+ * where: the stream (held) and the count of commands that stream has done
+ * once the record has run.  A wait (StreamWaitEvent, EventSynchronize)
+ * takes that pair when it is called and waits for the stream's count, so
+ * it is bound to the record current at the call: a later record replaces
+ * the pair without touching a wait already made (CUDA's semantics; a
+ * single "highest generation completed" would let a later record that
+ * completes first release it).  `completed` is raised only by the record
+ * that is still the latest when it completes, so `completed >= recorded`
+ * says the latest record is complete.  Written under mu; `recorded` and
+ * `completed` are read without it, so a query or a synchronize of a
+ * completed event takes no lock. */
 struct cpu_event {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* initialised by the first waiter (cv_ready), under mu */
-    bool cv_ready;
     uint32_t flags;
-    atomic_int refs;            /* the handle + each queued record/wait */
+    atomic_int refs;            /* the handle + each queued record */
     _Atomic uint64_t recorded;  /* generation of the latest record */
-    _Atomic uint64_t completed; /* highest generation completed */
+    _Atomic uint64_t completed; /* generation of the latest record, once it completed */
     double completed_at_ms;     /* CLOCK_MONOTONIC of `completed` */
-    int waiters;                /* host threads in cv (mu) */
-    cpu_parked *parked;         /* streams whose worker waits for a generation (mu) */
+    cpu_stream *on;             /* the latest record's stream while it is pending, held; else NULL (mu) */
+    uint64_t at;                /* ... and the count `on` reaches with it (mu) */
     int device;
 };
 
@@ -122,8 +132,9 @@ struct cpu_stream {
     bool blocking; /* ordered with the default stream */
     bool is_default;
     bool listed; /* in dev->streams (async mode) */
-    /* The owner, each CMD_AFTER aimed at the stream and each host thread
-     * waiting on it: the memory outlives stream_free while they last. */
+    /* The owner, each CMD_AFTER aimed at the stream, each host thread
+     * waiting on it and each event whose latest record is queued on it:
+     * the memory outlives stream_free while they last. */
     atomic_int refs;
     pthread_mutex_t mu;
     pthread_cond_t cv_done; /* a command completed while waiters > 0 */
@@ -189,11 +200,6 @@ void cpu__stream_run(cpu_stream *s);
 /* The link queueing s on the pool. */
 cpu_stream **cpu__stream_run_next(cpu_stream *s);
 
-/* Parking (cpu_queue.c): take from *list, under the lock that guards it,
- * the streams whose `until` is <= reached; wake them after unlocking. */
-cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached);
-void cpu__parked_wake(cpu_parked *taken);
-
 /* Devices (cpu_device.c). */
 extern cpu_device cpu__devices[CPU__MAX_DEVICES];
 extern int cpu__ndevices;
@@ -249,16 +255,15 @@ infiniStatus_t cpu__device_query(int dev, int *idle);
 /* Events (cpu_event.c). */
 void cpu__event_put(cpu_event *e);
 double cpu__now_ms(void);
-uint64_t cpu__event_next_gen(cpu_event *e);           /* a record queued: its generation */
+/* A record of e queued on s (under s->mu), where s's count reaches `at`
+ * when it has run: its generation.  The event holds s meanwhile. */
+uint64_t cpu__event_queued(cpu_event *e, cpu_stream *s, uint64_t at);
 void cpu__event_complete(cpu_event *e, uint64_t gen); /* that record ran */
-void cpu__event_record_now(cpu_event *e);             /* both at once (inline mode) */
-/* The generation a wait queued now must reach; 0 when there is none (never
- * recorded, or complete). */
-uint64_t cpu__event_pending_gen(cpu_event *e);
-void cpu__event_wait_gen(cpu_event *e, uint64_t gen);
-/* A worker reached a wait for generation gen: true when it is complete;
- * otherwise p is linked on the event, to be woken when it is. */
-bool cpu__event_park(cpu_event *e, uint64_t gen, cpu_parked *p);
+void cpu__event_record_now(cpu_event *e);             /* a record complete at once */
+/* The latest record, when it is pending: true, with its stream (held: the
+ * caller puts it) and the count to wait for; false when there is nothing
+ * to wait for (never recorded, or complete). */
+bool cpu__event_pending(cpu_event *e, cpu_stream **s, uint64_t *at);
 
 /* The entries of the ops table, by file (cpu_plugin.c holds init,
  * shutdown and get_device_info). */

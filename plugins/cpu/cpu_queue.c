@@ -2,7 +2,8 @@
  * cpu_queue.c - async mode's command queue: the ring of each stream, the
  * order of blocking streams with the default one, the worker side that runs
  * a stream's commands (taken from the pool by cpu_pool.c), and the entries
- * that queue work (copies, fills, host functions, event records and waits)
+ * that queue work (copies, fills, host functions, event records and waits:
+ * a wait is a CMD_AFTER on the stream of the record it binds to)
  * or wait for it (device synchronize, the sync point of synchronous copies).
  *
  * A stream's scheduling state, under its mutex:
@@ -27,7 +28,7 @@
 /* CMD_ORDER is never in a ring: it asks enqueue for the blocking-stream
  * order alone, for an action with no work of its own (a wait for a record
  * that has already completed). */
-enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_WAIT, CMD_AFTER, CMD_ORDER };
+enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_AFTER, CMD_ORDER };
 
 typedef struct cpu_cmd {
     enum cmd_kind kind;
@@ -50,7 +51,9 @@ typedef struct cpu_cmd {
             cpu_event *e;
             uint64_t gen;
         } ev;
-        /* Wait until stream s has completed `count` commands. */
+        /* Wait until stream s has completed `count` commands: a
+         * blocking-stream order, or an event wait (the count s reaches
+         * with the record the wait was bound to). */
         struct {
             cpu_stream *s;
             uint64_t count;
@@ -112,7 +115,9 @@ void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle)
 
 #define PARKED_STREAM(p) ((cpu_stream *)((char *)(p)-offsetof(cpu_stream, park)))
 
-cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached)
+/* Take from *list, under the lock that guards it, the streams whose
+ * `until` is <= reached; wake them after unlocking. */
+static cpu_parked *parked_take(cpu_parked **list, uint64_t reached)
 {
     cpu_parked *taken = NULL;
     for (cpu_parked **pp = list; *pp != NULL;) {
@@ -130,7 +135,7 @@ cpu_parked *cpu__parked_take(cpu_parked **list, uint64_t reached)
 
 /* Queue a stream whose wait is over; one still RUNNING (it linked itself
  * and has not parked yet) is told to look again. */
-void cpu__parked_wake(cpu_parked *taken)
+static void parked_wake(cpu_parked *taken)
 {
     while (taken != NULL) {
         cpu_parked *next = taken->next;
@@ -153,8 +158,6 @@ void cpu__parked_wake(cpu_parked *taken)
  * taken instead, never both). */
 static bool wait_ready(cpu_stream *s, const cmd *c)
 {
-    if (c->kind == CMD_WAIT)
-        return cpu__event_park(c->u.ev.e, c->u.ev.gen, &s->park);
     cpu_stream *t = c->u.after.s;
     uint64_t count = c->u.after.count;
     if (atomic_load_explicit(&t->done, memory_order_acquire) >= count)
@@ -189,7 +192,6 @@ static void run(const cmd *c)
     case CMD_RECORD:
         cpu__event_complete(c->u.ev.e, c->u.ev.gen);
         break;
-    case CMD_WAIT:
     case CMD_AFTER:
         break; /* wait_ready said it is over */
     case CMD_ORDER:
@@ -200,7 +202,7 @@ static void run(const cmd *c)
 /* What a completed command held. */
 static void finish(const cmd *c)
 {
-    if (c->kind == CMD_RECORD || c->kind == CMD_WAIT)
+    if (c->kind == CMD_RECORD)
         cpu__event_put(c->u.ev.e);
     else if (c->kind == CMD_AFTER)
         cpu__stream_put(c->u.after.s);
@@ -227,7 +229,7 @@ void cpu__stream_run(cpu_stream *s)
         }
         cmd c = s->ring[s->first];
         pthread_mutex_unlock(&s->mu);
-        if ((c.kind == CMD_WAIT || c.kind == CMD_AFTER) && !wait_ready(s, &c)) {
+        if (c.kind == CMD_AFTER && !wait_ready(s, &c)) {
             pthread_mutex_lock(&s->mu);
             if (s->rewake) { /* it ended while we were linking */
                 s->rewake = false;
@@ -252,10 +254,10 @@ void cpu__stream_run(cpu_stream *s)
         if (s->waiters > 0)
             pthread_cond_broadcast(&s->cv_done);
         if (s->parked != NULL) {
-            cpu_parked *wake = cpu__parked_take(&s->parked, done);
+            cpu_parked *wake = parked_take(&s->parked, done);
             if (wake != NULL) {
                 pthread_mutex_unlock(&s->mu);
-                cpu__parked_wake(wake);
+                parked_wake(wake);
                 pthread_mutex_lock(&s->mu);
             }
         }
@@ -438,13 +440,16 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
     for (after *w = waits; w != NULL; w = w->next)
         ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {w->s, w->count}});
     /* What the queued command holds is taken last, when nothing can fail:
-     * a record's generation is never left without a completion. */
+     * a record's generation is never left without a completion.  The
+     * record is the event's latest from here on, at the count s reaches
+     * once it has run: what a wait or a synchronize made from now on
+     * waits for (and nothing can run it before s->mu is let go). */
     if (t->kind != CMD_ORDER) {
         cmd c = *t;
-        if (c.kind == CMD_RECORD || c.kind == CMD_WAIT)
+        if (c.kind == CMD_RECORD) {
             atomic_fetch_add(&c.u.ev.e->refs, 1);
-        if (c.kind == CMD_RECORD)
-            c.u.ev.gen = cpu__event_next_gen(c.u.ev.e);
+            c.u.ev.gen = cpu__event_queued(c.u.ev.e, s, atomic_load_explicit(&s->queued, memory_order_relaxed) + 1);
+        }
         ring_push(s, &c);
     }
     /* Only now (the waits are queued, and cannot complete while we hold
@@ -517,30 +522,50 @@ infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e)
     return submit(dev, stream, &t);
 }
 
+/* The wait is bound here, to the event's latest record as of this call:
+ * it waits for the count the record's stream reaches with that record, so
+ * a later record of the event (on any stream, completing in any order)
+ * changes nothing for it.  Inline mode never has a pending record. */
 infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
 {
     cpu_event *e = event;
-    uint64_t gen = cpu__event_pending_gen(e);
-    if (gen == 0) {
+    cpu_stream *on;
+    uint64_t at;
+    if (!cpu__event_pending(event, &on, &at)) {
         /* Nothing to wait for.  A record that has completed still makes
          * the wait an action of its stream (docs/semantics.md, R2): on the
          * NULL stream it comes after the blocking streams' queued work,
          * and their later work after it, as CUDA's legacy stream orders a
          * cudaStreamWaitEvent; on a blocking stream it comes after the
          * NULL stream's work (a synchronize of that stream covers it).  A
-         * wait for an event never recorded queues nothing. */
+         * wait for an event never recorded queues nothing; inline mode
+         * never has anything to order. */
         if (cpu__inline || atomic_load_explicit(&e->recorded, memory_order_acquire) == 0)
             return INFINI_STATUS_SUCCESS;
         cmd t = {.kind = CMD_ORDER};
         return submit(dev, stream, &t);
     }
-    if (cpu__inline) {
-        /* Only a record another thread is completing right now. */
-        cpu__event_wait_gen(e, gen);
-        return INFINI_STATUS_SUCCESS;
+    if (stream == NULL && cpu__device(dev) == NULL) {
+        cpu__stream_put(on);
+        return INFINI_STATUS_DEVICE_NOT_FOUND;
     }
-    cmd t = {.kind = CMD_WAIT, .u.ev = {e, gen}};
-    return submit(dev, stream, &t);
+    cpu_stream *s = stream != NULL ? stream : cpu__default_stream(dev);
+    if (s == NULL) {
+        cpu__stream_put(on);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    if (s == on || atomic_load_explicit(&on->done, memory_order_acquire) >= at) {
+        /* Queued on this very stream (its order waits), or run since: the
+         * wait is still an action of s (R2, as above). */
+        cpu__stream_put(on);
+        cmd t = {.kind = CMD_ORDER};
+        return enqueue(s, &t);
+    }
+    cmd t = {.kind = CMD_AFTER, .u.after = {on, at}}; /* the command takes our reference */
+    infiniStatus_t st = enqueue(s, &t);
+    if (st != INFINI_STATUS_SUCCESS)
+        cpu__stream_put(on);
+    return st;
 }
 
 /* Wait on the host for the streams of dev in `set` (`call` names the entry,

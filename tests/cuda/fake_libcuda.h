@@ -51,6 +51,21 @@ int fake_pageable_locked(const void *p);
  * worker, launched with fake_cuda_launch_kernel. */
 typedef enum { OP_COPY, OP_SET, OP_HOST, OP_KERNEL, OP_RECORD, OP_WAIT } fake_op_kind;
 
+/* One record's completion, set when its OP_RECORD runs.  A wait (an
+ * OP_WAIT, cuEventSynchronize) holds the mark of the record that was the
+ * event's latest at the call, as CUDA binds them: a later record of the
+ * event neither ends nor extends it.  Counted references, under the lock. */
+typedef struct fake_mark {
+    int refs;
+    int done;
+} fake_mark;
+
+static inline void mark_unref_locked(fake_mark *m)
+{
+    if (m != NULL && --m->refs == 0)
+        free(m);
+}
+
 typedef struct fake_op {
     struct fake_op *next;
     fake_op_kind kind;
@@ -61,7 +76,8 @@ typedef struct fake_op {
     CUhostFn fn;
     void *data;
     struct CUevent_st *ev;
-    unsigned long gen; /* OP_RECORD / OP_WAIT: the event's record number */
+    unsigned long gen; /* OP_RECORD: the event's record number */
+    fake_mark *mark;   /* OP_RECORD: its completion; OP_WAIT: the one waited for */
     unsigned long seq; /* the stream's operation number */
     void *staging;     /* OP_COPY from pageable memory: the copy of the source, freed once run */
 } fake_op;
@@ -98,7 +114,10 @@ struct CUstream_st {
 struct CUevent_st {
     fake_ctx *ctx;
     unsigned flags;
+    /* Records made, and the latest one's number once it has completed
+     * (an earlier one completing late changes nothing). */
     unsigned long recorded, completed;
+    fake_mark *mark; /* the latest record's completion; NULL: none queued yet */
     int refs;
     double t_ms;
     struct CUevent_st *next_live;
@@ -132,8 +151,10 @@ void fake_wait_done_locked(const struct CUstream_st *s, unsigned long seq);
 extern int fake_live_events;
 static inline void event_unref_locked(struct CUevent_st *e)
 {
-    if (--e->refs == 0)
+    if (--e->refs == 0) {
+        mark_unref_locked(e->mark);
         free(e);
+    }
 }
 
 /* Return from the calling driver entry unless h names a stream / e is a

@@ -102,9 +102,13 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
     EVENT_OK(e, 0);
     pthread_mutex_lock(&fake_lock);
     CUresult r = event_wait_allowed_locked(e);
-    unsigned long gen = e->recorded;
-    while (r == CUDA_SUCCESS && e->completed < gen)
-        pthread_cond_wait(&fake_progress, &fake_lock);
+    fake_mark *m = r == CUDA_SUCCESS ? e->mark : NULL; /* the record current now */
+    if (m != NULL) {
+        m->refs++;
+        while (!m->done)
+            pthread_cond_wait(&fake_progress, &fake_lock);
+        mark_unref_locked(m);
+    }
     pthread_mutex_unlock(&fake_lock);
     return r;
 }

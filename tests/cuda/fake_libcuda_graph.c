@@ -170,6 +170,7 @@ CUresult fake_capture_append_locked(struct CUstream_st *s, const fake_op *o)
     *q = *o;
     q->next = NULL;
     q->ev = NULL;
+    q->mark = NULL;
     q->seq = 0;
     if (c->tail != NULL)
         c->tail->next = q;
@@ -527,7 +528,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h)
         struct CUevent_st *e = x->done;
         r = CUDA_SUCCESS;
         if (s->cap == NULL && e->completed < e->recorded)
-            r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
+            r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .mark = e->mark}, NULL);
         if (r == CUDA_SUCCESS)
             r = fake_enqueue_list_locked(s, x->ops);
         if (r == CUDA_SUCCESS && s->cap == NULL)

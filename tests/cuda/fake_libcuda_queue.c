@@ -41,11 +41,12 @@ void *fake_stream_worker(void *arg)
         fake_op *o = s->head;
         switch (o->kind) {
         case OP_WAIT:
-            while (o->ev->completed < o->gen)
+            while (!o->mark->done)
                 pthread_cond_wait(&fake_progress, &fake_lock);
             break;
         case OP_RECORD:
-            if (o->gen >= o->ev->completed) {
+            o->mark->done = 1;
+            if (o->gen == o->ev->recorded) {
                 o->ev->completed = o->gen;
                 o->ev->t_ms = now_ms();
             }
@@ -84,6 +85,7 @@ void *fake_stream_worker(void *arg)
         s->done = o->seq;
         if (o->ev != NULL)
             event_unref_locked(o->ev);
+        mark_unref_locked(o->mark);
         free(o->staging);
         free(o);
         pthread_cond_broadcast(&fake_progress);
@@ -106,15 +108,26 @@ void *fake_stream_worker(void *arg)
 /* Append o to s; its sequence number, or 0 when out of memory. */
 static unsigned long append_locked(struct CUstream_st *s, fake_op o)
 {
-    fake_op *q = malloc(sizeof *q);
-    if (q == NULL)
+    fake_mark *m = NULL;
+    if (o.kind == OP_RECORD && (m = calloc(1, sizeof *m)) == NULL)
         return 0;
+    fake_op *q = malloc(sizeof *q);
+    if (q == NULL) {
+        free(m);
+        return 0;
+    }
     *q = o;
     q->next = NULL;
     if (q->ev != NULL)
         q->ev->refs++;
-    if (q->kind == OP_RECORD)
+    if (q->kind == OP_RECORD) {
+        m->refs = 2; /* the operation's and the event's */
+        mark_unref_locked(q->ev->mark);
+        q->ev->mark = q->mark = m;
         q->gen = ++q->ev->recorded;
+    } else if (q->mark != NULL) {
+        q->mark->refs++;
+    }
     q->seq = ++s->queued;
     if (s->tail != NULL)
         s->tail->next = q;
@@ -137,9 +150,8 @@ static CUresult depend_locked(struct CUstream_st *from, struct CUstream_st *to)
         free(e);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded})
-                     ? CUDA_SUCCESS
-                     : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = append_locked(to, (fake_op){.kind = OP_WAIT, .ev = e, .mark = e->mark}) ? CUDA_SUCCESS
+                                                                                         : CUDA_ERROR_OUT_OF_MEMORY;
     event_unref_locked(e);
     return r;
 }

@@ -355,9 +355,10 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
     } else if (e->recorded > 0) {
         /* Queued even when the record has completed: the wait is still an
          * operation of s, which the legacy-stream rules order ("an action
-         * ... such as cudaStreamWaitEvent()").  A wait for an event never
+         * ... such as cudaStreamWaitEvent()").  Bound to the latest record
+         * now: the operation holds its mark.  A wait for an event never
          * recorded queues nothing. */
-        r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .gen = e->recorded}, NULL);
+        r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .mark = e->mark}, NULL);
     }
     pthread_mutex_unlock(&fake_lock);
     return r;
