@@ -396,15 +396,15 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
  * Returns SUCCESS, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream);
 
-/* *status_ptr = COMPLETE when the work the event's current record captured
- * has completed (or the event was never recorded), NOT_READY otherwise.
- * After COMPLETE the host may rely on that work as after
- * infinirtEventSynchronize.  Never blocks.
+/* *status_ptr = COMPLETE when the work the event's current record (the
+ * record current at this call) captured has completed, or the event was
+ * never recorded; NOT_READY otherwise.  After COMPLETE the host may rely
+ * on that work as after infinirtEventSynchronize.  Never blocks.
  * Returns SUCCESS, NULL_POINTER, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr);
 
-/* Block until the work the event's current record captured has completed
- * (a record made while this call waits does not extend the wait).
+/* Block until the work the record current at this call captured has
+ * completed (a record made meanwhile neither ends nor extends the wait).
  * Returns SUCCESS, BAD_PARAM. */
 INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event);
 

@@ -332,7 +332,9 @@ typedef struct infinirtPluginOps {
     infiniStatus_t (*stream_destroy)(int dev, void *stream);
     infiniStatus_t (*stream_synchronize)(int dev, void *stream);
     /* Stream and event may belong to different devices of this plugin:
-     * `dev` is the stream's. Must not block the host. */
+     * `dev` is the stream's. Must not block the host. Waits for the
+     * event's record current at this call: a later event_record of the
+     * event must neither release nor extend it (nor event_synchronize). */
     infiniStatus_t (*stream_wait_event)(int dev, void *stream, void *event);
     infiniStatus_t (*launch_host_func)(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
 
