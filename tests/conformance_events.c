@@ -982,7 +982,7 @@ int test_conformance_sync_binds_current_record(void)
      * record: when s1 is let go, its record completes, the event's does
      * not.  s1's gate runs first: a backend may run host functions one at
      * a time (CUDA may), so s3's must queue behind it, not overtake it. */
-    for (int i = 0; !g1.reached; i++) {
+    for (int i = 0; !__atomic_load_n(&g1.reached, __ATOMIC_SEQ_CST); i++) {
         ASSERT(i < 30000);
         tc_sleep_ms(1);
     }
