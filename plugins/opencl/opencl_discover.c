@@ -294,6 +294,11 @@ infiniStatus_t opencl__discover(const opencl__config *cfg, int *count, char *msg
     }
     if (ncands == 0) {
         explain_none(cfg, ps, np, msg, msg_size);
+        /* No device at all is a plain answer (a machine without OpenCL
+         * devices: the report says so); a platform or device_type filter
+         * that matches none is more likely a mistake in the config. */
+        if (cfg->platform != NULL || cfg->type_mask != CL_DEVICE_TYPE_ALL)
+            opencl__log(INFINIRT_PLUGIN_LOG_WARN, "%s", msg);
         goto out;
     }
 
@@ -329,6 +334,7 @@ infiniStatus_t opencl__discover(const opencl__config *cfg, int *count, char *msg
                      "[plugin.opencl] devices: no listed index is below %zu, the number of devices matching "
                      "the filters",
                      ncands);
+            opencl__log(INFINIRT_PLUGIN_LOG_WARN, "%s", msg);
             goto out;
         }
     } else {

@@ -12,6 +12,7 @@
     X(filter_gpu)             \
     X(filter_platform)        \
     X(filter_devices)         \
+    X(filter_no_match_warns)  \
     X(bad_values)             \
     X(unknown_key)            \
     X(max_alloc)              \

@@ -133,6 +133,36 @@ int test_filter_platform(void)
     return TEST_OK;
 }
 
+/* A platform, device_type or devices filter that matches no device is a
+ * warning, not only the report's reason (an info line): the config most
+ * likely has a mistake. */
+int test_filter_no_match_warns(void)
+{
+    char msg[512];
+    int count;
+
+    CHECK(load_plugin());
+    if (cl_device_count(CL_DEVICE_TYPE_ALL) == 0)
+        return TEST_SKIP;
+    ASSERT_OK(init_kv(&count, msg, sizeof msg, KV("platform", "nonexistent-platform")));
+    ASSERT_EQ(count, 0);
+    ASSERT(log_contains("[warn] opencl: no OpenCL device matches platform = \"nonexistent-platform\""));
+    if (cl_device_count(CL_DEVICE_TYPE_ACCELERATOR) == 0) {
+        ASSERT_OK(init_kv(&count, msg, sizeof msg, KV("device_type", "accelerator")));
+        ASSERT_EQ(count, 0);
+        ASSERT(log_contains("[warn] opencl: no OpenCL device matches platform = \"*\", device_type = accelerator"));
+    }
+    ASSERT_OK(init_kv(&count, msg, sizeof msg, KV("devices", "4000")));
+    ASSERT_EQ(count, 0);
+    ASSERT(log_contains("[warn] opencl: [plugin.opencl] devices: no listed index is below"));
+    /* Without a filter a machine's devices are found: no such warning. */
+    ASSERT_OK(init_kv(&count, msg, sizeof msg, KV("memory", "auto")));
+    ASSERT_GT(count, 0);
+    ASSERT(!log_contains("[warn]"));
+    stop();
+    return TEST_OK;
+}
+
 int test_filter_devices(void)
 {
     char msg[512];
