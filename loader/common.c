@@ -111,15 +111,15 @@ infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device
     if (st == INFINI_STATUS_NOT_IMPLEMENTED) {
         /* The loader's stub for an entry the plugin does not have. */
         INFINIRT__WARN("%s:%d (plugin %s): %s is not supported by this plugin",
-                       infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, entry);
+                       infinirtGetDeviceTypeName(dev->plugin->type), dev->id, dev->plugin->name, entry);
         return st;
     }
     if (st == INFINI_STATUS_NOT_READY) { /* an answer, not a failure (see infinirt__fail) */
-        INFINIRT__DEBUG("%s:%d (plugin %s): %s: not ready", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
+        INFINIRT__DEBUG("%s:%d (plugin %s): %s: not ready", infinirtGetDeviceTypeName(dev->plugin->type), dev->id,
                         dev->plugin->name, entry);
         return st;
     }
-    INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
+    INFINIRT__WARN("%s:%d (plugin %s): %s failed: %s", infinirtGetDeviceTypeName(dev->plugin->type), dev->id,
                    dev->plugin->name, entry, infinirtGetErrorName(st));
     return st;
 }

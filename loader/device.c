@@ -85,7 +85,7 @@ infiniStatus_t infinirt__device_sync(infinirt__device *dev)
         if (snap == NULL)
             return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, "infinirtDeviceSynchronize",
                                   "no memory to list the streams of %s:%d",
-                                  infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+                                  infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
         st = INFINI_STATUS_SUCCESS;
         for (size_t i = 0; i < n; i++) {
             if (st == INFINI_STATUS_SUCCESS) {

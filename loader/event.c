@@ -157,8 +157,8 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
     if ((st = infinirt__stream_resolve_borrow(stream, e->dev, __func__, &s, &use_s)) == INFINI_STATUS_SUCCESS) {
         if (s->dev != e->dev) {
             st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event of %s:%d recorded on a stream of %s:%d",
-                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index,
-                                infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->id,
+                                infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->id);
         } else {
             bool recorded = false;
             if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
@@ -276,8 +276,8 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
         if (dev->plugin != e->dev->plugin)
             st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
                                 "stream on %s:%d and event on %s:%d belong to different backends",
-                                infinirtGetDeviceTypeName(dev->plugin->type), dev->index,
-                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->index);
+                                infinirtGetDeviceTypeName(dev->plugin->type), dev->id,
+                                infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->id);
         else {
             bool recorded = false;
             if (__builtin_expect(infinirt__stream_capture(s) != NULL ||

@@ -90,7 +90,7 @@ static void warn_once(infinirt__device *dev, atomic_bool *flag, const char *what
     if (!atomic_exchange(flag, true))
         INFINIRT__WARN("%s:%d (plugin %s): %s failed (%s); memory freed behind queued work is held until the "
                        "device is next synchronized",
-                       infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name, what,
+                       infinirtGetDeviceTypeName(dev->plugin->type), dev->id, dev->plugin->name, what,
                        infinirtGetErrorName(st));
 }
 
@@ -207,7 +207,7 @@ static bool plugin_says_idle(infinirt__device *dev)
     if (st != INFINI_STATUS_SUCCESS) {
         if (!atomic_exchange(&dev->devq_warned, true))
             INFINIRT__WARN("%s:%d (plugin %s): device_query failed (%s); the allocator queries each stream instead",
-                           infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name,
+                           infinirtGetDeviceTypeName(dev->plugin->type), dev->id, dev->plugin->name,
                            infinirtGetErrorName(st));
         return false;
     }
@@ -499,9 +499,9 @@ void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device
         .max_alloc_size = dev->info.max_alloc_size,
         .total_memory = dev->info.total_memory,
         .device_type = (int)dev->plugin->type,
-        .device_id = dev->index,
+        .device_id = dev->id,
     };
-    snprintf(be->label, sizeof be->label, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+    snprintf(be->label, sizeof be->label, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
 }
 
 /* A plugin's host (MallocHost) pool: pinned memory from the plugin, fences

@@ -165,7 +165,8 @@ struct infinirt__plugin {
     uint64_t caps;
     infiniDevice_t type;
     uint32_t abi_major, abi_minor;
-    int device_count;
+    int device_count;          /* the devices the loader serves: p->devices */
+    int declared_count;        /* the plugin's own count */
     infinirt__device *devices; /* device_count entries */
     infinirt__pool *host_pool; /* MallocHost memory of this plugin */
     /* Plugins start on first use (infinirt__plugin_start): infinirtInit
@@ -213,7 +214,11 @@ infinirt__plugin *infinirt__plugin_of_slot(int slot);
 
 struct infinirt__device {
     infinirt__plugin *plugin;
-    int index; /* id within its type == plugin-local index */
+    int index; /* the plugin's index of the device: what every plugin call is given */
+    /* The device's id within its type, its place in plugin->devices: log
+     * lines, the allocator's device_id and the peers bits use it.  Equal
+     * to index while the loader serves every device the plugin declares. */
+    int id;
     infinirtPluginDeviceInfo info;
     char uuid[64]; /* get_device_uuid's answer; "" = none */
     /* get_device_flags said DONE_AT_RETURN: no stream of the device ever
@@ -409,7 +414,7 @@ static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__
 {
     if (owner == NULL || owner == user || owner->plugin != user->plugin || user->done_at_return)
         return;
-    uint_fast64_t bit = (uint_fast64_t)1 << (user->index < 63 ? user->index : 63);
+    uint_fast64_t bit = (uint_fast64_t)1 << (user->id < 63 ? user->id : 63);
     if (!(atomic_load_explicit(&owner->peers, memory_order_relaxed) & bit))
         atomic_fetch_or(&owner->peers, bit);
 }

@@ -20,7 +20,7 @@
 static __attribute__((noinline, cold)) void malloc_failed(infiniStatus_t st, size_t size, const infinirt__device *dev,
                                                           const char *fn)
 {
-    infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+    infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
 }
 
 static inline __attribute__((always_inline)) infiniStatus_t
@@ -102,7 +102,7 @@ static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void 
                        info.device_id < 0 ? " host" : ":", info.device_id < 0 ? 0 : info.device_id);
     else if (s != NULL)
         infinirt__fail(st, fn, "%p is not a live allocation of the stream's device %s:%d", ptr,
-                       infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->index);
+                       infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->id);
     else
         infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
 }
@@ -274,11 +274,22 @@ static infiniStatus_t resolve_foreign(mem_side *sd, const void *ptr, infinirt__d
         return INFINI_STATUS_SUCCESS; /* the plugin cannot tell: base it is */
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, base, "pointer_get_device");
-    if (id < 0 || id >= p->device_count)
+    /* id is the plugin's index: the loader's device of that index (one
+     * the loader does not serve is as memory the plugin cannot place). */
+    if (id >= 0 && id < p->device_count && p->devices[id].index == id) {
+        sd->dev = &p->devices[id];
+        return INFINI_STATUS_SUCCESS;
+    }
+    for (int i = 0; i < p->device_count; i++) {
+        if (p->devices[i].index == id) {
+            sd->dev = &p->devices[i];
+            return INFINI_STATUS_SUCCESS;
+        }
+    }
+    if (id < 0 || id >= p->declared_count)
         return infinirt__fail(INFINI_STATUS_INTERNAL_ERROR, fn,
                               "plugin %s says %p is memory of its device %d, which it does not have (%d devices)",
-                              p->name, ptr, id, p->device_count);
-    sd->dev = &p->devices[id];
+                              p->name, ptr, id, p->declared_count);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -515,8 +526,8 @@ static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const voi
         st = copy_across_backends(owner, dst, other, src, size);
         if (st != INFINI_STATUS_SUCCESS)
             return infinirt__fail(st, fn, "D2D copy from %s:%d to %s:%d through host memory failed",
-                                  infinirtGetDeviceTypeName(other->plugin->type), other->index,
-                                  infinirtGetDeviceTypeName(owner->plugin->type), owner->index);
+                                  infinirtGetDeviceTypeName(other->plugin->type), other->id,
+                                  infinirtGetDeviceTypeName(owner->plugin->type), owner->id);
         return st;
     }
     return plugin_copy(owner, dst, src, size, (int)kind);
@@ -573,7 +584,7 @@ static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, con
         st = infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, fn,
                             "the copy's device memory belongs to a different backend than stream %s:%d; "
                             "asynchronous copies between backends are not supported",
-                            infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+                            infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
     } else {
         if (__builtin_expect(infinirt__stream_capture(str) != NULL, 0)) {
             bool recorded = false;
@@ -668,8 +679,8 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
     infinirt__device *dev = s->dev;
     if (owner->plugin != dev->plugin) {
         st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
-                            infinirtGetDeviceTypeName(owner->plugin->type), owner->index,
-                            infinirtGetDeviceTypeName(dev->plugin->type), dev->index);
+                            infinirtGetDeviceTypeName(owner->plugin->type), owner->id,
+                            infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
     } else {
         if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
             bool recorded = false;

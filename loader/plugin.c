@@ -246,22 +246,23 @@ static void read_uuid(infinirt__plugin *p, infinirt__device *d, int index)
         printable = buf[i] > ' ' && buf[i] < 0x7f;
     if (!printable) {
         INFINIRT__WARN("plugin %s: get_device_uuid(%d) gave no printable, terminated text: device %d has no UUID",
-                       p->name, index, index);
+                       p->name, index, d->id);
         return;
     }
     memcpy(d->uuid, buf, n + 1);
 }
 
-static int setup_device(infinirt__plugin *p, infinirt__device *d, int index)
+static int setup_device(infinirt__plugin *p, infinirt__device *d, int id, int index)
 {
     memset(d, 0, sizeof *d);
     d->plugin = p;
+    d->id = id;
     d->index = index;
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->event_lock, NULL);
     infiniStatus_t st = p->ops->get_device_info(index, &d->info);
     if (st != INFINI_STATUS_SUCCESS) {
-        snprintf(d->info.name, sizeof d->info.name, "%s device %d", p->name, index);
+        snprintf(d->info.name, sizeof d->info.name, "%s device %d", p->name, id);
         INFINIRT__WARN("plugin %s: get_device_info(%d) failed: %s", p->name, index, infinirtGetErrorName(st));
     }
     d->info.name[sizeof d->info.name - 1] = '\0';
@@ -289,7 +290,7 @@ infinirt__pool *infinirt__device_pool_slow(infinirt__device *d)
     infinirt__pool *made = NULL, *none = NULL;
     if (infinirt__pool_create(&be, &infinirt__rt.cfg.alloc, &made) != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s:%d: out of memory creating the device's allocator",
-                        infinirtGetDeviceTypeName(d->plugin->type), d->index);
+                        infinirtGetDeviceTypeName(d->plugin->type), d->id);
         return infinirt__device_pool_peek(d);
     }
     if (!atomic_compare_exchange_strong(&d->pool, &none, made)) {
@@ -367,7 +368,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     for (int i = 0; i < count; i++) {
-        if (setup_device(p, &p->devices[i], i) != 0) {
+        if (setup_device(p, &p->devices[i], i, i) != 0) {
             set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory setting up device %d", i);
             return; /* devices stay allocated: harmless, and nothing else points at them */
         }
@@ -379,6 +380,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     p->device_count = count;
+    p->declared_count = count;
     snprintf(p->message, sizeof p->message, "%s%s%s", msg, msg[0] && p->warning[0] ? "; " : "", p->warning);
     p->status = INFINIRT_PLUGIN_LOADED;
     INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,

@@ -45,7 +45,7 @@ static void add_utilization(infinirt__device *dev, infinirtDeviceResourceSnapsho
          * only: a monitor polls this, and memory figures are still good. */
         if (st != INFINI_STATUS_NOT_IMPLEMENTED)
             INFINIRT__DEBUG("%s:%d (plugin %s): get_utilization failed: %s; no utilisation in the snapshot",
-                            infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name,
+                            infinirtGetDeviceTypeName(dev->plugin->type), dev->id, dev->plugin->name,
                             infinirtGetErrorName(st));
         return;
     }

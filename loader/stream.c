@@ -72,7 +72,7 @@ static void stream_free(infinirt__stream *s)
     if (!idle && stream_drain(s) != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s:%d (plugin %s): a destroyed stream could not be drained; its cached memory is "
                         "kept out of use",
-                        infinirtGetDeviceTypeName(dev->plugin->type), dev->index, dev->plugin->name);
+                        infinirtGetDeviceTypeName(dev->plugin->type), dev->id, dev->plugin->name);
         return;
     }
     infinirt__pool_stream_retired(infinirt__device_pool_peek(dev), s);
