@@ -132,4 +132,25 @@ mv "$T/prefix" "$T/moved"
 check_prefix "$T/moved"
 INFINIRT_CONFIG="$T/conf/vendor.ini" LD_LIBRARY_PATH="$T/moved/lib" "$T/app-pc" | tail -1 |
     grep -q "app: 3 of 3 devices ok"
+step "an FHS prefix (/usr), installed with DESTDIR: the config in /etc/infinirt, read there"
+cmake -S "$src" -B "$T/fhs" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+    -DINFINIRT_BUILD_TESTS=OFF -DINFINIRT_BUILD_BENCH=OFF -DINFINIRT_PLUGIN_OPENCL=OFF -DINFINIRT_PLUGIN_CUDA=OFF \
+    >"$T/fhs.configure.log" || { cat "$T/fhs.configure.log"; exit 1; }
+grep -q "^-- infinirt config: /etc/infinirt/infinirt.ini$" "$T/fhs.configure.log" ||
+    { echo "a /usr build does not install its config as /etc/infinirt/infinirt.ini:"; cat "$T/fhs.configure.log"; exit 1; }
+cmake --build "$T/fhs" -j "${JOBS:-2}" >/dev/null
+DESTDIR="$T/destdir" cmake --install "$T/fhs" >/dev/null
+# The manifest names the files without DESTDIR.
+grep -qx /etc/infinirt/infinirt.ini "$T/fhs/install_manifest.txt" && [ -f "$T/destdir/etc/infinirt/infinirt.ini" ] &&
+    [ ! -e "$T/destdir/usr/etc" ] ||
+    { echo "the /usr install did not put its config in (DESTDIR)/etc/infinirt:"; cat "$T/fhs/install_manifest.txt"; exit 1; }
+grep -Eq '^;plugin_dir = /usr/lib(/[^/]+)?/infinirt$' "$T/destdir/etc/infinirt/infinirt.ini" ||
+    { echo "the /usr config's plugin_dir example does not name /usr/lib/.../infinirt"; exit 1; }
+fhs_info=$(find "$T/destdir/usr/bin" -name infinirt-info)
+# The loader looks for /etc/infinirt/infinirt.ini (debug line), not for a
+# path relative to itself; the plugins it finds beside itself.
+INFINIRT_LOG=debug XDG_CONFIG_HOME="$T/none" env -u INFINIRT_CONFIG "$fhs_info" >"$T/fhs.out" 2>&1 || true
+grep -Eq "config: (no installed config at|read installed config) /etc/infinirt/infinirt.ini$" "$T/fhs.out" ||
+    { echo "the /usr loader does not look for /etc/infinirt/infinirt.ini:"; cat "$T/fhs.out"; exit 1; }
+grep -q "^  cpu      loaded" "$T/fhs.out" || { echo "the /usr loader did not load its cpu plugin:"; cat "$T/fhs.out"; exit 1; }
 echo "-- install test: passed"

@@ -3,7 +3,9 @@
  *
  * Search order (README, "Configuration"): INFINIRT_CONFIG, then
  * $XDG_CONFIG_HOME/infinirt/infinirt.ini (~/.config when unset), then the
- * installed <prefix>/etc/infinirt/infinirt.ini found relative to the loader.
+ * installed config: <prefix>/etc/infinirt/infinirt.ini found relative to
+ * the loader, or the absolute folder an FHS install (/usr: /etc) was built
+ * with.
  * Every plugin in the plugin folder is considered whether the file names it
  * or not; the file's [loader] plugins = LIST or a section's enabled = false
  * keep one unloaded, and the report says which did.  The lines are read by
@@ -23,8 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef INFINIRT_SYSCONF_FROM_LIBDIR
-#define INFINIRT_SYSCONF_FROM_LIBDIR "../etc"
+/* The installed config's folder: absolute (an FHS install: /etc/infinirt),
+ * or relative to the loader's folder (a relocatable prefix:
+ * ../etc/infinirt).  CMake sets it (loader/CMakeLists.txt). */
+#ifndef INFINIRT_SYSCONF_DIR
+#define INFINIRT_SYSCONF_DIR "../etc/infinirt"
 #endif
 #ifndef INFINIRT_PLUGIN_SUBDIR
 #define INFINIRT_PLUGIN_SUBDIR "infinirt"
@@ -53,6 +58,15 @@ const char *infinirt__loader_dir(void)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, find_loader_dir);
     return g_loader_dir;
+}
+
+/* The installed config's folder, as a path. */
+static void sysconf_dir(char *out, size_t n)
+{
+    if (INFINIRT_SYSCONF_DIR[0] == '/')
+        snprintf(out, n, "%s", INFINIRT_SYSCONF_DIR);
+    else
+        snprintf(out, n, "%s/%s", infinirt__loader_dir(), INFINIRT_SYSCONF_DIR);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -269,8 +283,9 @@ int infinirt__config_load(infinirt__config *cfg)
             INFINIRT__WARN("config: user config %s %s; ignored", path, why);
     }
     if (found != 1) {
-        snprintf(path, sizeof path, "%s/%s/infinirt/infinirt.ini", infinirt__loader_dir(),
-                 INFINIRT_SYSCONF_FROM_LIBDIR);
+        char sysdir[PATH_MAX];
+        sysconf_dir(sysdir, sizeof sysdir);
+        snprintf(path, sizeof path, "%s/infinirt.ini", sysdir);
         if ((found = try_file(cfg, path, "installed config", why, sizeof why)) < 0)
             INFINIRT__WARN("config: installed config %s %s; ignored", path, why);
     }
