@@ -1,8 +1,9 @@
 /*
  * infinirt-info - what the loader sees: devices with names and memory, every
  * plugin it considered and why it is or is not serving, the config file
- * used, the default device (the one every thread starts on), and the
- * allocator's settings and statistics.
+ * used, the default device (the one every thread starts on), the
+ * allocator's settings and statistics, and what the configuration came from
+ * (environment variables, files, plugin folders) with its problems.
  *
  *   infinirt-info            human-readable
  *   infinirt-info --json     one JSON object, for scripts
@@ -74,6 +75,71 @@ static double mib(size_t b)
     return (double)b / (1024.0 * 1024.0);
 }
 
+/* ------------------------------------------------ the config report */
+
+/* What the configuration came from: the environment variables the loader
+ * reads (every one of the README's table, set or not), the files read, the
+ * plugin folders scanned, and every problem found (infinirtGetConfigEntry). */
+static void print_config_text(void)
+{
+    static const char *const titles[] = {"Environment", "Config files read", "Plugin folders", "Config problems"};
+    int n = 0;
+    infinirtGetConfigEntryCount(&n);
+    for (int kind = INFINIRT_CONFIG_ENTRY_ENVIRONMENT; kind <= INFINIRT_CONFIG_ENTRY_WARNING; kind++) {
+        int shown = 0;
+        for (int i = 0; i < n; i++) {
+            infinirtConfigEntry_t e;
+            if (infinirtGetConfigEntry(i, &e) != INFINI_STATUS_SUCCESS || (int)e.kind != kind)
+                continue;
+            if (shown++ == 0)
+                printf("\n%s:\n", titles[kind]);
+            if (kind == INFINIRT_CONFIG_ENTRY_ENVIRONMENT)
+                printf("  %-24s %s%s%s\n", e.name, e.value[0] ? e.value : "-", e.message[0] ? "  " : "", e.message);
+            else if (kind == INFINIRT_CONFIG_ENTRY_WARNING)
+                printf("  %s\n", e.message);
+            else
+                printf("  %s (%s)%s%s\n", e.value, e.name, e.message[0] ? ": " : "", e.message);
+        }
+        if (shown == 0 && kind == INFINIRT_CONFIG_ENTRY_WARNING)
+            printf("\nConfig problems: none\n");
+    }
+}
+
+static void print_config_json(void)
+{
+    static const char *const keys[] = {"environment", "config_files", "plugin_dirs", "config_problems"};
+    int n = 0;
+    infinirtGetConfigEntryCount(&n);
+    for (int kind = INFINIRT_CONFIG_ENTRY_ENVIRONMENT; kind <= INFINIRT_CONFIG_ENTRY_WARNING; kind++) {
+        printf(",\"%s\":[", keys[kind]);
+        int first = 1;
+        for (int i = 0; i < n; i++) {
+            infinirtConfigEntry_t e;
+            if (infinirtGetConfigEntry(i, &e) != INFINI_STATUS_SUCCESS || (int)e.kind != kind)
+                continue;
+            printf("%s", first ? "" : ",");
+            first = 0;
+            if (kind == INFINIRT_CONFIG_ENTRY_WARNING) {
+                json_string(e.message);
+                continue;
+            }
+            printf("{\"%s\":", kind == INFINIRT_CONFIG_ENTRY_ENVIRONMENT ? "name" : "path");
+            json_string(kind == INFINIRT_CONFIG_ENTRY_ENVIRONMENT ? e.name : e.value);
+            if (kind == INFINIRT_CONFIG_ENTRY_ENVIRONMENT) {
+                printf(",\"value\":");
+                json_string(e.value);
+            } else {
+                printf(",\"%s\":", kind == INFINIRT_CONFIG_ENTRY_FILE ? "kind" : "from");
+                json_string(e.name);
+            }
+            printf(",\"problem\":%s,\"message\":", e.problem ? "true" : "false");
+            json_string(e.message);
+            printf("}");
+        }
+        printf("]");
+    }
+}
+
 static int print_text(void)
 {
     int major, minor, patch;
@@ -143,6 +209,7 @@ static int print_text(void)
         if (pi.message[0])
             printf("           %s\n", pi.message);
     }
+    print_config_text();
     return 0;
 }
 
@@ -218,7 +285,9 @@ static int print_json(void)
         json_string(pi.message);
         printf("}");
     }
-    printf("]}\n");
+    printf("]");
+    print_config_json();
+    printf("}\n");
     return 0;
 }
 

@@ -752,6 +752,46 @@ INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t st
  * it used the embedded default.  Returns SUCCESS, NULL_POINTER. */
 INFINIRT_API infiniStatus_t infinirtGetConfigPath(const char **path);
 
+/* What the loader's configuration came from, for reports such as
+ * infinirt-info's: the environment variables it reads, the files it read,
+ * the folders it looked in for plugins, and every problem it found (each
+ * also logged at warn or error, with file:line where there is one). */
+typedef enum {
+    /* A variable of the README's environment table: name is the variable,
+     * value its value ("" when unset, or ignored in a setuid/setgid
+     * process), message what the loader made of it. */
+    INFINIRT_CONFIG_ENTRY_ENVIRONMENT = 0,
+    /* A config file read: value is its path; name is "config" for the file
+     * the search found (infinirtGetConfigPath), "drop-in" for a plugins.d
+     * snippet read after it. */
+    INFINIRT_CONFIG_ENTRY_FILE = 1,
+    /* A folder scanned for plugins (libinfinirt_NAME.so), in the order
+     * scanned: value is the folder, name what named it
+     * ("INFINIRT_PLUGIN_PATH", "plugin_dir", "default"). */
+    INFINIRT_CONFIG_ENTRY_PLUGIN_DIR = 2,
+    /* A problem with the configuration: message, as logged. */
+    INFINIRT_CONFIG_ENTRY_WARNING = 3,
+} infinirtConfigEntryKind_t;
+
+typedef struct {
+    infinirtConfigEntryKind_t kind;
+    char name[64];
+    char value[1024];
+    char message[512]; /* what it did, or what is wrong with it; "" when nothing */
+    int problem;       /* 1: something is wrong (message says what; it was logged) */
+} infinirtConfigEntry_t;
+
+/* Number of entries of the config report into *count: the
+ * ENVIRONMENT entries first (every variable, set or not), then the FILE,
+ * PLUGIN_DIR and WARNING entries in the order the loader met them.
+ * Returns SUCCESS, NULL_POINTER. */
+INFINIRT_API infiniStatus_t infinirtGetConfigEntryCount(int *count);
+
+/* Entry `index` in [0, count) of the config report into *entry
+ * (caller-owned; longer texts are cut).  Returns SUCCESS, NULL_POINTER,
+ * BAD_PARAM (index out of range). */
+INFINIRT_API infiniStatus_t infinirtGetConfigEntry(int index, infinirtConfigEntry_t *entry);
+
 /* The loader's version (INFINIRT_VERSION_* it was built with).  Any pointer
  * may be NULL.  Returns SUCCESS. */
 INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patch);

@@ -1,15 +1,18 @@
 /*
- * config.c - find and read the INI config.
+ * config.c - find and read the INI config, its drop-ins and the plugin
+ * folders.
  *
  * Search order (README, "Configuration"): INFINIRT_CONFIG, then
  * $XDG_CONFIG_HOME/infinirt/infinirt.ini (~/.config when unset), then the
  * installed config: <prefix>/etc/infinirt/infinirt.ini found relative to
  * the loader, or the absolute folder an FHS install (/usr: /etc) was built
- * with.
- * Every plugin in the plugin folder is considered whether the file names it
- * or not; the file's [loader] plugins = LIST or a section's enabled = false
- * keep one unloaded, and the report says which did.  The lines are read by
- * ini.c and given their meaning by config_keys.c.
+ * with.  After it, every *.ini of the plugins.d folders beside it and in the
+ * installed config's folder, in name order.  Every plugin in the plugin
+ * folders (INFINIRT_PLUGIN_PATH's, then plugin_dir) is considered whether a
+ * file names it or not; [loader] plugins = LIST, INFINIRT_PLUGINS or a
+ * section's enabled = false keep one unloaded, and the report says which
+ * did.  The lines are read by ini.c and given their meaning by
+ * config_keys.c; the environment is config_env.c's.
  */
 #define _GNU_SOURCE
 #include "config_int.h"
@@ -141,7 +144,23 @@ fail:
     return NULL;
 }
 
-int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *why, size_t why_size)
+/* The folder of path, into out ("." when it has none). */
+static void folder_of(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(out, n, ".");
+    else if (slash == path)
+        snprintf(out, n, "/");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+}
+
+/* Read one file into cfg.  The config (dropin false) becomes cfg->path and
+ * must hold something; a drop-in may be empty (it then sets nothing, and
+ * hides a system drop-in of its name).  Returns 0, or -1 with the reason
+ * in why (what is wrong with the file: "is a directory", "is empty", ...). */
+static int read_file(infinirt__config *cfg, const char *path, bool dropin, char *why, size_t why_size)
 {
     size_t len = 0;
     char *text = slurp(path, &len, why, why_size);
@@ -156,26 +175,27 @@ int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *wh
                  (size_t)(nul - text));
         goto out;
     }
-    if (skip + blank == len) {
+    if (skip + blank == len && !dropin) {
         snprintf(why, why_size, "is empty");
         goto out;
     }
-    char resolved[PATH_MAX];
-    snprintf(cfg->path, sizeof cfg->path, "%s", realpath(path, resolved) ? resolved : path);
-    snprintf(cfg->dir, sizeof cfg->dir, "%s", cfg->path);
-    char *slash = strrchr(cfg->dir, '/');
-    if (slash != NULL)
-        slash == cfg->dir ? (void)snprintf(cfg->dir, sizeof cfg->dir, "/") : (void)(*slash = '\0');
-    else
-        snprintf(cfg->dir, sizeof cfg->dir, ".");
+    char real[PATH_MAX], resolved[PATH_MAX], dir[PATH_MAX];
+    snprintf(resolved, sizeof resolved, "%s", realpath(path, real) ? real : path);
+    folder_of(resolved, dir, sizeof dir);
+    /* Keys point at the file's name for their messages: kept for good. */
+    cfg->files = infinirt__config_grow(cfg->files, &cfg->capfiles, cfg->nfiles, sizeof *cfg->files);
+    const char *file = cfg->files[cfg->nfiles++] = infinirt__config_strdup(resolved);
     int problems = 0;
-    size_t found = infinirt__config_parse(cfg, text, len, &problems);
+    size_t found = infinirt__config_parse(cfg, file, dir, text, len, &problems);
     if (found == 0 && problems > 0) {
         /* Nothing but malformed lines: not a config at all (a file that is
          * only comments is a config that sets nothing, and is fine). */
         snprintf(why, why_size, "has no [section] header or KEY = VALUE line: not an INI file");
-        cfg->path[0] = cfg->dir[0] = '\0';
         goto out;
+    }
+    if (!dropin) {
+        snprintf(cfg->path, sizeof cfg->path, "%s", resolved);
+        snprintf(cfg->dir, sizeof cfg->dir, "%s", dir);
     }
     rc = 0;
 out:
@@ -194,41 +214,106 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir)
+/* The names in dir that pass keep(), sorted (readdir order is arbitrary:
+ * sorted, the report and the reading order are stable).  Returns how many
+ * (*out NULL when none), or -1 with errno when dir cannot be opened. */
+static long list_folder(const char *dir, int (*keep)(const char *), char ***out)
 {
+    *out = NULL;
     DIR *d = opendir(dir);
-    if (d == NULL) {
-        INFINIRT__INFO("no plugin folder %s: no plugins to scan", dir);
-        return;
-    }
+    if (d == NULL)
+        return -1;
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "libinfinirt_", 12) == 0 && has_suffix(e->d_name, ".so")) {
+        if (keep(e->d_name)) {
             names = infinirt__config_grow(names, &cap, n, sizeof *names);
             names[n++] = infinirt__config_strdup(e->d_name);
         }
     }
     closedir(d);
-    /* readdir order is arbitrary; sort so the report is stable (names is
-     * NULL when none was found, which qsort must not be given). */
-    if (n > 1)
+    if (n > 1) /* names is NULL when none was found, which qsort must not be given */
         qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n; i++) {
-        char name[256];
+    *out = names;
+    return (long)n;
+}
+
+static int is_plugin_file(const char *name)
+{
+    return strncmp(name, "libinfinirt_", 12) == 0 && has_suffix(name, ".so");
+}
+
+static int is_dropin_file(const char *name)
+{
+    return name[0] != '.' && strlen(name) > 4 && has_suffix(name, ".ini");
+}
+
+/* Scan dir for libinfinirt_NAME.so.  A name no file names becomes a plugin
+ * with its defaults; one a file names without `library` gets this file.
+ * Folders are scanned in order and the first that holds a name wins, but
+ * an INFINIRT_PLUGIN_PATH folder (from_env) also wins over a file's
+ * `library =`, with a warning naming both.  named_by says what named dir
+ * (the report's PLUGIN_DIR name), where says it in words. */
+static void scan_plugins(infinirt__config *cfg, const char *dir, const char *named_by, bool from_env,
+                         const char *where)
+{
+    char **names;
+    long n = list_folder(dir, is_plugin_file, &names);
+    if (n < 0) {
+        int err = errno;
+        char what[300];
+        snprintf(what, sizeof what, "%s",
+                 err == ENOENT    ? "does not exist"
+                 : err == ENOTDIR ? "is not a folder"
+                                  : strerror(err));
+        infinirt__config_add_entry(cfg, INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, named_by, dir, 1, "%s", what);
+        INFINIRT__CONFIG_WARN(cfg, "plugin folder %s (%s) %s%s: no plugin is loaded from it", dir, where,
+                              err == ENOENT || err == ENOTDIR ? "" : "cannot be read: ", what);
+        return;
+    }
+    if (n == 0) {
+        infinirt__config_add_entry(cfg, INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, named_by, dir, 1,
+                                   "holds no plugin (no libinfinirt_NAME.so)");
+        INFINIRT__CONFIG_WARN(cfg, "plugin folder %s (%s) holds no plugin (no libinfinirt_NAME.so)", dir, where);
+        return;
+    }
+    int used = 0;
+    for (long i = 0; i < n; i++) {
+        char name[256], path[sizeof cfg->plugins->library];
         size_t len = strlen(names[i]) - 12 - 3;
         snprintf(name, sizeof name, "%.*s", (int)len, names[i] + 12);
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        infinirt__plugin_conf *pc =
+            infinirt__config_plugin_name_ok(name) ? infinirt__config_find_plugin(cfg, name) : NULL;
         if (!infinirt__config_plugin_name_ok(name)) {
             INFINIRT__INFO("plugin folder %s: %s skipped (not a plugin name)", dir, names[i]);
-        } else if (infinirt__config_find_plugin(cfg, name) == NULL) {
-            /* Found and not named in the file: loaded with its defaults. */
-            infinirt__plugin_conf *pc = infinirt__config_add_plugin(cfg, name);
-            snprintf(pc->library, sizeof pc->library, "%s/%s", dir, names[i]);
+        } else if (pc == NULL) {
+            /* Found and not named in a file: loaded with its defaults. */
+            pc = infinirt__config_add_plugin(cfg, name);
+            snprintf(pc->library, sizeof pc->library, "%s", path);
+            used++;
+        } else if (pc->library[0] == '\0') {
+            /* Named in a file without `library`: this is its file. */
+            snprintf(pc->library, sizeof pc->library, "%s", path);
+            used++;
+        } else if (from_env && pc->library_file != NULL) {
+            INFINIRT__CONFIG_WARN(cfg,
+                                  "INFINIRT_PLUGIN_PATH: plugin %s is loaded from %s, not from the file "
+                                  "%s:%d's [plugin.%s] library = %s (the environment wins)",
+                                  name, path, pc->library_file, pc->library_line, name, pc->library);
+            snprintf(pc->library, sizeof pc->library, "%s", path);
+            pc->library_file = NULL;
+            pc->library_line = 0;
+            used++;
+        } else {
+            INFINIRT__INFO("plugin folder %s: %s not used: plugin %s is %s", dir, names[i], name, pc->library);
         }
         free(names[i]);
     }
     free(names);
+    infinirt__config_add_entry(cfg, INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, named_by, dir, 0, "%d plugin%s taken from it",
+                               used, used == 1 ? "" : "s");
 }
 
 /* 1: read; 0: no file there; -1: a file that cannot be used (reported). */
@@ -240,10 +325,78 @@ static int try_file(infinirt__config *cfg, const char *path, const char *what, c
         INFINIRT__DEBUG("config: no %s at %s", what, path);
         return 0;
     }
-    if (infinirt__config_read_file(cfg, path, why, why_size) != 0)
+    if (read_file(cfg, path, false, why, why_size) != 0)
         return -1;
     INFINIRT__INFO("config: read %s %s", what, cfg->path);
     return 1;
+}
+
+/* A drop-in: its name (what orders it) and its path. */
+typedef struct {
+    char *name, *path;
+    int folder; /* 0: beside the config in use; 1: the installed config's folder */
+} dropin;
+
+static int cmp_dropins(const void *a, const void *b)
+{
+    const dropin *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : x->folder - y->folder;
+}
+
+/* Every *.ini of the plugins.d folders of folders[0..nfolders), read in
+ * name order; of two files of one name the first folder's is read (the
+ * folder beside the config in use before the installed config's). */
+static void read_dropins(infinirt__config *cfg, const char *const *folders, int nfolders)
+{
+    dropin *all = NULL;
+    size_t n = 0, cap = 0;
+    for (int f = 0; f < nfolders; f++) {
+        char dir[PATH_MAX + 16], **names;
+        snprintf(dir, sizeof dir, "%s/plugins.d", folders[f]);
+        long k = list_folder(dir, is_dropin_file, &names);
+        if (k < 0) {
+            if (errno == ENOENT)
+                INFINIRT__DEBUG("config: no drop-in folder %s", dir);
+            else
+                INFINIRT__CONFIG_WARN(cfg, "config: drop-in folder %s cannot be read: %s; its files are ignored", dir,
+                                      strerror(errno));
+            continue;
+        }
+        for (long i = 0; i < k; i++) {
+            char path[sizeof dir + 256];
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            all = infinirt__config_grow(all, &cap, n, sizeof *all);
+            all[n++] = (dropin){names[i], infinirt__config_strdup(path), f};
+        }
+        free(names);
+    }
+    if (n > 1)
+        qsort(all, n, sizeof *all, cmp_dropins);
+    for (size_t i = 0; i < n; i++) {
+        char why[256];
+        if (i > 0 && strcmp(all[i].name, all[i - 1].name) == 0) {
+            INFINIRT__INFO("config: drop-in %s not read: %s has its name", all[i].path, all[i - 1].path);
+        } else if (read_file(cfg, all[i].path, true, why, sizeof why) != 0) {
+            INFINIRT__CONFIG_WARN(cfg, "config: drop-in %s %s; ignored", all[i].path, why);
+        } else {
+            INFINIRT__INFO("config: read drop-in %s", cfg->files[cfg->nfiles - 1]);
+            infinirt__config_add_entry(cfg, INFINIRT_CONFIG_ENTRY_FILE, "drop-in", cfg->files[cfg->nfiles - 1], 0,
+                                       NULL);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(all[i].name);
+        free(all[i].path);
+    }
+    free(all);
+}
+
+/* Whether two paths name one folder. */
+static bool same_folder(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 int infinirt__config_load(infinirt__config *cfg)
@@ -253,11 +406,13 @@ int infinirt__config_load(infinirt__config *cfg)
     cfg->default_type = INFINI_DEVICE_CPU;
     cfg->default_id = 0;
     infinirt__alloc_config_default(&cfg->alloc);
+    infinirt__config_env_begin(cfg);
 
-    char path[PATH_MAX], why[256];
+    char path[PATH_MAX], why[256], sysdir[PATH_MAX];
+    sysconf_dir(sysdir, sizeof sysdir);
     int found = 0;
-    const char *env = secure_getenv("INFINIRT_CONFIG");
-    if (env != NULL && env[0] != '\0') {
+    const char *env = infinirt__config_getenv(cfg, "INFINIRT_CONFIG");
+    if (env != NULL) {
         /* The operator named this file: using another one instead would
          * run with settings nobody asked for. */
         if (try_file(cfg, env, "INFINIRT_CONFIG file", why, sizeof why) != 1) {
@@ -267,43 +422,81 @@ int infinirt__config_load(infinirt__config *cfg)
             return -1;
         }
         found = 1;
+        infinirt__config_entry_say(infinirt__config_env_entry(cfg, "INFINIRT_CONFIG"), 0,
+                                   "the config file read (instead of the search)");
     }
     /* A file in a usual place that cannot be used is reported and skipped,
      * as if it were not there. */
     if (!found) {
-        const char *xdg = secure_getenv("XDG_CONFIG_HOME");
-        const char *home = secure_getenv("HOME");
+        const char *xdg = infinirt__config_getenv(cfg, "XDG_CONFIG_HOME");
+        const char *home = infinirt__config_getenv(cfg, "HOME");
         if (xdg != NULL && xdg[0] == '/')
             snprintf(path, sizeof path, "%s/infinirt/infinirt.ini", xdg);
-        else if (home != NULL && home[0] != '\0')
+        else if (home != NULL)
             snprintf(path, sizeof path, "%s/.config/infinirt/infinirt.ini", home);
         else
             path[0] = '\0';
         if (path[0] != '\0' && (found = try_file(cfg, path, "user config", why, sizeof why)) < 0)
-            INFINIRT__WARN("config: user config %s %s; ignored", path, why);
+            INFINIRT__CONFIG_WARN(cfg, "config: user config %s %s; ignored", path, why);
     }
     if (found != 1) {
-        char sysdir[PATH_MAX];
-        sysconf_dir(sysdir, sizeof sysdir);
         snprintf(path, sizeof path, "%s/infinirt.ini", sysdir);
         if ((found = try_file(cfg, path, "installed config", why, sizeof why)) < 0)
-            INFINIRT__WARN("config: installed config %s %s; ignored", path, why);
+            INFINIRT__CONFIG_WARN(cfg, "config: installed config %s %s; ignored", path, why);
     }
-    if (cfg->plugin_dir[0] == '\0')
-        snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(), INFINIRT_PLUGIN_SUBDIR);
-    if (found != 1) {
-        INFINIRT__INFO("config: no file found; loading every plugin in %s", cfg->plugin_dir);
+    if (found == 1) {
+        infinirt__config_add_entry(cfg, INFINIRT_CONFIG_ENTRY_FILE, "config", cfg->path, 0, NULL);
+    } else {
+        INFINIRT__INFO("config: no file found; default settings");
         cfg->path[0] = '\0';
     }
-    /* Every plugin in the folder is considered, named in the file or not:
-     * a file that sets one plugin's keys does not hide the others. */
-    infinirt__config_scan_plugins(cfg, cfg->plugin_dir);
+    /* Drop-ins beside the file in use, and those of the installed config's
+     * folder (a package's plugin adds itself there), even with no file. */
+    const char *folders[2];
+    int nfolders = 0;
+    if (found == 1)
+        folders[nfolders++] = cfg->dir;
+    if (nfolders == 0 || !same_folder(cfg->dir, sysdir))
+        folders[nfolders++] = sysdir;
+    read_dropins(cfg, folders, nfolders);
+    infinirt__config_parse_done(cfg);
+
+    infinirt__config_env_plugins(cfg);
+    char where[1200];
+    if (cfg->plugin_dir[0] == '\0') {
+        snprintf(cfg->plugin_dir, sizeof cfg->plugin_dir, "%s/%s", infinirt__loader_dir(), INFINIRT_PLUGIN_SUBDIR);
+        snprintf(where, sizeof where, "the default, beside libinfinirt.so");
+    } else {
+        snprintf(where, sizeof where, "plugin_dir at %s:%d", cfg->plugin_dir_file, cfg->plugin_dir_line);
+    }
+    /* INFINIRT_PLUGIN_PATH's folders first, in order, then plugin_dir.
+     * Every plugin in them is considered, named in a file or not: a file
+     * that sets one plugin's keys does not hide the others. */
+    const char *pp = infinirt__config_getenv(cfg, "INFINIRT_PLUGIN_PATH");
+    for (const char *p = pp; p != NULL && *p != '\0';) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        if (len > 0 && len < sizeof path) {
+            snprintf(path, sizeof path, "%.*s", (int)len, p);
+            scan_plugins(cfg, path, "INFINIRT_PLUGIN_PATH", true, "INFINIRT_PLUGIN_PATH");
+        } else if (len > 0) {
+            INFINIRT__CONFIG_WARN(cfg, "INFINIRT_PLUGIN_PATH: a folder name of %zu bytes is too long; skipped", len);
+        }
+        p += len + (colon != NULL);
+    }
+    if (pp != NULL)
+        infinirt__config_entry_say(infinirt__config_env_entry(cfg, "INFINIRT_PLUGIN_PATH"), 0,
+                                   "folders scanned for plugins before %s", cfg->plugin_dir);
+    scan_plugins(cfg, cfg->plugin_dir, cfg->plugin_dir_file ? "plugin_dir" : "default", false, where);
     infinirt__config_apply_only(cfg);
-    /* A plugin named in the file without `library` lives in plugin_dir. */
+    /* A plugin named without `library` and found in no folder: the report
+     * says its file in plugin_dir was not found. */
     for (size_t i = 0; i < cfg->nplugins; i++) {
         infinirt__plugin_conf *pc = &cfg->plugins[i];
         if (pc->library[0] == '\0')
             snprintf(pc->library, sizeof pc->library, "%s/libinfinirt_%s.so", cfg->plugin_dir, pc->name);
     }
+    infinirt__config_env_visible(cfg);
+    infinirt__config_env_rest(cfg);
     return 0;
 }

@@ -6,7 +6,9 @@
  *
  * One policy for every section: a bad value or an unknown key is logged
  * with file:line, the key, the value and what is used instead, and the
- * rest of the file still counts.
+ * rest of the file still counts.  A key set twice (in one file, or in the
+ * file and a drop-in) is reported with both places, and the value read
+ * last counts; so is a section header repeated within one file.
  */
 #define _GNU_SOURCE
 #include "config_int.h"
@@ -14,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +51,8 @@ typedef enum { SEC_IGNORED, SEC_LOADER, SEC_ALLOCATOR, SEC_PLUGIN } section_kind
 typedef struct {
     infinirt__ini_sink sink; /* first: the sink pointer is the reader's */
     infinirt__config *cfg;
-    const char *path;
+    const char *path; /* the file read (a name in cfg->files) */
+    const char *dir;  /* its folder: relative paths start there */
     section_kind kind;
     infinirt__plugin_conf *plugin; /* SEC_PLUGIN: its entry */
     int problems;
@@ -78,14 +82,115 @@ void *infinirt__config_grow(void *p, size_t *cap, size_t n, size_t elem)
     return q;
 }
 
+/* ------------------------------------------------ keys seen before */
+
+/* Where each section header and key was last seen, to report one set
+ * twice: a hash table of "S\x1fSECTION" and "K\x1fSECTION\x1fKEY", so a
+ * file of many keys is still read in linear time. */
+typedef struct {
+    char *name;
+    const char *file;
+    int line;
+} seen_slot;
+
+struct infinirt__seen {
+    seen_slot *slots;
+    size_t cap, used; /* cap: a power of two */
+};
+
+static uint64_t hash_text(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static seen_slot *seen_find(struct infinirt__seen *t, const char *name)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = (size_t)hash_text(name) & mask;; i = (i + 1) & mask)
+        if (t->slots[i].name == NULL || strcmp(t->slots[i].name, name) == 0)
+            return &t->slots[i];
+}
+
+/* Record that name was seen at file:line; the place it was seen before
+ * into *prev (prev->file NULL when never). */
+static void seen_note(infinirt__config *cfg, const char *name, const char *file, int line, seen_slot *prev)
+{
+    struct infinirt__seen *t = cfg->seen;
+    if (t == NULL) {
+        t = cfg->seen = calloc(1, sizeof *t);
+        if (t == NULL) {
+            INFINIRT__ERROR("out of memory reading the config");
+            abort();
+        }
+    }
+    if (2 * (t->used + 1) > t->cap) { /* keep it at most half full */
+        struct infinirt__seen grown = {calloc(t->cap ? 2 * t->cap : 64, sizeof(seen_slot)), t->cap ? 2 * t->cap : 64,
+                                       t->used};
+        if (grown.slots == NULL) {
+            INFINIRT__ERROR("out of memory reading the config");
+            abort();
+        }
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slots[i].name != NULL)
+                *seen_find(&grown, t->slots[i].name) = t->slots[i];
+        free(t->slots);
+        *t = grown;
+    }
+    seen_slot *s = seen_find(t, name);
+    *prev = *s;
+    if (s->name == NULL) {
+        s->name = infinirt__config_strdup(name);
+        t->used++;
+    }
+    s->file = file;
+    s->line = line;
+}
+
+void infinirt__config_parse_done(infinirt__config *cfg)
+{
+    struct infinirt__seen *t = cfg->seen;
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->slots[i].name);
+    free(t->slots);
+    free(t);
+    cfg->seen = NULL;
+}
+
+static char *seen_name(char kind, const char *section, const char *key)
+{
+    size_t a = strlen(section), b = key ? strlen(key) : 0;
+    char *n = malloc(a + b + 4);
+    if (n == NULL) {
+        INFINIRT__ERROR("out of memory reading the config");
+        abort();
+    }
+    n[0] = kind;
+    n[1] = '\x1f';
+    memcpy(n + 2, section, a);
+    if (key != NULL) {
+        n[2 + a] = '\x1f';
+        memcpy(n + 3 + a, key, b + 1);
+    } else {
+        n[2 + a] = '\0';
+    }
+    return n;
+}
+
+/* ------------------------------------------------ the sink */
+
 static void on_problem(infinirt__ini_sink *sink, int line, const char *what)
 {
     reader *r = (reader *)sink;
     if (++r->problems <= CONFIG_MAX_PROBLEMS)
-        INFINIRT__WARN("%s:%d: %s", r->path, line, what);
+        INFINIRT__CONFIG_WARN(r->cfg, "%s:%d: %s", r->path, line, what);
     else if (r->problems == CONFIG_MAX_PROBLEMS + 1)
-        INFINIRT__WARN("%s:%d: more than %d malformed lines; the others are not reported", r->path, line,
-                       CONFIG_MAX_PROBLEMS);
+        INFINIRT__CONFIG_WARN(r->cfg, "%s:%d: more than %d malformed lines; the others are not reported", r->path,
+                              line, CONFIG_MAX_PROBLEMS);
 }
 
 /* The one format of every bad value: where, which key, the value, what is
@@ -93,20 +198,23 @@ static void on_problem(infinirt__ini_sink *sink, int line, const char *what)
 static void bad_value(reader *r, int line, const char *section, const char *key, const char *value, const char *why,
                       const char *used)
 {
-    INFINIRT__WARN("%s:%d: [%s] %s = '%s': %s; using %s", r->path, line, section, key, value, why, used);
+    INFINIRT__CONFIG_WARN(r->cfg, "%s:%d: [%s] %s = '%s': %s; using %s", r->path, line, section, key, value, why,
+                          used);
 }
 
 static void unknown_key(reader *r, int line, const char *section, const char *key, const char *known)
 {
-    INFINIRT__WARN("%s:%d: [%s] unknown key '%s' ignored (known: %s)", r->path, line, section, key, known);
+    INFINIRT__CONFIG_WARN(r->cfg, "%s:%d: [%s] unknown key '%s' ignored (known: %s)", r->path, line, section, key,
+                          known);
 }
 
-static void resolve_path(const infinirt__config *cfg, const char *value, char *out, size_t outsz)
+/* A path in a file is relative to that file's folder. */
+static void resolve_path(const reader *r, const char *value, char *out, size_t outsz)
 {
-    if (value[0] == '/' || cfg->dir[0] == '\0')
+    if (value[0] == '/' || r->dir == NULL || r->dir[0] == '\0')
         snprintf(out, outsz, "%s", value);
     else
-        snprintf(out, outsz, "%s/%s", cfg->dir, value);
+        snprintf(out, outsz, "%s/%s", r->dir, value);
 }
 
 infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const char *name)
@@ -153,19 +261,32 @@ static void on_section(infinirt__ini_sink *sink, const char *name, int line)
         r->kind = SEC_ALLOCATOR;
     } else if (strncmp(name, "plugin.", 7) == 0) {
         if (!infinirt__config_plugin_name_ok(name + 7)) {
-            INFINIRT__WARN("%s:%d: [%.80s%s]: a plugin name is 1 to 63 letters, digits, '_' or '-'; section "
-                           "ignored",
-                           r->path, line, name, strlen(name) > 80 ? "..." : "");
+            INFINIRT__CONFIG_WARN(r->cfg,
+                                  "%s:%d: [%.80s%s]: a plugin name is 1 to 63 letters, digits, '_' or '-'; section "
+                                  "ignored",
+                                  r->path, line, name, strlen(name) > 80 ? "..." : "");
             return;
         }
         r->kind = SEC_PLUGIN;
         /* "[plugin.cpu]" alone means "load cpu with its defaults". */
         r->plugin = infinirt__config_add_plugin(r->cfg, name + 7);
     } else {
-        INFINIRT__WARN("%s:%d: unknown section [%.80s%s]: its keys are ignored (known: [loader], [allocator], "
-                       "[plugin.NAME])",
-                       r->path, line, name, strlen(name) > 80 ? "..." : "");
+        INFINIRT__CONFIG_WARN(r->cfg,
+                              "%s:%d: unknown section [%.80s%s]: its keys are ignored (known: [loader], "
+                              "[allocator], [plugin.NAME])",
+                              r->path, line, name, strlen(name) > 80 ? "..." : "");
+        return;
     }
+    /* A section repeated within a file is likely a mistake (two halves of
+     * one section); across files it is how a drop-in adds to a section. */
+    char *key = seen_name('S', name, NULL);
+    seen_slot prev;
+    seen_note(r->cfg, key, r->path, line, &prev);
+    free(key);
+    if (prev.file == r->path)
+        INFINIRT__CONFIG_WARN(r->cfg,
+                              "%s:%d: section [%.80s%s] again (also at %s:%d): its keys add to the earlier one's",
+                              r->path, line, name, strlen(name) > 80 ? "..." : "", prev.file, prev.line);
 }
 
 static void loader_key(reader *r, int line, const char *name, const char *value)
@@ -181,8 +302,11 @@ static void loader_key(reader *r, int line, const char *name, const char *value)
     } else if (strcmp(name, "plugin_dir") == 0) {
         if (value[0] == '\0')
             bad_value(r, line, "loader", name, value, "empty", "the folder beside libinfinirt.so");
-        else
-            resolve_path(cfg, value, cfg->plugin_dir, sizeof cfg->plugin_dir);
+        else {
+            resolve_path(r, value, cfg->plugin_dir, sizeof cfg->plugin_dir);
+            cfg->plugin_dir_file = r->path;
+            cfg->plugin_dir_line = line;
+        }
     } else if (strcmp(name, "plugins") == 0) {
         if (value[0] == '\0') {
             bad_value(r, line, "loader", name, value,
@@ -193,6 +317,7 @@ static void loader_key(reader *r, int line, const char *name, const char *value)
         }
         free(cfg->only);
         cfg->only = infinirt__config_strdup(value);
+        cfg->only_file = r->path;
         cfg->only_line = line;
     } else if (strcmp(name, "default_device") == 0) {
         char type[32];
@@ -270,8 +395,11 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
     if (strcmp(name, "library") == 0) {
         if (value[0] == '\0')
             bad_value(r, line, section, name, value, "empty", "<plugin_dir>/libinfinirt_NAME.so");
-        else
-            resolve_path(r->cfg, value, pc->library, sizeof pc->library);
+        else {
+            resolve_path(r, value, pc->library, sizeof pc->library);
+            pc->library_file = r->path;
+            pc->library_line = line;
+        }
     } else if (strcmp(name, "enabled") == 0) {
         int b = infinirt__parse_bool(value);
         if (b < 0) {
@@ -284,14 +412,24 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
         /* The plugin's own key: the plugin checks it, and reports problems
          * through config_warnv with this line (infinirt__config_warn_key). */
         pc->keys = infinirt__config_grow(pc->keys, &pc->capkeys, pc->nkeys, sizeof *pc->keys);
-        pc->keys[pc->nkeys++] = (infinirt__kv){infinirt__config_strdup(name), infinirt__config_strdup(value), line};
+        pc->keys[pc->nkeys++] =
+            (infinirt__kv){infinirt__config_strdup(name), infinirt__config_strdup(value), line, r->path};
     }
 }
 
 static void on_key(infinirt__ini_sink *sink, const char *section, const char *name, const char *value, int line)
 {
-    (void)section;
     reader *r = (reader *)sink;
+    if (r->kind != SEC_IGNORED) {
+        char *key = seen_name('K', section, name);
+        seen_slot prev;
+        seen_note(r->cfg, key, r->path, line, &prev);
+        free(key);
+        if (prev.file != NULL)
+            INFINIRT__CONFIG_WARN(r->cfg,
+                                  "%s:%d: [%.80s] %.80s is set again (also at %s:%d): the value read last counts",
+                                  r->path, line, section, name, prev.file, prev.line);
+    }
     switch (r->kind) {
     case SEC_LOADER:
         loader_key(r, line, name, value);
@@ -317,8 +455,8 @@ void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plug
         return;
     }
     const infinirt__kv *kv = &pc->keys[index];
-    INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", cfg->path[0] ? cfg->path : "(no file)", kv->line, pc->name,
-                   kv->key, kv->value, what);
+    INFINIRT__WARN("%s:%d: [plugin.%s] %s = '%s': %s", kv->file ? kv->file : "(no file)", kv->line, pc->name, kv->key,
+                   kv->value, what);
 }
 
 /* Whether name is in the comma list. */
@@ -348,12 +486,16 @@ void infinirt__config_apply_only(infinirt__config *cfg)
 {
     if (cfg->only == NULL)
         return;
+    char where[1200];
+    if (cfg->only_file != NULL)
+        snprintf(where, sizeof where, "[loader] plugins = %.120s (%s:%d)", cfg->only, cfg->only_file, cfg->only_line);
+    else
+        snprintf(where, sizeof where, "INFINIRT_PLUGINS=%.120s", cfg->only);
     for (size_t i = 0; i < cfg->nplugins; i++) {
         infinirt__plugin_conf *pc = &cfg->plugins[i];
         if (pc->enabled && !in_list(cfg->only, pc->name)) {
             pc->enabled = false;
-            snprintf(pc->why_off, sizeof pc->why_off, "not in [loader] plugins = %.120s (%s:%d)", cfg->only,
-                     cfg->path, cfg->only_line);
+            snprintf(pc->why_off, sizeof pc->why_off, "not in %s", where);
         }
     }
     char *list = infinirt__config_strdup(cfg->only), *save = NULL;
@@ -365,21 +507,25 @@ void infinirt__config_apply_only(infinirt__config *cfg)
             tok[--n] = '\0';
         if (n == 0)
             continue;
-        if (!infinirt__config_plugin_name_ok(tok))
-            INFINIRT__WARN("%s:%d: [loader] plugins: '%s' is not a plugin name; ignored", cfg->path, cfg->only_line,
-                           tok);
+        if (!infinirt__config_plugin_name_ok(tok) && cfg->only_file != NULL)
+            INFINIRT__CONFIG_WARN(cfg, "%s:%d: [loader] plugins: '%.80s' is not a plugin name; ignored",
+                                  cfg->only_file, cfg->only_line, tok);
+        else if (!infinirt__config_plugin_name_ok(tok))
+            INFINIRT__CONFIG_WARN(cfg, "INFINIRT_PLUGINS: '%.80s' is not a plugin name; ignored", tok);
         else if (infinirt__config_find_plugin(cfg, tok) == NULL)
             infinirt__config_add_plugin(cfg, tok);
     }
     free(list);
 }
 
-size_t infinirt__config_parse(infinirt__config *cfg, const char *text, size_t len, int *problems)
+size_t infinirt__config_parse(infinirt__config *cfg, const char *file, const char *dir, const char *text, size_t len,
+                              int *problems)
 {
     reader r = {
         .sink = {.section = on_section, .key = on_key, .problem = on_problem},
         .cfg = cfg,
-        .path = cfg->path,
+        .path = file,
+        .dir = dir,
     };
     size_t found = infinirt__ini_parse(text, len, &r.sink);
     *problems = r.problems;

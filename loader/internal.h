@@ -34,29 +34,57 @@ typedef struct infinirt__capture infinirt__capture;
 typedef struct {
     char *key, *value;
     int line;
+    const char *file; /* the file it was read from (one of infinirt__config.files) */
 } infinirt__kv;
 
 typedef struct {
     char name[64];      /* NAME of [plugin.NAME] */
     char library[1024]; /* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
+    /* Where library was set: the key's file and line (NULL, 0 when no key
+     * set it: found in a plugin folder, or the default), so a file that
+     * cannot be loaded is reported with the line that named it. */
+    const char *library_file;
+    int library_line;
     bool enabled;
     char why_off[256];  /* why it is not loaded when !enabled (the report's message) */
     infinirt__kv *keys; /* keys other than library/enabled, passed to the plugin */
     size_t nkeys, capkeys;
 } infinirt__plugin_conf;
 
+/* One line of the config report (infinirtGetConfigEntry): strings owned
+ * by the config, never freed (the report lives as long as the process). */
 typedef struct {
-    char path[1024];       /* file read, "" = embedded default */
-    char dir[1024];        /* its folder */
-    int log_level;         /* -1 = not set */
-    char plugin_dir[1024]; /* resolved; "" = beside the loader */
+    int kind; /* infinirtConfigEntryKind_t */
+    char *name, *value, *message;
+    int problem;
+} infinirt__config_entry;
+
+typedef struct infinirt__visible infinirt__visible; /* INFINIRT_VISIBLE_DEVICES (config_env.c) */
+
+typedef struct {
+    char path[1024];             /* the config file read, "" = embedded default */
+    char dir[1024];              /* its folder */
+    int log_level;               /* -1 = not set */
+    char plugin_dir[1024];       /* resolved; "" = beside the loader */
+    const char *plugin_dir_file; /* where plugin_dir was set (NULL: the default) */
+    int plugin_dir_line;
     infiniDevice_t default_type;
     int default_id;
     infinirt__alloc_config alloc;
     infinirt__plugin_conf *plugins;
     size_t nplugins, capplugins;
-    char *only; /* [loader] plugins = LIST (comma list), NULL = every plugin found */
+    char *only;            /* [loader] plugins = LIST or INFINIRT_PLUGINS (comma list), NULL = every plugin found */
+    const char *only_file; /* where it was set: a file (with only_line), or NULL for INFINIRT_PLUGINS */
     int only_line;
+    /* Every file read, the main one first, then the drop-ins in the order
+     * read: keys point at these names for their messages. */
+    char **files;
+    size_t nfiles, capfiles;
+    infinirt__visible *visible;      /* NULL: INFINIRT_VISIBLE_DEVICES unset */
+    infinirt__config_entry *entries; /* the config report, in order */
+    size_t nentries, capentries;
+    size_t nproblems;            /* WARNING entries, and those the report did not keep */
+    struct infinirt__seen *seen; /* while reading: the keys seen (config_keys.c) */
 } infinirt__config;
 
 /* Find and read the config (search order: the README's configuration section).  Returns 0;
@@ -66,11 +94,14 @@ typedef struct {
  * the operator asked for that file, so initialisation fails rather than
  * run with another one. */
 int infinirt__config_load(infinirt__config *cfg);
-/* Read one file.  Returns 0, or -1 with the reason in why (what is wrong
- * with the file: "is a directory", "is empty", ...). */
-int infinirt__config_read_file(infinirt__config *cfg, const char *path, char *why, size_t why_size);
-/* Add [plugin.NAME] entries for every libinfinirt_NAME.so in dir. */
-void infinirt__config_scan_plugins(infinirt__config *cfg, const char *dir);
+/* The devices of device type `type` that INFINIRT_VISIBLE_DEVICES shows,
+ * of the `count` its plugin declared: their plugin indices, in the
+ * loader's order, into map (room for count).  Returns how many; count when the
+ * variable is unset or does not name the type.  Logs and describes in why
+ * (for the plugin's report message; "" when there is nothing to say) what
+ * it hid or could not show. */
+int infinirt__config_visible(const infinirt__config *cfg, infiniDevice_t type, int count, int *map, char *why,
+                             size_t why_size);
 /* Log a problem with key `index` of a plugin's section, with file:line,
  * section, key and value in front of the plugin's text (the ABI's
  * config_warnv). */
@@ -166,7 +197,7 @@ struct infinirt__plugin {
     infiniDevice_t type;
     uint32_t abi_major, abi_minor;
     int device_count;          /* the devices the loader serves: p->devices */
-    int declared_count;        /* the plugin's own count */
+    int declared_count;        /* the plugin's own count (INFINIRT_VISIBLE_DEVICES may show fewer) */
     infinirt__device *devices; /* device_count entries */
     infinirt__pool *host_pool; /* MallocHost memory of this plugin */
     /* Plugins start on first use (infinirt__plugin_start): infinirtInit
@@ -215,9 +246,10 @@ infinirt__plugin *infinirt__plugin_of_slot(int slot);
 struct infinirt__device {
     infinirt__plugin *plugin;
     int index; /* the plugin's index of the device: what every plugin call is given */
-    /* The device's id within its type, its place in plugin->devices: log
-     * lines, the allocator's device_id and the peers bits use it.  Equal
-     * to index while the loader serves every device the plugin declares. */
+    /* The device's id within its type, its place in plugin->devices: the
+     * plugin's index unless INFINIRT_VISIBLE_DEVICES renumbered the
+     * devices.  Log lines, the allocator's device_id and the peers bits
+     * use it. */
     int id;
     infinirtPluginDeviceInfo info;
     char uuid[64]; /* get_device_uuid's answer; "" = none */

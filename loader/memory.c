@@ -274,8 +274,9 @@ static infiniStatus_t resolve_foreign(mem_side *sd, const void *ptr, infinirt__d
         return INFINI_STATUS_SUCCESS; /* the plugin cannot tell: base it is */
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, base, "pointer_get_device");
-    /* id is the plugin's index: the loader's device of that index (one
-     * the loader does not serve is as memory the plugin cannot place). */
+    /* id is the plugin's index; INFINIRT_VISIBLE_DEVICES may have given
+     * the device another id, or hidden it (then base it is, as for memory
+     * the plugin cannot place). */
     if (id >= 0 && id < p->device_count && p->devices[id].index == id) {
         sd->dev = &p->devices[id];
         return INFINI_STATUS_SUCCESS;

@@ -58,6 +58,15 @@ static void set_status(infinirt__plugin *p, infinirtPluginStatus_t st, const cha
         vsnprintf(p->message, sizeof p->message, fmt, ap);
         va_end(ap);
     }
+    /* The file could not be used as a plugin: name the line that named it,
+     * which is what the operator has to fix. */
+    bool file_bad = st == INFINIRT_PLUGIN_NOT_FOUND || st == INFINIRT_PLUGIN_DLOPEN_ERROR ||
+                    st == INFINIRT_PLUGIN_ENTRY_MISSING || st == INFINIRT_PLUGIN_ABI_MISMATCH;
+    if (file_bad && p->conf != NULL && p->conf->library_file != NULL) {
+        size_t n = strlen(p->message);
+        snprintf(p->message + n, sizeof p->message - n, "; library = set at %s:%d", p->conf->library_file,
+                 p->conf->library_line);
+    }
     if (st == INFINIRT_PLUGIN_DISABLED)
         INFINIRT__INFO("plugin %s (%s): disabled in the config", p->name, p->path);
     else if (st == INFINIRT_PLUGIN_NO_DEVICES)
@@ -362,29 +371,47 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         p->ops = NULL;
         return;
     }
-    p->devices = calloc((size_t)count, sizeof *p->devices);
-    if (p->devices == NULL) {
+    /* INFINIRT_VISIBLE_DEVICES: which of them the loader serves, as ids
+     * 0, 1, ...; every plugin call still gets the plugin's own index. */
+    int *map = calloc((size_t)count, sizeof *map);
+    char visible[512];
+    if (map == NULL) {
         set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory for %d devices", count);
         return;
     }
-    for (int i = 0; i < count; i++) {
-        if (setup_device(p, &p->devices[i], i, i) != 0) {
+    int shown = infinirt__config_visible(cfg, p->type, count, map, visible, sizeof visible);
+    p->declared_count = count;
+    if (shown == 0) {
+        free(map);
+        set_status(p, INFINIRT_PLUGIN_NO_DEVICES, "%s", visible);
+        return;
+    }
+    p->devices = calloc((size_t)shown, sizeof *p->devices);
+    if (p->devices == NULL) {
+        free(map);
+        set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory for %d devices", count);
+        return;
+    }
+    for (int i = 0; i < shown; i++) {
+        if (setup_device(p, &p->devices[i], i, map[i]) != 0) {
+            free(map);
             set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory setting up device %d", i);
             return; /* devices stay allocated: harmless, and nothing else points at them */
         }
     }
+    free(map);
     infinirt__pool_backend be;
     infinirt__fence_backend_host(&be, p);
     if (infinirt__pool_create(&be, &cfg->alloc, &p->host_pool) != INFINI_STATUS_SUCCESS) {
         set_status(p, INFINIRT_PLUGIN_INIT_FAILED, "out of memory creating the host pool");
         return;
     }
-    p->device_count = count;
-    p->declared_count = count;
-    snprintf(p->message, sizeof p->message, "%s%s%s", msg, msg[0] && p->warning[0] ? "; " : "", p->warning);
+    p->device_count = shown;
+    snprintf(p->message, sizeof p->message, "%s%s%s%s%s", msg, msg[0] && p->warning[0] ? "; " : "", p->warning,
+             (msg[0] || p->warning[0]) && visible[0] ? "; " : "", visible);
     p->status = INFINIRT_PLUGIN_LOADED;
-    INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)", p->name, p->path, count,
-                   infinirtGetDeviceTypeName(p->type));
+    INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)%s%s", p->name, p->path, shown,
+                   infinirtGetDeviceTypeName(p->type), visible[0] ? "; " : "", visible);
 }
 
 /* Starting is rare and may take long (a driver's init): one lock for all,

@@ -330,6 +330,11 @@
     X(infinirtGetPluginStatusString, status_negative, OK_, BI_STR,                                                   \
       bi_str(infinirtGetPluginStatusString((infinirtPluginStatus_t)-1), "unknown"))                                  \
     X(infinirtGetConfigPath, null_out, NP_, 0, infinirtGetConfigPath(NULL))                                          \
+    X(infinirtGetConfigEntryCount, null_out, NP_, 0, infinirtGetConfigEntryCount(NULL))                              \
+    X(infinirtGetConfigEntry, null_out, NP_, 0, infinirtGetConfigEntry(0, NULL))                                     \
+    X(infinirtGetConfigEntry, index_negative, BP_, 0, infinirtGetConfigEntry(-1, &OUT_->entry))                      \
+    X(infinirtGetConfigEntry, index_count, BP_, 0, infinirtGetConfigEntry(f->nentries, &OUT_->entry))                \
+    X(infinirtGetConfigEntry, index_int_max, BP_, 0, infinirtGetConfigEntry(INT_MAX, &OUT_->entry))                  \
     X(infinirtGetVersion, all_null, OK_, 0, infinirtGetVersion(NULL, NULL, NULL)) /* documented: may be NULL */      \
     X(infinirtGetAllocatorStats, null_out, NP_, 0, infinirtGetAllocatorStats(f->type, 0, NULL))                      \
     BI_DEVICE_ROWS(X, infinirtGetAllocatorStats, , &OUT_->stats)                                                     \

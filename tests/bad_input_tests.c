@@ -54,6 +54,7 @@ typedef struct {
     infinirtDeviceProperties_t props;
     infinirtDeviceResourceSnapshot_t snap;
     infinirtPluginInfo_t info;
+    infinirtConfigEntry_t entry;
     infinirtAllocatorStats_t stats;
     infinirtGraph_t g;
     infinirtGraphExec_t x;
@@ -62,7 +63,7 @@ typedef struct {
 
 typedef struct {
     infiniDevice_t type; /* the type under test; devices 0 .. count-1 */
-    int count, nplugins;
+    int count, nplugins, nentries;
     infinirtDeviceProperties_t props; /* of (type, 0) */
     bool has_other;                   /* a second device: (type, 1), else CPU 0 */
     infiniDevice_t other_type;
@@ -188,6 +189,7 @@ static int setup(bi_fixture *f)
         return TEST_SKIP;
     }
     SETUP(infinirtGetPluginCount(&f->nplugins));
+    SETUP(infinirtGetConfigEntryCount(&f->nentries));
     SETUP(infinirtGetDeviceProperties(f->type, 0, &f->props));
     int ncpu = 0;
     SETUP(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &ncpu));

@@ -470,8 +470,8 @@ int test_config_plugin_dir_relative(void)
     return TEST_OK;
 }
 
-/* A plugin_dir that exists and holds no plugin: nothing is loaded and the
- * report is empty.  (The scan sorted the names it found: with none, it
+/* A plugin_dir that exists and holds no plugin: nothing is loaded, the
+ * report is empty and a warning names the folder.  (The scan sorted the names it found: with none, it
  * passed qsort a NULL array, which UBSan's nonnull check refuses.) */
 int test_config_plugin_dir_empty(void)
 {
@@ -486,6 +486,12 @@ int test_config_plugin_dir_empty(void)
     int count = -1;
     ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &count));
     ASSERT_EQ(count, 0);
+    /* Not silent: a warning names the folder. */
+    char real[PATH_MAX], want[PATH_MAX + 100];
+    ASSERT(realpath(path, real) != NULL);
+    snprintf(want, sizeof want, "warn: plugin folder %s (plugin_dir at ", real);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), ":2) holds no plugin (no libinfinirt_NAME.so)");
     return TEST_OK;
 }
 
@@ -510,5 +516,299 @@ int test_config_installed_plugin_dir_example(void)
     snprintf(joined, sizeof joined, "%s/%s", dir, rel);
     ASSERT(realpath(joined, resolved) != NULL);
     ASSERT_STR_EQ(resolved, plugin_folder());
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ the config report */
+
+/* The report entry of kind named name (ENVIRONMENT: the variable; FILE
+ * and PLUGIN_DIR: "config", "drop-in", "default", ...) whose value ends
+ * with value_end (NULL: any) into *out: its index, or -1. */
+static int report_entry(infinirtConfigEntryKind_t kind, const char *name, const char *value_end,
+                        infinirtConfigEntry_t *out)
+{
+    int n = 0;
+    if (infinirtGetConfigEntryCount(&n) != INFINI_STATUS_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (infinirtGetConfigEntry(i, out) != INFINI_STATUS_SUCCESS || out->kind != kind ||
+            strcmp(out->name, name) != 0)
+            continue;
+        size_t a = strlen(out->value), b = value_end ? strlen(value_end) : 0;
+        if (value_end == NULL || (a >= b && strcmp(out->value + a - b, value_end) == 0))
+            return i;
+    }
+    return -1;
+}
+
+/* The report has a WARNING entry holding text. */
+static int report_warns(const char *text)
+{
+    int n = 0;
+    ASSERT_OK(infinirtGetConfigEntryCount(&n));
+    for (int i = 0; i < n; i++) {
+        infinirtConfigEntry_t e;
+        ASSERT_OK(infinirtGetConfigEntry(i, &e));
+        if (e.kind == INFINIRT_CONFIG_ENTRY_WARNING && strstr(e.message, text) != NULL) {
+            ASSERT_EQ(e.problem, 1);
+            return TEST_OK;
+        }
+    }
+    TEST_FAILED_("no WARNING entry of the config report holds \"%s\"", text);
+}
+
+/* A folder of the temp dir with name, made; its path. */
+static const char *temp_folder(const char *name)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", tc_temp_dir(), name);
+    if (mkdir(path, 0755) != 0)
+        abort();
+    return path;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+        abort();
+}
+
+/* ------------------------------------------------ environment overrides */
+
+/* INFINIRT_PLUGINS is [loader] plugins from the environment: only those
+ * load, and where the file says otherwise the environment wins with a
+ * warning naming both. */
+int test_config_env_plugins(void)
+{
+    const char *path = use_text("[loader]\nplugins = cpu, opencl\n[plugin.cpu]\ndevices = 2\n");
+    tc_setenv("INFINIRT_PLUGINS", "cpu, nosuch");
+    ASSERT_EQ(cpu_count(), 2);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("nosuch", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_NOT_FOUND);
+    int n = 0;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    for (int i = 0; i < n; i++) {
+        ASSERT_OK(infinirtGetPluginInfo(i, &pi));
+        if (strcmp(pi.name, "cpu") != 0 && strcmp(pi.name, "nosuch") != 0) {
+            ASSERT_EQ(pi.status, INFINIRT_PLUGIN_DISABLED);
+            ASSERT_STR_CONTAINS(pi.message, "not in INFINIRT_PLUGINS=cpu, nosuch");
+        }
+    }
+    char resolved[PATH_MAX], want[PATH_MAX + 200];
+    ASSERT(realpath(path, resolved) != NULL);
+    snprintf(want, sizeof want,
+             "warn: INFINIRT_PLUGINS=cpu, nosuch overrides [loader] plugins = cpu, opencl (%s:2): the environment "
+             "wins",
+             resolved);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    CHECK(report_warns("INFINIRT_PLUGINS=cpu, nosuch overrides [loader] plugins"));
+    infinirtConfigEntry_t e;
+    ASSERT_GE(report_entry(INFINIRT_CONFIG_ENTRY_ENVIRONMENT, "INFINIRT_PLUGINS", NULL, &e), 0);
+    ASSERT_STR_EQ(e.value, "cpu, nosuch");
+    ASSERT_STR_CONTAINS(e.message, "only these plugins load; overrides [loader] plugins = cpu, opencl");
+    return TEST_OK;
+}
+
+/* INFINIRT_PLUGIN_PATH's folders are scanned, in order, before plugin_dir:
+ * a plugin found there wins over the one beside the loader, a plugin a
+ * file names without `library` is found there, and a missing folder is a
+ * warning naming it. */
+int test_config_env_plugin_path(void)
+{
+    char a[PATH_MAX], link[PATH_MAX + 64], pp[2 * PATH_MAX];
+    snprintf(a, sizeof a, "%s", temp_folder("first"));
+    snprintf(link, sizeof link, "%s/libinfinirt_cpu.so", a);
+    ASSERT_EQ(symlink(CPU_PLUGIN, link), 0);
+    snprintf(link, sizeof link, "%s/libinfinirt_extra.so", a);
+    ASSERT_EQ(symlink(FAKE_DIR "/libfake_good.so", link), 0);
+    use_text("[loader]\nplugins = cpu, extra\n[plugin.extra]\nanswer = 42\n");
+    snprintf(pp, sizeof pp, "%s::%s/missing", a, tc_temp_dir());
+    tc_setenv("INFINIRT_PLUGIN_PATH", pp);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    snprintf(link, sizeof link, "%s/libinfinirt_cpu.so", a);
+    ASSERT_STR_EQ(pi.path, link);
+    ASSERT_GE(find_plugin("extra", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    snprintf(link, sizeof link, "%s/libinfinirt_extra.so", a);
+    ASSERT_STR_EQ(pi.path, link);
+    /* The folders in the order scanned: the variable's, then the default. */
+    infinirtConfigEntry_t e;
+    int first = report_entry(INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, "INFINIRT_PLUGIN_PATH", "/first", &e);
+    ASSERT_GE(first, 0);
+    ASSERT_EQ(e.problem, 0);
+    int missing = report_entry(INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, "INFINIRT_PLUGIN_PATH", "/missing", &e);
+    ASSERT_GT(missing, first);
+    ASSERT_EQ(e.problem, 1);
+    ASSERT_STR_EQ(e.message, "does not exist");
+    ASSERT_GT(report_entry(INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, "default", NULL, &e), missing);
+    char want[PATH_MAX + 200];
+    snprintf(want, sizeof want,
+             "warn: plugin folder %s/missing (INFINIRT_PLUGIN_PATH) does not exist: no plugin is loaded from it",
+             tc_temp_dir());
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+/* A plugin in an INFINIRT_PLUGIN_PATH folder wins over a file's `library
+ * =` for it too: the environment wins, with a warning naming both. */
+int test_config_env_plugin_path_over_library(void)
+{
+    char a[PATH_MAX], link[PATH_MAX + 64], text[PATH_MAX + 200];
+    snprintf(a, sizeof a, "%s", temp_folder("mine"));
+    snprintf(link, sizeof link, "%s/libinfinirt_cpu.so", a);
+    ASSERT_EQ(symlink(CPU_PLUGIN, link), 0);
+    snprintf(text, sizeof text, "[loader]\nplugins = cpu\n[plugin.cpu]\nlibrary = %s\ndevices = 2\n", CPU_PLUGIN);
+    const char *path = use_text(text);
+    tc_setenv("INFINIRT_PLUGIN_PATH", a);
+    ASSERT_EQ(cpu_count(), 2); /* the file's other keys still count */
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_STR_EQ(pi.path, link);
+    char resolved[PATH_MAX], want[3 * PATH_MAX];
+    ASSERT(realpath(path, resolved) != NULL);
+    snprintf(want, sizeof want,
+             "warn: INFINIRT_PLUGIN_PATH: plugin cpu is loaded from %s, not from the file %s:4's [plugin.cpu] "
+             "library = %s (the environment wins)",
+             link, resolved, CPU_PLUGIN);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ drop-ins, repeated keys */
+
+/* Every *.ini of plugins.d beside the config is read after it, in name
+ * order: a key set again wins (the later file), with a warning naming both
+ * file:lines; a [plugin.NAME] section there adds a plugin, its library
+ * relative to the drop-in's own folder; other files are not read. */
+int test_config_dropins(void)
+{
+    char d[PATH_MAX], f[PATH_MAX + 64], lib[PATH_MAX + 64];
+    const char *main_path = use_text("[plugin.cpu]\ndevices = 1\n[loader]\nplugins = cpu, extra\n");
+    snprintf(d, sizeof d, "%s", temp_folder("plugins.d"));
+    snprintf(lib, sizeof lib, "%s/lib", d);
+    ASSERT_EQ(mkdir(lib, 0755), 0);
+    snprintf(lib, sizeof lib, "%s/lib/libinfinirt_x.so", d);
+    ASSERT_EQ(symlink(FAKE_DIR "/libfake_good.so", lib), 0);
+    snprintf(f, sizeof f, "%s/20-late.ini", d);
+    write_file(f, "[plugin.cpu]\ndevices = 3\n");
+    snprintf(f, sizeof f, "%s/10-early.ini", d);
+    write_file(f, "[plugin.cpu]\ndevices = 2\n\n[plugin.extra]\nlibrary = lib/libinfinirt_x.so\nanswer = 42\n");
+    snprintf(f, sizeof f, "%s/30-notes.txt", d);
+    write_file(f, "[plugin.cpu]\ndevices = 9\n");
+    ASSERT_EQ(cpu_count(), 3);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("extra", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_LOADED);
+    ASSERT_STR_CONTAINS(pi.path, "/plugins.d/lib/libinfinirt_x.so");
+    char m[PATH_MAX], early[PATH_MAX], late[PATH_MAX], want[3 * PATH_MAX];
+    ASSERT(realpath(main_path, m) != NULL);
+    snprintf(f, sizeof f, "%s/10-early.ini", d);
+    ASSERT(realpath(f, early) != NULL);
+    snprintf(f, sizeof f, "%s/20-late.ini", d);
+    ASSERT(realpath(f, late) != NULL);
+    const char *log = tc_read_file(log_path());
+    snprintf(want, sizeof want,
+             "warn: %s:2: [plugin.cpu] devices is set again (also at %s:2): the value read last counts", early, m);
+    ASSERT_STR_CONTAINS(log, want);
+    snprintf(want, sizeof want, "warn: %s:2: [plugin.cpu] devices is set again (also at %s:2)", late, early);
+    ASSERT_STR_CONTAINS(log, want);
+    /* A section in a drop-in adds to the file's: no warning for it. */
+    ASSERT(strstr(log, "section [plugin.cpu] again") == NULL);
+    /* The report lists the files in the order read. */
+    infinirtConfigEntry_t e;
+    int i0 = report_entry(INFINIRT_CONFIG_ENTRY_FILE, "config", "/infinirt.ini", &e);
+    int i1 = report_entry(INFINIRT_CONFIG_ENTRY_FILE, "drop-in", "/10-early.ini", &e);
+    int i2 = report_entry(INFINIRT_CONFIG_ENTRY_FILE, "drop-in", "/20-late.ini", &e);
+    ASSERT_GE(i0, 0);
+    ASSERT_GT(i1, i0);
+    ASSERT_GT(i2, i1);
+    ASSERT_LT(report_entry(INFINIRT_CONFIG_ENTRY_FILE, "drop-in", "/30-notes.txt", &e), 0);
+    return TEST_OK;
+}
+
+/* A key or a section repeated in one file: the last value still wins, as
+ * it always did, and now a warning names both lines. */
+int test_config_repeated_keys(void)
+{
+    use_text("[loader]\n"                 /* 1 */
+             "default_device = cpu:1\n"   /* 2 */
+             "plugins = cpu\n"            /* 3 */
+             "[plugin.cpu]\n"             /* 4 */
+             "devices = 3\n"              /* 5 */
+             "[loader]\n"                 /* 6 */
+             "default_device = cpu:2\n"); /* 7 */
+    infiniDevice_t t;
+    int id = -1;
+    ASSERT_OK(infinirtGetDevice(&t, &id));
+    ASSERT_EQ(id, 2);
+    char resolved[PATH_MAX], want[2 * PATH_MAX + 200];
+    ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
+    snprintf(want, sizeof want, "%s:1): its keys add", resolved);
+    CHECK(log_has_at(6, "section [loader] again (also at "));
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    snprintf(want, sizeof want, "[loader] default_device is set again (also at %s:2): the value read last counts",
+             resolved);
+    CHECK(log_has_at(7, want));
+    CHECK(report_warns(want));
+    return TEST_OK;
+}
+
+/* ------------------------------------------------ plugin folders */
+
+/* A plugin_dir that does not exist is a warning naming the folder and the
+ * line that set it, and the report says so. */
+int test_config_plugin_dir_missing(void)
+{
+    const char *path = use_text("[loader]\nplugin_dir = nowhere\n");
+    int n = -1;
+    ASSERT_OK(infinirtGetPluginCount(&n));
+    ASSERT_EQ(n, 0);
+    char resolved[PATH_MAX], tmp[PATH_MAX], want[3 * PATH_MAX];
+    ASSERT(realpath(path, resolved) != NULL);
+    ASSERT(realpath(tc_temp_dir(), tmp) != NULL);
+    snprintf(want, sizeof want,
+             "warn: plugin folder %s/nowhere (plugin_dir at %s:2) does not exist: no plugin is loaded from it", tmp,
+             resolved);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    infinirtConfigEntry_t e;
+    ASSERT_GE(report_entry(INFINIRT_CONFIG_ENTRY_PLUGIN_DIR, "plugin_dir", "/nowhere", &e), 0);
+    ASSERT_EQ(e.problem, 1);
+    ASSERT_STR_EQ(e.message, "does not exist");
+    CHECK(report_warns("/nowhere (plugin_dir at "));
+    return TEST_OK;
+}
+
+/* The report's calls: every documented variable is listed, set or not;
+ * a bad index or a NULL output changes nothing. */
+int test_config_report_calls(void)
+{
+    use_text("[plugin.cpu]\n");
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", "cpu:0");
+    int n = -1;
+    ASSERT_OK(infinirtGetConfigEntryCount(&n));
+    static const char *const vars[] = {
+        "INFINIRT_CONFIG", "INFINIRT_PLUGINS",  "INFINIRT_PLUGIN_PATH", "INFINIRT_VISIBLE_DEVICES",
+        "INFINIRT_LOG",    "INFINIRT_LOG_FILE", "XDG_CONFIG_HOME",      "HOME"};
+    infinirtConfigEntry_t e;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        ASSERT_EQ(report_entry(INFINIRT_CONFIG_ENTRY_ENVIRONMENT, vars[i], NULL, &e), (int)i);
+        ASSERT_EQ(e.problem, 0);
+    }
+    ASSERT_OK(infinirtGetConfigEntry(3, &e));
+    ASSERT_STR_EQ(e.value, "cpu:0");
+    ASSERT_STR_CONTAINS(e.message, "cpu device 0 as cpu:0");
+    ASSERT_OK(infinirtGetConfigEntry(1, &e));
+    ASSERT_STR_EQ(e.value, "");
+    ASSERT_STR_EQ(e.message, "unset");
+    memset(&e, 0x5a, sizeof e);
+    ASSERT_STATUS(infinirtGetConfigEntry(n, &e), INFINI_STATUS_BAD_PARAM);
+    ASSERT_STATUS(infinirtGetConfigEntry(-1, &e), INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(e.name[0], 0x5a);
+    ASSERT_STATUS(infinirtGetConfigEntry(0, NULL), INFINI_STATUS_NULL_POINTER);
+    ASSERT_STATUS(infinirtGetConfigEntryCount(NULL), INFINI_STATUS_NULL_POINTER);
     return TEST_OK;
 }

@@ -271,3 +271,212 @@ int test_loader_default_device_negative(void)
     ASSERT_OK(infinirtFree(p));
     return TEST_OK;
 }
+
+/* ------------------------------------------------ INFINIRT_VISIBLE_DEVICES */
+
+/* INFINIRT_VISIBLE_DEVICES=cpu:3,1 serves the cpu plugin's devices 3 and 1
+ * (of the 4 the config asks for) as cpu:0 and cpu:1, in that order; a type
+ * it does not name keeps every device. */
+int test_loader_visible_devices(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = 4\n\n[plugin.fake]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\ndevices = 2\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", "cpu:3,1");
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    ASSERT_EQ(n, 2);
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_ASCEND, &n));
+    ASSERT_EQ(n, 2);
+    infinirtDeviceProperties_t p;
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_CPU, 0, &p));
+    ASSERT_STR_CONTAINS(p.description, "logical device 3 of 4");
+    ASSERT_OK(infinirtGetDeviceProperties(INFINI_DEVICE_CPU, 1, &p));
+    ASSERT_STR_CONTAINS(p.description, "logical device 1 of 4");
+    ASSERT_STATUS(infinirtGetDeviceProperties(INFINI_DEVICE_CPU, 2, &p), INFINI_STATUS_DEVICE_NOT_FOUND);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.device_count, 2);
+    ASSERT_STR_CONTAINS(pi.message,
+                        "INFINIRT_VISIBLE_DEVICES shows 2 of its 4 devices: cpu:0 is its 3, cpu:1 is its 1");
+    /* The renumbered device works, and its memory is its own. */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 1));
+    char a[64], b[64];
+    tc_pattern(a, sizeof a, 9);
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, sizeof a));
+    ASSERT_OK(infinirtMemcpy(d, a, sizeof a, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(b, d, sizeof a, INFINIRT_MEMCPY_D2H));
+    ASSERT_MEM_EQ(a, b, sizeof a);
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 1, &st));
+    ASSERT_GE(st.allocated_bytes, sizeof a);
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    ASSERT_OK(infinirtFree(d));
+    /* The allocator knows a block's device by the loader's id (cpu:0 is
+     * the plugin's 3, which is no id of the loader's). */
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    ASSERT_OK(infinirtMalloc(&d, sizeof a));
+    void *native = NULL;
+    size_t off = 1;
+    ASSERT_OK(infinirtMemGetNativeHandle(d, &native, &off));
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
+static const char *ledger_take(const char *path)
+{
+    const char *t = ledger_text(path);
+    unlink(path);
+    return t;
+}
+
+/* Renumbered devices: every plugin call gets the plugin's own index, and
+ * memory the plugin places on one of its devices is found under the id
+ * the loader gave it; memory of a device the variable hides is routed as
+ * memory the plugin cannot place (to the current device).  The fake
+ * plugin (ascend, 3 devices) logs each call with the device it received. */
+int test_loader_visible_renumbers_calls(void)
+{
+    char ledger[600], cfg[2048];
+    snprintf(ledger, sizeof ledger, "%s/fake.ledger", tc_temp_dir());
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\n\n[plugin.ptrdev]\nlibrary = " FAKE_DIR
+             "/libfake_ptrdev.so\nanswer = 42\ndevices = 3\nledger = %s\n",
+             CPU_PLUGIN, ledger);
+    use_config(cfg);
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", "ascend:2,0");
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_ASCEND, &n));
+    ASSERT_EQ(n, 2);
+    enum { N = 64 };
+    static char f[N], a[N];
+    tc_pattern(a, N, 4);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    void *d;
+    ASSERT_OK(infinirtMalloc(&d, N));
+    ledger_take(ledger);
+    ASSERT_OK(infinirtMemset(d, 0x11, N));
+    ASSERT_STR_EQ(ledger_take(ledger), "memset dev=2\n");
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 1));
+    ASSERT_OK(infinirtMemcpy(f, a, 8, INFINIRT_MEMCPY_H2D)); /* the plugin cannot place it: ascend:1 */
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy dev=0\n");
+    strcpy(f, "dev=2"); /* its device 2 is ascend:0 */
+    ASSERT_OK(infinirtMemcpy(f, a, N, INFINIRT_MEMCPY_H2D));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemcpy dev=2\n");
+    ASSERT_MEM_EQ(f, a, N);
+    strcpy(f, "dev=1"); /* hidden: as if the plugin could not tell */
+    ASSERT_OK(infinirtMemset(f, 0x22, N));
+    ASSERT_STR_EQ(ledger_take(ledger), "pointer_get_device\nmemset dev=0\n");
+    ASSERT_EQ(f[N - 1], 0x22);
+    strcpy(f, "dev=7"); /* a device the plugin does not have at all */
+    ASSERT_STATUS(infinirtMemset(f, 0, N), INFINI_STATUS_INTERNAL_ERROR);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_ASCEND, 0));
+    ASSERT_OK(infinirtFree(d));
+    return TEST_OK;
+}
+
+/* An empty list hides a type; an index the plugin does not have is
+ * skipped with a warning, and the report says why nothing is served. */
+int test_loader_visible_hides(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = 2\n\n[plugin.fake]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\ndevices = 2\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", " cpu: ; ascend : 5 ");
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    ASSERT_OK(infinirtGetAllDeviceCount(counts));
+    ASSERT_EQ(counts[INFINI_DEVICE_CPU], 0);
+    ASSERT_EQ(counts[INFINI_DEVICE_ASCEND], 0);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_NO_DEVICES);
+    ASSERT_STR_EQ(pi.message, "INFINIRT_VISIBLE_DEVICES shows none of its 2 devices");
+    ASSERT_GE(find_plugin("fake", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_NO_DEVICES);
+    ASSERT_STR_EQ(pi.message, "INFINIRT_VISIBLE_DEVICES shows none of its 2 devices (it has no device 5)");
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()),
+                        "warn: INFINIRT_VISIBLE_DEVICES: ascend device 5 skipped: the plugin serving ascend has 2 "
+                        "devices");
+    return TEST_OK;
+}
+
+/* One malformed value in a fresh process: an error naming the variable
+ * and the bad part, and no device of any type. */
+static int visible_malformed_child(const char *value, const char *bad, int k)
+{
+    char cfg[1024], log[700];
+    snprintf(cfg, sizeof cfg,
+             "[plugin.cpu]\nlibrary = %s\ndevices = 2\n\n[plugin.fake]\nlibrary = " FAKE_DIR
+             "/libfake_good.so\nanswer = 42\n",
+             CPU_PLUGIN);
+    use_config(cfg);
+    snprintf(log, sizeof log, "%s/visible-%d.log", tc_temp_dir(), k);
+    tc_setenv("INFINIRT_LOG_FILE", log);
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", value);
+    int counts[INFINI_DEVICE_TYPE_COUNT];
+    ASSERT_OK(infinirtGetAllDeviceCount(counts));
+    ASSERT_EQ(counts[INFINI_DEVICE_CPU], 0);
+    ASSERT_EQ(counts[INFINI_DEVICE_ASCEND], 0);
+    char want[512];
+    snprintf(want, sizeof want, "error: INFINIRT_VISIBLE_DEVICES='%s': %s", value, bad);
+    ASSERT_STR_CONTAINS(tc_read_file(log), want);
+    ASSERT_STR_CONTAINS(tc_read_file(log), "; no device of any type is shown (fix the value, or unset it)");
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("cpu", &pi), 0);
+    ASSERT_EQ(pi.status, INFINIRT_PLUGIN_NO_DEVICES);
+    ASSERT_STR_CONTAINS(pi.message, "INFINIRT_VISIBLE_DEVICES is malformed (see the log)");
+    return TEST_OK;
+}
+
+/* A malformed INFINIRT_VISIBLE_DEVICES fails closed: the variable is how a
+ * job is kept to its devices, and a typo must not hand it every device of
+ * the machine.  Each value in a child, as the loader reads it once. */
+int test_loader_visible_malformed(void)
+{
+    static const struct {
+        const char *value, *bad;
+    } cases[] = {
+        {"cpu:1,x", "'x' in 'cpu:1,x' is not a device number (0 to 4095)"},
+        {"cpu:-1", "'-1' in 'cpu:-1' is not a device number"},
+        {"cpu:4096", "'4096' in 'cpu:4096' is not a device number"},
+        {"cpu:0,,1", "'cpu:0,,1' has an empty item"},
+        {"cpu:0;gpu:0", "'gpu' is not a device type"},
+        {"cpu", "'cpu' has no ':'"},
+        {"cpu:0;ascend:1;cpu:1", "type cpu is named twice"},
+        {"ascend:1,0,1", "device 1 is listed twice for ascend"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        ASSERT(pid >= 0);
+        if (pid == 0)
+            _exit(visible_malformed_child(cases[k].value, cases[k].bad, (int)k) == TEST_OK ? 0 : 1);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            TEST_FAILED_("INFINIRT_VISIBLE_DEVICES='%s': the child failed (status %d)", cases[k].value, status);
+    }
+    return TEST_OK;
+}
+
+/* The allocator's peer rule holds on renumbered devices: a block of
+ * device 1 written by a gated write on a stream of device 0 is not reused
+ * while the write is pending, with the two ids swapped by the variable
+ * (the rule marks peers by the loader's ids, not the plugin's). */
+int test_conformance_peer_memset_free(void);
+int test_loader_visible_peer_free(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\ndevices = 2\nstreams = async\n", CPU_PLUGIN);
+    use_config(cfg);
+    tc_setenv("INFINIRT_VISIBLE_DEVICES", "cpu:1,0");
+    return test_conformance_peer_memset_free();
+}

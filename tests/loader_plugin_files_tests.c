@@ -193,3 +193,39 @@ int test_loader_not_ready_is_quiet(void)
     ASSERT_OK(infinirtStreamDestroy(s));
     return TEST_OK;
 }
+
+/* A `library =` that names a missing file, or a file that is not a
+ * plugin, is reported with the config line that named it: that line is
+ * what the operator has to fix. */
+int test_loader_library_names_line(void)
+{
+    CHECK(bad_plugin_case("library = /nonexistent/libinfinirt_ghost.so", "ghost", INFINIRT_PLUGIN_NOT_FOUND,
+                          "No such file or directory; library = set at "));
+    char resolved[PATH_MAX], want[PATH_MAX + 64];
+    ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
+    snprintf(want, sizeof want, "library = set at %s:5", resolved);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("ghost", &pi), 0);
+    ASSERT_STR_CONTAINS(pi.message, want);
+    ASSERT_STR_CONTAINS(tc_read_file(log_path()), want);
+    return TEST_OK;
+}
+
+int test_loader_library_unloadable_names_line(void)
+{
+    char lib[600], extra[700];
+    snprintf(lib, sizeof lib, "%s/libinfinirt_text.so", tc_temp_dir());
+    FILE *f = fopen(lib, "w");
+    ASSERT(f != NULL);
+    fputs("not a shared object\n", f);
+    fclose(f);
+    snprintf(extra, sizeof extra, "library = %s", lib);
+    CHECK(bad_plugin_case(extra, "text", INFINIRT_PLUGIN_DLOPEN_ERROR, "; library = set at "));
+    char resolved[PATH_MAX], want[PATH_MAX + 64];
+    ASSERT(realpath(getenv("INFINIRT_CONFIG"), resolved) != NULL);
+    snprintf(want, sizeof want, "library = set at %s:5", resolved);
+    infinirtPluginInfo_t pi;
+    ASSERT_GE(find_plugin("text", &pi), 0);
+    ASSERT_STR_CONTAINS(pi.message, want);
+    return TEST_OK;
+}

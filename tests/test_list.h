@@ -231,7 +231,21 @@
     X(loader, null_objects_graph)              \
     X(loader, null_objects_exec)               \
     X(threads, reserved_within_limit)          \
-    X(cpu, event_sync_binds_record)
+    X(cpu, event_sync_binds_record)            \
+    X(config, env_plugins)                     \
+    X(config, env_plugin_path)                 \
+    X(config, env_plugin_path_over_library)    \
+    X(config, dropins)                         \
+    X(config, repeated_keys)                   \
+    X(config, plugin_dir_missing)              \
+    X(config, report_calls)                    \
+    X(loader, visible_devices)                 \
+    X(loader, visible_renumbers_calls)         \
+    X(loader, visible_hides)                   \
+    X(loader, visible_malformed)               \
+    X(loader, library_names_line)              \
+    X(loader, library_unloadable_names_line)   \
+    X(loader, visible_peer_free)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -23,6 +23,11 @@
 #                         "TYPE:ID: NAME [plugin P]" and " (UUID: U)" where
 #                         there is one; the config has cpu:0, cpu:1 and a
 #                         fake ascend:0 with a UUID
+#   info-config-report CPU_PLUGIN   infinirt-info shows the environment
+#                         overrides, a missing plugin folder and the config's
+#                         problems, in text and JSON (its own config)
+#   info-env-table README infinirt-info lists the variables of the README's
+#                         environment table, in its order, text and JSON
 set -u
 check=$1
 prog=$2
@@ -164,6 +169,51 @@ info-list)
     run "$prog" -l --json
     [ "$rc" -eq 2 ] || fail "infinirt-info -l --json does not exit 2"
     grep -q "^usage: infinirt-info " "$T/err" || fail "infinirt-info -l --json does not print its usage on stderr"
+    ;;
+info-config-report)
+    cpu=$3
+    printf '[loader]\nplugins = cpu, opencl\nplugin_dir = %s/none\n[plugin.cpu]\nlibrary = %s\ndevices = 2\n' "$T" "$cpu" \
+        >"$T/c.ini"
+    export INFINIRT_CONFIG="$T/c.ini" INFINIRT_PLUGINS=cpu INFINIRT_VISIBLE_DEVICES=cpu:1
+    unset INFINIRT_PLUGIN_PATH INFINIRT_LOG INFINIRT_LOG_FILE
+    run "$prog"
+    [ "$rc" -eq 0 ] || fail "infinirt-info failed"
+    grep -q "^  INFINIRT_PLUGINS  *cpu  only these plugins load; overrides \[loader\] plugins = cpu, opencl ($T/c.ini:2)" \
+        "$T/out" || fail "infinirt-info does not show INFINIRT_PLUGINS and what it did"
+    grep -q "^  INFINIRT_VISIBLE_DEVICES cpu:1  cpu device 1 as cpu:0" "$T/out" ||
+        fail "infinirt-info does not show INFINIRT_VISIBLE_DEVICES and what it did"
+    grep -q "^  INFINIRT_PLUGIN_PATH  *-  unset$" "$T/out" || fail "infinirt-info does not show an unset variable"
+    grep -q "INFINIRT_VISIBLE_DEVICES shows 1 of its 2 devices: cpu:0 is its 1" "$T/out" ||
+        fail "the cpu plugin's report does not say what INFINIRT_VISIBLE_DEVICES did"
+    grep -q "^  $T/none (plugin_dir): does not exist$" "$T/out" ||
+        fail "infinirt-info does not say that plugin_dir does not exist"
+    grep -q "^  plugin folder $T/none (plugin_dir at $T/c.ini:3) does not exist" "$T/out" ||
+        fail "infinirt-info does not list the missing plugin folder among the config's problems"
+    grep -q "warn: plugin folder $T/none (plugin_dir at $T/c.ini:3) does not exist" "$T/err" ||
+        fail "no warning names the missing plugin folder"
+    run "$prog" --json
+    [ "$rc" -eq 0 ] || fail "infinirt-info --json failed"
+    grep -q '"environment":\[{"name":"INFINIRT_CONFIG","value":"'"$T"'/c.ini","problem":false,' "$T/out" ||
+        fail "infinirt-info --json does not show INFINIRT_CONFIG"
+    grep -q '{"name":"INFINIRT_VISIBLE_DEVICES","value":"cpu:1","problem":false,"message":"cpu device 1 as cpu:0' \
+        "$T/out" || fail "infinirt-info --json does not show INFINIRT_VISIBLE_DEVICES"
+    grep -q '{"path":"'"$T"'/none","from":"plugin_dir","problem":true,"message":"does not exist"}' "$T/out" ||
+        fail "infinirt-info --json does not say that plugin_dir does not exist"
+    grep -q '"config_problems":\[.*"plugin folder '"$T"'/none (plugin_dir at' "$T/out" ||
+        fail "infinirt-info --json does not list the missing plugin folder among the config's problems"
+    ;;
+info-env-table)
+    readme=$3
+    # One variable per row of the table that follows "| Variable | Meaning |".
+    want=$(sed -n '/^| Variable | Meaning |$/,/^$/p' "$readme" | sed -n 's/^| `\([A-Z_]*\)` |.*/\1/p')
+    [ -n "$want" ] || fail "no environment table in $readme"
+    run "$prog"
+    [ "$rc" -eq 0 ] || fail "infinirt-info failed"
+    got=$(sed -n '/^Environment:$/,/^$/p' "$T/out" | sed -n 's/^  \([A-Z_][A-Z_]*\) .*/\1/p')
+    [ "$want" = "$got" ] || fail "the README's environment table lists $(echo $want), infinirt-info $(echo $got)"
+    run "$prog" --json
+    got=$(grep -o '{"name":"[A-Z_]*","value":' "$T/out" | sed 's/{"name":"\([A-Z_]*\)".*/\1/')
+    [ "$want" = "$got" ] || fail "the README's environment table lists $(echo $want), infinirt-info --json $(echo $got)"
     ;;
 *)
     echo "tools_test.sh: unknown check $check" >&2
