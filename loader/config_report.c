@@ -33,8 +33,8 @@ infinirt__config_entry *infinirt__config_add_entry(infinirt__config *cfg, int ki
     infinirt__config_entry *e = &cfg->entries[cfg->nentries++];
     va_list ap;
     va_start(ap, fmt);
-    *e = (infinirt__config_entry){kind, infinirt__config_strdup(name), infinirt__config_strdup(value), vformat(fmt, ap),
-                                  problem};
+    *e = (infinirt__config_entry){kind, infinirt__config_strdup(name), infinirt__config_strdup(value),
+                                  vformat(fmt, ap), problem};
     va_end(ap);
     return e;
 }
