@@ -222,12 +222,14 @@ static void bench_pairs(void)
         infinirt__pool *pool = new_pool(&be, 1);
         void *p;
         lat l;
-        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free_sync(p, infinirt__want_any()));
+        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, INFINIRT__POOL_SYNC, &p),
+                   infinirt__pool_free_sync(p, infinirt__want_any()));
         snprintf(name, sizeof name, "pool alloc + free_sync, %zu B", size);
         print_lat(name, l);
         infinirt__pool_destroy(pool);
         pool = new_pool(&be, 0);
-        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, NULL, &p), infinirt__pool_free_sync(p, infinirt__want_any()));
+        TIME_PAIRS(l, infinirt__pool_alloc(pool, size, INFINIRT__POOL_SYNC, &p),
+                   infinirt__pool_free_sync(p, infinirt__want_any()));
         snprintf(name, sizeof name, "pool, cache off (pass-through), %zu B", size);
         print_lat(name, l);
         infinirt__pool_destroy(pool);

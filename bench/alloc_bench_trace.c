@@ -84,7 +84,7 @@ static int replay(infinirt__pool *pool, const trace_t *t, void **live)
     for (size_t i = 0; i < t->nops; i++) {
         const op_t *o = &t->ops[i];
         if (!(o->arg & OP_FREE)) {
-            if (infinirt__pool_alloc(pool, o->size, NULL, &live[n]) != INFINI_STATUS_SUCCESS) {
+            if (infinirt__pool_alloc(pool, o->size, INFINIRT__POOL_SYNC, &live[n]) != INFINI_STATUS_SUCCESS) {
                 while (n > 0)
                     infinirt__pool_free_sync(live[--n], infinirt__want_any());
                 return -1;

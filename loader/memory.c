@@ -24,7 +24,7 @@ static __attribute__((noinline, cold)) void malloc_failed(infiniStatus_t st, siz
 }
 
 static inline __attribute__((always_inline)) infiniStatus_t
-do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const char *fn)
+do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool async, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -58,7 +58,13 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const c
     } else {
         void *p = NULL;
         infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
-        st = pool != NULL ? infinirt__pool_alloc(pool, size, host ? NULL : s, &p) : INFINI_STATUS_OUT_OF_MEMORY;
+        /* Malloc and MallocHost: memory any stream may use at once, never a
+         * block a FreeAsync left behind work still queued, even on the NULL
+         * stream (a non-blocking stream does not wait for that work).
+         * MallocAsync(NULL): the NULL stream's own key, whose blocks it may
+         * reuse at once. */
+        void *key = async ? (void *)s : INFINIRT__POOL_SYNC;
+        st = pool != NULL ? infinirt__pool_alloc(pool, size, key, &p) : INFINI_STATUS_OUT_OF_MEMORY;
         if (__builtin_expect(st == INFINI_STATUS_SUCCESS, 1))
             *p_ptr = p;
         else
@@ -71,17 +77,17 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, const c
 
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
 {
-    return do_malloc(p_ptr, size, NULL, false, __func__);
+    return do_malloc(p_ptr, size, NULL, false, false, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size)
 {
-    return do_malloc(p_ptr, size, NULL, true, __func__);
+    return do_malloc(p_ptr, size, NULL, true, false, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infinirtStream_t stream)
 {
-    return do_malloc(p_ptr, size, stream, false, __func__);
+    return do_malloc(p_ptr, size, stream, false, true, __func__);
 }
 
 /* Why a free the pool refused failed, logged (out of line: no free that

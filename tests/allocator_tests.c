@@ -102,7 +102,8 @@ int test_allocator_reuse_same_stream(void)
     ASSERT_OK(infinirtFreeAsync(q, a));
     ASSERT_OK(infinirtStreamSynchronize(a));
     ASSERT_OK(infinirtStreamDestroy(a));
-    /* The NULL stream is the default stream on both sides: immediate reuse. */
+    /* The NULL stream's own allocation after a free on it: immediate reuse
+     * (not for Malloc: conformance.*.malloc_after_null_free_async). */
     void *d0, *d1;
     ASSERT_OK(infinirtMallocAsync(&d0, 5000, NULL));
     ASSERT_OK(infinirtFreeAsync(d0, NULL));
@@ -353,8 +354,9 @@ int test_allocator_wait_event_in_flight(void)
     return TEST_OK;
 }
 
-/* A destroyed stream's cached blocks join the device's default stream:
- * a small block freed on it, in a segment that still holds a live block
+/* A destroyed stream's cached blocks join the device's arena 0, which
+ * serves Malloc (its work is done, so any stream may have them): a small
+ * block freed on it, in a segment that still holds a live block
  * (so no other stream could take the segment whole), serves the next
  * Malloc without a new raw allocation. */
 int test_allocator_retired_stream_merged(void)

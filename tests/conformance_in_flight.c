@@ -487,3 +487,112 @@ int test_conformance_free_async_other_device(void)
     ASSERT_OK(infinirtStreamDestroy(s0));
     return TEST_OK;
 }
+
+/* Reuse of a block freed while the work that uses it is held by a gate:
+ * the old block, freed on the NULL stream, on a blocking stream or
+ * synchronously, then a new block of the same size.  Memory from Malloc
+ * may be used at once by any stream, a non-blocking one included (it does
+ * not wait for the NULL stream, nor for a blocking one); memory from
+ * MallocAsync on a stream by that stream's later work.  Either way the new
+ * block must not be memory the held work still writes: the new owner's
+ * fill, made and waited for while the gate is shut, must survive the held
+ * fill of the old block. */
+typedef enum { FREED_ON_NULL, FREED_ON_BLOCKING, FREED_SYNC } freed_how;
+typedef enum { NEW_MALLOC, NEW_ASYNC_NONBLOCKING, NEW_ASYNC_NULL } new_how;
+
+static int reuse_case(size_t n, bool made_async, freed_how freed, new_how made, unsigned char *got)
+{
+    infinirtStream_t nb, bs, on;
+    ASSERT_OK(tc_stream_create_nonblocking(&nb));
+    ASSERT_OK(infinirtStreamCreate(&bs));
+    on = freed == FREED_ON_BLOCKING ? bs : NULL; /* the stream of the held work and of the free */
+    void *p, *q;
+    if (made_async)
+        ASSERT_OK(infinirtMallocAsync(&p, n, on));
+    else
+        ASSERT_OK(infinirtMalloc(&p, n));
+    static tc_gate gates[16];
+    static int next;
+    tc_gate *gate = &gates[next++ % 16];
+    CHECK(tc_hold_stream(on, gate));
+    ASSERT_OK(infinirtMemsetAsync(p, 0x86, n, on)); /* runs when the gate opens */
+    if (freed == FREED_SYNC)
+        ASSERT_OK(infinirtFree(p));
+    else
+        ASSERT_OK(infinirtFreeAsync(p, on));
+    infinirtStream_t use = made == NEW_ASYNC_NULL ? NULL : nb;
+    if (made == NEW_MALLOC)
+        ASSERT_OK(infinirtMalloc(&q, n));
+    else
+        ASSERT_OK(infinirtMallocAsync(&q, n, use));
+    uintptr_t x = (uintptr_t)p, y = (uintptr_t)q;
+    /* The NULL stream's own allocation may have it at once: its work is
+     * queued after the held fill. */
+    if (made != NEW_ASYNC_NULL && x < y + n && y < x + n)
+        TEST_FAILED_("%s of %zu bytes got %p: a block %s freed %s while work queued on %s still writes it",
+                     made == NEW_MALLOC ? "Malloc" : "MallocAsync on a non-blocking stream", n, q,
+                     made_async ? "MallocAsync made and" : "Malloc made and",
+                     freed == FREED_SYNC      ? "with Free"
+                     : freed == FREED_ON_NULL ? "on the NULL stream"
+                                              : "on a blocking stream",
+                     freed == FREED_ON_BLOCKING ? "that stream" : "the NULL stream");
+    ASSERT_OK(infinirtMemsetAsync(q, 0xb5, n, use));
+    if (use != NULL)
+        ASSERT_OK(infinirtStreamSynchronize(use)); /* does not wait for the held stream */
+    tc_gate_open(gate);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtMemcpy(got, q, n, INFINIRT_MEMCPY_D2H));
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != 0xb5)
+            TEST_FAILED_("byte %zu of the new block is 0x%02x, not 0xb5: the old block's held fill landed on it", i,
+                         got[i]);
+    if (made == NEW_MALLOC)
+        ASSERT_OK(infinirtFree(q));
+    else
+        ASSERT_OK(infinirtFreeAsync(q, use));
+    ASSERT_OK(infinirtStreamDestroy(nb));
+    ASSERT_OK(infinirtStreamDestroy(bs));
+    return TEST_OK;
+}
+
+/* Sizes for a quick list and for a segment of its own. */
+static const size_t reuse_sizes[] = {4096, 2 << 20};
+
+/* Malloc after a FreeAsync on the NULL stream (or on a blocking stream)
+ * whose work is held: Malloc's memory is any stream's at once. */
+int test_conformance_malloc_after_null_free_async(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    CHECK(tc_needs_caching_allocator(false)); /* else the free waits for the gate */
+    unsigned char *got = malloc(2 << 20);
+    ASSERT(got != NULL);
+    for (size_t i = 0; i < 2; i++)
+        for (int async = 0; async < 2; async++) {
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_ON_NULL, NEW_MALLOC, got));
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_ON_BLOCKING, NEW_MALLOC, got));
+        }
+    free(got);
+    return TEST_OK;
+}
+
+/* MallocAsync on a non-blocking stream after a FreeAsync on the NULL
+ * stream or a Free, the work held: only after the fence.  MallocAsync on
+ * the NULL stream itself after a FreeAsync there: at once is right. */
+int test_conformance_malloc_async_after_free_held(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    CHECK(tc_needs_caching_allocator(false));
+    unsigned char *got = malloc(2 << 20);
+    ASSERT(got != NULL);
+    for (size_t i = 0; i < 2; i++)
+        for (int async = 0; async < 2; async++) {
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_ON_NULL, NEW_ASYNC_NONBLOCKING, got));
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_SYNC, NEW_ASYNC_NONBLOCKING, got));
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_SYNC, NEW_MALLOC, got));
+            CHECK(reuse_case(reuse_sizes[i], async, FREED_ON_NULL, NEW_ASYNC_NULL, got));
+        }
+    free(got);
+    return TEST_OK;
+}

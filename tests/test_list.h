@@ -69,7 +69,9 @@
     X(conformance, wait_binds_current_record)     \
     X(conformance, wait_binds_other_stream)       \
     X(conformance, wait_binds_same_stream)        \
-    X(conformance, sync_binds_current_record)
+    X(conformance, sync_binds_current_record)     \
+    X(conformance, malloc_after_null_free_async)  \
+    X(conformance, malloc_async_after_free_held)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \

@@ -17,6 +17,10 @@
  *  - infinirt__pool_free_sync(p): reusable by nobody until the fence over
  *    all streams has completed (what cudaFree guarantees).
  * A NULL fence from fence_take means "nothing pending": reusable at once.
+ * A synchronous allocation (infinirtMalloc, MallocHost) is made on the key
+ * INFINIRT__POOL_SYNC, which no free is ordered on: its memory may be used
+ * at once by any stream, so it never gets a block that a free on some
+ * stream - the NULL stream included - left behind queued work.
  *
  * Ownership.  A process-wide directory maps any pointer inside a live
  * segment to its pool, so free and lookup need no pool argument.
@@ -30,6 +34,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct infinirt__pool infinirt__pool;
 typedef struct infinirt__arena infinirt__arena; /* alloc_arena.h */
@@ -81,7 +86,18 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
  * released too.  Only at shutdown or in tests. */
 void infinirt__pool_destroy(infinirt__pool *pool);
 
-/* Allocate `size` (> 0) bytes for use on `stream` (NULL = default stream).
+/* The stream key of a synchronous allocation (infinirtMalloc, MallocHost),
+ * whose memory any stream may use at once, non-blocking ones included.  It
+ * is not the NULL stream's key: a block FreeAsync'd on the NULL stream is
+ * reusable at once by later allocations on the NULL stream only (their
+ * work is ordered after the free's), and an allocation on this key gets it
+ * only once the free's fence has completed.  No free is ordered on this
+ * key, and no stream key equals it (nothing lives at address 16); its
+ * arena is arena 0, which a retired stream's blocks join. */
+#define INFINIRT__POOL_SYNC ((void *)(uintptr_t)16)
+
+/* Allocate `size` (> 0) bytes for use on `stream` (NULL = default stream,
+ * INFINIRT__POOL_SYNC = by any stream at once).
  * Returns SUCCESS; OUT_OF_MEMORY after releasing cache and retrying, with one
  * log line giving requested, allocated, reserved and largest free bytes;
  * OUT_OF_MEMORY at once, releasing nothing, when size exceeds total_memory;

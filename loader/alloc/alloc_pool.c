@@ -158,7 +158,10 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
         free(pool);
         return INFINI_STATUS_OUT_OF_MEMORY;
     }
-    a->in_use = true; /* arena 0: the default (NULL) stream, and pass-through */
+    /* Arena 0: synchronous allocations (alloc.h, INFINIRT__POOL_SYNC), the
+     * blocks of retired streams, and pass-through. */
+    a->stream = INFINIRT__POOL_SYNC;
+    a->in_use = true;
     pool->arenas[pool->narenas++] = a;
     *out = pool;
     return INFINI_STATUS_SUCCESS;

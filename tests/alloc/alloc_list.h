@@ -12,6 +12,7 @@
     X(random_model_oom)          \
     X(stream_order_async)        \
     X(stream_order_sync)         \
+    X(null_free_sync_alloc)      \
     X(quiet_word)                \
     X(free_fence_fails)          \
     X(oom_retry)                 \

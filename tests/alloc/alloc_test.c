@@ -159,35 +159,73 @@ static int test_stream_order_sync(void)
     infinirt__pool *pool = make_pool(&f, NULL);
     void *A = (void *)0xA0;
     char *p, *q, *r, *s;
-    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&p));
-    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&s));
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, INFINIRT__POOL_SYNC, (void **)&p));
+    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, INFINIRT__POOL_SYNC, (void **)&s));
     fake_set_busy(&f, A); /* work on any stream pins a synchronous free */
     ASSERT_OK(infinirt__pool_free_sync(p, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_free_sync(s, infinirt__want_any()));
     ASSERT_EQ(f.taken, 2);
-    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, INFINIRT__POOL_SYNC, (void **)&q));
     ASSERT(q + 3000 <= p || q >= p + 3000);
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&r));
     ASSERT(r + 3000 <= p || r >= p + 3000);
     ASSERT_OK(infinirt__pool_free(r, A, infinirt__want_any()));
     char *t;
-    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t));
+    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, INFINIRT__POOL_SYNC, (void **)&t));
     ASSERT_PTR_NE(t, s);
     ASSERT_OK(infinirt__pool_free_sync(t, infinirt__want_any()));
     fake_complete_all(&f);
-    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t));
+    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, INFINIRT__POOL_SYNC, (void **)&t));
     char *t2;
-    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, (void **)&t2));
+    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, INFINIRT__POOL_SYNC, (void **)&t2));
     ASSERT(t == s || t2 == s);
     ASSERT_OK(infinirt__pool_free_sync(t, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_free_sync(t2, infinirt__want_any()));
     ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     /* Nothing in flight: a synchronous free takes no fence. */
     size_t before = f.taken;
-    ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&q));
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, INFINIRT__POOL_SYNC, (void **)&q));
     ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     ASSERT_EQ(f.taken, before);
     CHECK(check_stats(pool, &f, 0, 0));
+    return finish(pool, &f);
+}
+
+/* The NULL stream is a stream like any other: a block freed on it behind
+ * queued work is reusable at once by later allocations on the NULL stream
+ * (MallocAsync(NULL): their work is ordered after the free's), never by a
+ * synchronous one (Malloc, INFINIRT__POOL_SYNC), whose memory any stream -
+ * a non-blocking one too - may use at once.  Whichever made the block:
+ * MallocAsync(NULL) or Malloc.  A size for the quick lists and one that
+ * takes a large segment whole. */
+static int test_null_free_sync_alloc(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "nullfree");
+    infinirt__pool *pool = make_pool(&f, NULL);
+    ASSERT(pool != NULL);
+    static const size_t sizes[] = {4096, MiB};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        for (int made_sync = 0; made_sync < 2; made_sync++) {
+            char *p, *q, *r;
+            ASSERT_OK(infinirt__pool_alloc(pool, n, made_sync ? INFINIRT__POOL_SYNC : NULL, (void **)&p));
+            fake_set_busy(&f, NULL); /* work using p queued on the NULL stream */
+            ASSERT_OK(infinirt__pool_free(p, NULL, infinirt__want_any()));
+            ASSERT_OK(infinirt__pool_alloc(pool, n, INFINIRT__POOL_SYNC, (void **)&q));
+            if (!(q + n <= p || q >= p + n))
+                TEST_FAILED_("%zu bytes%s: a synchronous allocation got %p, freed on the NULL stream behind "
+                             "work still queued",
+                             n, made_sync ? " (from one)" : "", (void *)p);
+            ASSERT_OK(infinirt__pool_alloc(pool, n, NULL, (void **)&r));
+            if (!made_sync)
+                ASSERT_PTR_EQ(r, p); /* the NULL stream itself reuses it at once */
+            ASSERT_OK(infinirt__pool_free(r, NULL, infinirt__want_any()));
+            ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
+            fake_complete_all(&f);
+            CHECK(check_stats(pool, &f, 0, 0));
+        }
+    }
     return finish(pool, &f);
 }
 

@@ -198,7 +198,7 @@ static int stress(size_t limit, const infinirt__alloc_config *cfg, int steps, ui
             size_t size = k < 60 ? 1 + rnd() % (64 * KiB) : k < 90 ? 64 * KiB + rnd() % MiB : 1 + rnd() % (6 * MiB);
             if (rnd() % 4 == 0)
                 size = (size + 511) & ~(size_t)511; /* exact granules: whole large blocks */
-            void *stream = streams[rnd() % 6];
+            void *stream = rnd() % 7 == 0 ? INFINIRT__POOL_SYNC : streams[rnd() % 6];
             char *p;
             infiniStatus_t st = infinirt__pool_alloc(pool, size, stream, (void **)&p);
             if (limit != 0 && st == INFINI_STATUS_OUT_OF_MEMORY)

@@ -78,7 +78,9 @@ static int random_model(size_t limit, int steps)
     fake_init(&f, limit, 0, "model");
     infinirt__pool *pool = make_pool(&f, NULL);
     ASSERT(pool != NULL);
-    void *streams[] = {NULL, (void *)0x1000, (void *)0x2000};
+    /* Frees are ordered on the first three; allocations also come from the
+     * synchronous key, which may reuse no guarded block. */
+    void *streams[] = {NULL, (void *)0x1000, (void *)0x2000, INFINIRT__POOL_SYNC};
     live_t *live = malloc(4096 * sizeof *live);
     guard_t *guards = malloc(65536 * sizeof *guards);
     size_t nlive = 0, nguard = 0, sum = 0, peak = 0, requests = 0, ooms = 0;
@@ -86,7 +88,7 @@ static int random_model(size_t limit, int steps)
         unsigned r = (unsigned)(rnd() % 100);
         if ((r < 50 || nlive == 0) && nlive < 4096) {
             size_t size = random_size();
-            void *stream = streams[rnd() % 3];
+            void *stream = streams[rnd() % 4];
             char *p;
             infiniStatus_t st = infinirt__pool_alloc(pool, size, stream, (void **)&p);
             if (limit != 0 && st == INFINI_STATUS_OUT_OF_MEMORY) {

@@ -245,8 +245,8 @@ int test_stream_retired(void)
     fake_complete_all(&f); /* the stream is destroyed after its work */
     infinirt__pool_stream_retired(pool, S);
     CHECK(check_stats(pool, &f, 5000, 1));
-    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, NULL, &q));
-    ASSERT_PTR_EQ(q, p2); /* now in the shared bins */
+    ASSERT_OK(infinirt__pool_alloc(pool, 200 * KiB, INFINIRT__POOL_SYNC, &q));
+    ASSERT_PTR_EQ(q, p2); /* now in arena 0's bins, any stream's */
     infinirt__ptr_info info;
     ASSERT_EQ(infinirt__pool_lookup((char *)p3 + 10, &info), 1);
     ASSERT_OK(infinirt__pool_free_sync(p3, infinirt__want_any()));

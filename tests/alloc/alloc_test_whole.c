@@ -16,11 +16,11 @@ static int segments(infinirt__pool *pool)
     return (int)st.segments;
 }
 
-/* Make arena 0 (the default stream's) the one a free tries first. */
+/* Make arena 0 (synchronous allocations') the one a free tries first. */
 static int touch_default(infinirt__pool *pool)
 {
     void *q;
-    ASSERT_OK(infinirt__pool_alloc(pool, 1000, NULL, &q));
+    ASSERT_OK(infinirt__pool_alloc(pool, 1000, INFINIRT__POOL_SYNC, &q));
     ASSERT_OK(infinirt__pool_free_sync(q, infinirt__want_any()));
     return TEST_OK;
 }
