@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bench.c - the caching allocator's benchmark.  One run prints:
  *   1. same-size alloc+free pair latency, median and p99 (each pair timed on

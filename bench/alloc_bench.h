@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bench.h - what the parts of the allocator benchmark share: timing,
  * the host-memory backend, and each part's entry.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bench_threads.c - part 4 of the allocator benchmark (see
  * alloc_bench.c): throughput of two threads over one, each thread freeing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bench_trace.c - parts 2 and 3 of the allocator benchmark (see
  * alloc_bench.c): a random workload modelled on RMM's random_allocations

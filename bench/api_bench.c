@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api_bench.c - the cost of single API calls, through whichever libinfinirt
  * the dynamic linker finds.  Only calls InfiniCore's header also declares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_util.h - the clock, the failure check and the qsort order of
  * doubles the benchmark programs share.  Only calls InfiniCore's header

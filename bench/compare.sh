@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/compare.sh [BASELINE_REV] - single-call costs of this build against
 # a baseline build of an older revision and, when INFINICORE_SRC names a
 # checkout of InfiniCore, against InfiniCore's own CPU runtime; all in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_bench.c - what a CPU stream, the first call and the small calls cost,
  * each against a baseline measured in the same run (a 64 B memcpy, a 64 B

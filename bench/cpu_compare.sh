@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/cpu_compare.sh INFINICORE_SRC - the rows of infinirt-cpu-bench for
 # this build (inline and async CPU streams) side by side with InfiniCore's
 # own CPU runtime, built from the InfiniCore checkout INFINICORE_SRC.  Not

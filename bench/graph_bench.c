@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_bench.c - launching a captured graph of 100 small operations
  * against issuing the same 100 operations one by one, through the public

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/infinicore_cpu_lib.sh SRC OUTDIR - builds InfiniCore's own CPU
 # runtime from the InfiniCore checkout SRC into OUTDIR/libinfinirt.so.0, for
 # the comparison scripts (compare.sh, cpu_compare.sh) to load in place of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_bandwidth.c - the OpenCL plugin's copy bandwidth and start-up cost.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_bandwidth.h - what the OpenCL bandwidth benchmark's two files
  * share: the run's settings, the error macros, and the copy paths

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_bandwidth_paths.c - the copy paths the OpenCL bandwidth benchmark
  * (opencl_bandwidth.c) times against each other: the plugin's ops, dlopened

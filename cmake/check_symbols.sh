@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check_symbols.sh LOADER PLUGIN...
 # The loader exports the public API (infinirt*) and nothing else; each plugin
 # exports only infinirtPluginEntry.  Fails listing any other defined dynamic

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_install.sh BUILD_DIR - install into a temporary prefix and use it as a
 # user would: build the vendor plugin and the app out of tree against that
 # prefix only, enable the plugin through an INI file, check infinirt-info
@@ -17,7 +18,7 @@ for f in lib/libinfinirt.so include/infinirt.h include/infinicore.h include/infi
          etc/infinirt/infinirt.ini lib/cmake/infinirt/infinirtConfig.cmake \
          lib/cmake/infinirt/infinirtConfigVersion.cmake lib/pkgconfig/infinirt.pc \
          bin/infinirt-info bin/infinirt-conformance lib/infinirt/libinfinirt_cpu.so \
-         share/man/man1/infinirt-info.1 share/man/man5/infinirt.ini.5; do
+         share/man/man1/infinirt-info.1 share/man/man5/infinirt.ini.5 share/licenses/infinirt/LICENSE; do
     [ -e "$T/prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }
 done
 # The pages as configured: the version and this prefix's folders filled in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo - the typical infinirt flow: pick a device, make a stream, queue
  * asynchronous copies, time them with events, check the data, free.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * infinirt-info - what the loader sees: devices with names and memory, every
  * plugin it considered and why it is or is not serving, the config file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * infinicore.h - status codes, device types and data types shared by every
  * infinirt header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * infinirt_cpu.h - (ours) the CPU backend's native streams: how a library
  * holding an infinirtStream_t of the CPU backend queues its own work on it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * infinirt_plugin.h - the plugin ABI: everything a backend vendor builds
  * against.  Include this one header (it brings infinicore.h, installed beside

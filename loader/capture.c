@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture.c - stream capture (docs/graphs.md): the loader's own, or the
  * plugin's native one, and infinirtStreamBeginCapture / EndCapture.

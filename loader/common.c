@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common.c - what every part of the loader uses to name things and report
  * failures: the status, device-type and plugin-status names, the device

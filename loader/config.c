@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - find and read the INI config, its drop-ins and the plugin
  * folders.

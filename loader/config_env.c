@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_env.c - the environment variables the loader reads (the README's
  * table, "Configuration"), each read with secure_getenv and each given an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_int.h - what the config's files share: config.c (finding and
  * reading the files, scanning the plugin folders), config_keys.c (what the

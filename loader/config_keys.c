@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_keys.c - what the config's keys mean: the INI reader's sink for
  * the [loader], [allocator] and [plugin.NAME] sections, and [loader]

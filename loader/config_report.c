@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_report.c - the config report: what the configuration came from
  * (environment variables, files, plugin folders) and every problem found

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * device.c - operations on a whole device: synchronizing every stream of
  * it, and marking what that proved complete for the allocator's fences.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * event.c - events: the loader's event objects, the event API and
  * infinirtStreamWaitEvent.  Handles are the registry's (handles.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fence.c - the allocator's backend: raw memory from the plugin, and fences
  * made of pooled plugin events.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph.c - graphs and executable graphs (docs/graphs.md): the objects a
  * capture ends into (capture.c), instantiate, destroy and launch.  A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_int.h - what capture.c, graph.c and graph_mem.c share: the capture
  * lock, the memory captures and graphs hold, and graph objects.

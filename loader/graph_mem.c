@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_mem.c - the memory captures and graphs hold (docs/graphs.md).
  *

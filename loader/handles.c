@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handles.c - the handle registry: what turns a handle value the
  * application holds (a stream, an event, a graph, an executable graph) back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handles.h - the handle registry's borrow and its return, inline in the
  * calls that use them (the rest of the registry is handles.c, whose

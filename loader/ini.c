@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ini.c - the INI reader: turns a config file's bytes into section headers
  * and key = value pairs, each with its line number.  No file access and no

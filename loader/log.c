@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c - one-line, thread-safe logging to stderr or INFINIRT_LOG_FILE. */
 #define _GNU_SOURCE
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memory.c - the memory API: allocation through the caching allocator, and
  * copies and fills routed by pointer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * native.c - the backends' native objects behind devices and memory
  * (streams and events: handles.c, whose handle values are native already).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin.c - load plugins: dlopen, handshake, init, device discovery, and
  * the report that says why a plugin is or is not serving devices.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.c - one-time initialisation, the device table, the per-thread
  * current device, and the device API.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot.c - infinirtGetDeviceResourceSnapshot: one device's memory (the
  * plugin's figures and the caching allocator's) and, where the plugin can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stream.c - streams: the loader's stream objects (resolving a stream
  * argument, draining and freeing a stream when its last reference goes)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * allocator_tests.c - the caching allocator through the public API, on the
  * CPU plugin's real asynchronous streams: reuse is never unsafe, same-stream

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bad_input_coverage.sh INCLUDE_DIR LIBINFINIRT BAD_INPUT_TESTS
 # Every function declared in infinirt.h and infinicore.h, and every infinirt*
 # function libinfinirt.so exports, has at least one row in the bad-input

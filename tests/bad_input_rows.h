@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bad_input_rows.h - the bad-input table: one row per (public function, bad
  * argument), each X(function, row, expected status, flags, call).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bad_input_tests.c - every public function, called with one bad argument at
  * a time (the table in bad_input_rows.h), must return the documented status,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* common.c - helpers shared by the test files. */
 #define _GNU_SOURCE
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* common.h - helpers shared by the test files. */
 #ifndef INFINIRT_TEST_COMMON_H_
 #define INFINIRT_TEST_COMMON_H_

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compat_infinicore.c - a program written for InfiniCore's infinirt.h, using
  * only the names InfiniCore defines: count devices, set one, allocate, copy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compat_placement.c - our infinirt.h behind InfiniCore's own infinicore.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_tests.c - what the loader makes of a config file: which plugins
  * load, files that are not configs, the line syntax, and bad values.  Each

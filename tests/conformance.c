@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance.c - the behaviour every backend must show, written once
  * against the public API.  CMake runs it once per backend present, with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # conformance_cli.sh CHECK PROGRAM [CPU_CONFIG SMALLEST_CONFIG] -
 # infinirt-conformance's command line, what a vendor meets first.
 #   help            --help: exit 0, the usage and the environment it reads on stdout

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_events.c - events and stream waits, written once against the
  * public API like the rest of the conformance suite.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_graph.c - stream capture and graphs, written once against the
  * public API like the rest of the conformance suite (include/infinirt.h,

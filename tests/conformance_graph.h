@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_graph.h - what the graph conformance tests
  * (conformance_graph.c, conformance_graph_memory.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_graph_misuse.c - captures and graphs used wrongly, written
  * once against the public API like the rest of the conformance suite

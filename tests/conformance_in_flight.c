@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_in_flight.c - memory freed while queued work still uses it,
  * written once against the public API like the rest of the conformance

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_memory.c - the range checks of copies and fills, written once
  * against the public API like the rest of the conformance suite: every side

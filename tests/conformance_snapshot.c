@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conformance_snapshot.c - infinirtGetDeviceResourceSnapshot on every
  * backend: the memory part as the backend and the allocator report it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_native_tests.c - the CPU backend's native path: work queued natively
  * on a stream handle (infinirt_cpu.h), the allocator's respect for that

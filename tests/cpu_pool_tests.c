@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_pool_tests.c - the CPU backend's worker pool (async streams): a
  * bounded number of threads, growth past a blocked worker, the workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_tests.c - the CPU backend's own behaviour, through the public API and
  * its native stream table (infinirt_cpu.h): the two stream modes, blocking

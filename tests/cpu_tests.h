@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_tests.h - what the CPU backend's tests (cpu_tests.c,
  * cpu_native_tests.c, cpu_pool_tests.c) share, defined in cpu_tests.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_plugin.c - plugins that differ in what they export and how they fail,
  * for the loader tests.  Built once per FAKE_* variant:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_fence_tests.c - the loader against a plugin that fails on demand
  * (fault_plugin.c): an incoherent ops table is refused and a legal one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_graph_tests.c - the order of an executable graph's launches
  * (docs/graphs.md, "Launch order") where the plugin has no events, or its

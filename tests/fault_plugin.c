@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_plugin.c - a plugin that wraps another one (the CPU plugin in the
  * tests) and fails on demand, for the fault-injection tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_plugin.h - the control functions the fault-injection plugin
  * (fault_plugin.c) exports beside its entry, for the tests that drive it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_sweep.c - every plugin call of a fixed workload made to fail in
  * turn: the N-th call once, or every call of one entry.  Each run is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_tests.c - the loader against a plugin that fails on demand
  * (fault_plugin.c, which wraps the CPU plugin and serves KUNLUN devices),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_tests.h - what the fault-injection tests (fault_tests.c,
  * fault_fence_tests.c, fault_sweep.c) share: the fault device, its config,

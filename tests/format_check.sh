@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # format_check.sh [--fix] SOURCE_DIR [CLANG_FORMAT]
 # The C, CUDA and C++ sources git tracks match .clang-format.  Without
 # --fix: list what differs and fail; with --fix: reformat them in place.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handle_tests.c - stream handles under concurrent use: destroy while
  * another thread is inside a call, and destroy of a handle guessed before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ledger_plugin.c - a plugin that writes down every call it receives, with
  * its arguments, so a test can compare what the loader asked of a backend

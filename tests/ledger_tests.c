@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ledger_tests.c - the exact plugin calls a public call makes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lifecycle_list.h - every test of lifecycle-test (lifecycle_test.c), one
  * per line; registered as loader.lifecycle.NAME, and as cuda.lifecycle.NAME

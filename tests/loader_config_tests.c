@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader_config_tests.c - how the loader finds and reads its config: the
  * INFINIRT_CONFIG and XDG locations, relative library paths, malformed

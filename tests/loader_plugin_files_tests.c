@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader_plugin_files_tests.c - the plugin files the loader accepts and
  * the device counts it serves: a device cap, many cheap devices, library

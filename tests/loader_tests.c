@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader_tests.c - the loader against fake plugins: the plugins it refuses
  * and why, the ABI minors it accepts, and plugins started on first use;

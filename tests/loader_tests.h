@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader_tests.h - what the loader tests (loader_tests.c,
  * loader_config_tests.c, loader_plugin_files_tests.c, routing_tests.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - infinirt-tests, the suite of test_list.h, on the shared runner
  * (harness/test.h: NAME, --list, --all, --tap, --help, --version; and

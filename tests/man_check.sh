@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # man_check.sh CHECK ARGS - the manual pages are well-formed and say what
 # the code does.
 #   lint PAGE...   groff (man macros, every warning on) formats each page

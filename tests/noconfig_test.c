@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * noconfig_test.c - with no config file anywhere, the loader loads every
  * plugin found beside it; the drop-ins of the installed config's folder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * robust_memory_tests.c - memory requests that must fail without side
  * effects, through the public API on the CPU plugin: a request larger than

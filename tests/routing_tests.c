@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routing_tests.c - calls reach the plugin and device that own their
  * handles and pointers: two devices of one backend, two backends, device

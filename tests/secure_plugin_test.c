@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * secure_plugin_test.c - in a setuid/setgid process the loader refuses a
  * plugin file that another user could have changed, and still loads the

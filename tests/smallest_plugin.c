@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * smallest_plugin.c - a plugin with the five entries every plugin must
  * have (init, get_device_info, malloc_device, free_device, memcpy: README,

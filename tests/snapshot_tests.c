@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot_tests.c - infinirtGetDeviceResourceSnapshot where the backend
  * cannot give memory figures (a plugin without get_mem_info) and where it

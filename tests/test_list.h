@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_list.h - every test of the runner, one per line (group, name) inside X().
  * tests/CMakeLists.txt reads this file: the `conformance` group is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads_tests.c - the loader under concurrent callers: the first call
  * made by many threads at once, each thread's current device, and events

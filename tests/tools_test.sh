@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools_test.sh CHECK PROGRAM - the tools tell the truth about what they
 # found.  The config comes from INFINIRT_CONFIG (set by CTest).
 #   info-no-device        infinirt-info with no device: exits non-zero, says so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * app.c - an application linked against an installed infinirt.  It runs the
  * typical flow on every device the loader offers: allocate, copy there and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vendor_plugin.c - a complete infinirt plugin for one vendor device type,
  * built out of tree against the installed <infinirt_plugin.h> only.

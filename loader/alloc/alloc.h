@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc.h - the loader's caching allocator (internal; not installed).
  *

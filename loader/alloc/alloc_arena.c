@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_arena.c - arenas (alloc_arena.h): blocks cut and merged, the empty
  * stack, segments attached and detached, pending frees, and a retired

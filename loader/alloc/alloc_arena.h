@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_arena.h - the allocator's fourth layer: arenas.  A pool keeps one
  * arena per stream key; an arena owns segments (alloc_seg.h), their free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bins.c - the segregated bins (alloc_bins.h): size classes of two
  * levels, each list's head size kept beside it, O(1) search with two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_bins.h - the allocator's second layer: where free blocks wait.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_block.c - block descriptors, allocated in chunks, and the block
  * table (alloc_block.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_block.h - the allocator's first layer: block descriptors and the
  * block table, the hash of live blocks by start address.

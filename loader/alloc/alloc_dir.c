@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_dir.c - the process-wide pointer directory: every live segment of
  * every pool, in an AVL tree keyed by base address, so any pointer (interior

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_dir.h - the process-wide pointer directory: every live segment of
  * every pool by address, so that any pointer (interior ones too) leads to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_faults.h - host-allocation failures on demand, for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_pool.c - pools (alloc_pool.h): create and destroy, the arena table,
  * raw segments from the backend, waiting for fences, releasing and stealing cached

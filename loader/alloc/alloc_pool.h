@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_pool.h - the allocator's top layer: pools.  The interface the
  * loader calls is alloc.h; the design is described in docs/allocator.md.

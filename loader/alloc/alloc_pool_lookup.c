@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_pool_lookup.c - pointer lookups: the live block holding any
  * pointer, through the directory and the owning arena's block table, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_pool_path.c - the pool's alloc and free paths, the out-of-memory
  * path, and pass-through mode (every allocation a raw one) beside them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_seg.c - a segment's block-start bitmap (alloc_seg.h): where the
  * block holding an interior pointer starts, found in a few words whatever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_seg.h - the allocator's third layer: segments.  A segment is one
  * raw allocation of the backend, tiled by blocks in address order (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_solo.c - the participants (alloc_solo.h): joining, leaving at
  * thread exit, and looking at every participant's cells.

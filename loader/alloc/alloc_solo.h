@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_solo.h - one thread alone.  Whether the process has a single
  * *participant* - a thread that takes an allocator lock, borrows a handle

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DDIR=loader/alloc -P check_includes.cmake
 #
 # The allocator is a library of its own inside the loader: it may include

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_config.c - the [plugin.cpu] keys, read once by init.
  *

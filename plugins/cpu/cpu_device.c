@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_device.c - the device table and the device entries: logical devices
  * on host memory, each with its own memory_limit and streams.

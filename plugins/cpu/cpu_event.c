@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_event.c - an event is its latest record (cpu_internal.h): a
  * generation, and while the record is queued, the stream it is on and the

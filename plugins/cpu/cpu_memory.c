@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_memory.c - raw memory, copies and fills, and memory info.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_plugin.c - the CPU reference plugin: the entry, the ops table, init
  * and shutdown, and device info.  The CPU plugin is the skeleton a new

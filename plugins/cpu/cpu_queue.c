@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_queue.c - async mode's command queue: the ring of each stream, the
  * order of blocking streams with the default one, the worker side that runs

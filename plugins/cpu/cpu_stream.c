@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_stream.c - streams: the objects, their native table, and the stream
  * entries (create, destroy, synchronize, query).  Inline mode: objects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_driver.c - finding the NVIDIA driver at run time, and turning its
  * errors into infinirt statuses and log lines.

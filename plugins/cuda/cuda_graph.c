@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_graph.c - native stream capture and graphs (ABI 1.2), and the
  * capture-mode exchange the allocator's entries use.

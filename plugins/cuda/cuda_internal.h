@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_internal.h - what the files of the CUDA plugin share: the driver
  * function table (resolved from libcuda.so.1 at init, never linked), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_memory.c - raw device and pinned host memory, copies and fills.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_nvml.c - device utilisation from NVML, for the resource snapshot
  * (the get_utilization entry).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_plugin.c - libinfinirt_cuda.so: the NVIDIA backend of infinirt.
  *

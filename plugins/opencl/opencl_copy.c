@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_copy.c - memcpy and memset on SVM or buffer memory.
  *

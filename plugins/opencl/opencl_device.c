@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_device.c - per-device lazy state: context, default queue, live
  * queues; and device_synchronize, which finishes them all.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_discover.c - enumerate platforms and devices, apply the config's
  * filters, and describe each selected device.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_errors.c - OpenCL error names, their infinirt statuses, and logging.
  *

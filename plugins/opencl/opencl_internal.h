@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_internal.h - shared state and internal interfaces of the OpenCL plugin.
  *

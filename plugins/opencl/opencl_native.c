@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_native.c - the OpenCL objects behind the plugin's: a stream's
  * cl_command_queue (the handle the application holds), a device's

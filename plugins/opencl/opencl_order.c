@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_order.c - blocking streams, ordered with the default stream as CUDA
  * orders streams with its legacy default stream (InfiniCore relies on it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_plugin.c - libinfinirt_opencl.so: INFINI_DEVICE_OPENCL through the
  * system's OpenCL ICD loader, so any vendor's OpenCL driver becomes an

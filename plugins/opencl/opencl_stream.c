@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opencl_stream.c - streams (in-order profiling queues, or queues the
  * application made and handed in), their query, and cross-queue waits.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_fence_test.c - the loader's fences (loader/fence.c) when the fence
  * itself cannot be built: its item array's realloc fails (made to by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_list.h - every test of alloc_test (the caching allocator against
  * the fake backend), one per line; tests/alloc/CMakeLists.txt registers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test.c - unit tests of the caching allocator (loader/alloc/)
  * against a fake backend (fake_backend.c): the alloc/free pair, stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_test.h - what the allocator's test files share. */
 #ifndef INFINIRT_TESTS_ALLOC_TEST_H_
 #define INFINIRT_TESTS_ALLOC_TEST_H_

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_capacity.c - requests the device can never hold: they fail at
  * once without touching the cache, and a failed request changes how later

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_hash.c - the live-block hash on its own, with keys chosen to
  * collide: the paths that random addresses almost never reach (a full home

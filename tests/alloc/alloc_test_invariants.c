@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_invariants.c - the allocator's internal invariants, checked
  * after every step of random drivers (white-box: it reads the arenas, bins,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_model.c - the allocator's randomized test against a reference
  * model, and its multithreaded test (run under TSan too).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_modes.c - what surrounds the alloc/free pair: pointers handed
  * back wrong (interior, foreign, freed twice, the other kind of pool) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_oom.c - frees that cannot be queued behind their fence: the
  * pending queue could not grow (its realloc failed, made to by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_reserved.c - reserved_bytes and peak_reserved_bytes against
  * what the backend holds, at every moment a thread can observe: the fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * alloc_test_whole.c - frees of blocks that span their large segment, which
  * the pool completes from the block's hash entry without reading its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_backend.c - see fake_backend.h. */
 #define _GNU_SOURCE
 #include "fake_backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_backend.h - a backend for the allocator's unit tests: raw memory from
  * aligned_alloc with an optional byte limit (to provoke out-of-memory), and

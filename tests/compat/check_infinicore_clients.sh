@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check_infinicore_clients.sh INFINICORE_SRC INCLUDE_DIR
 # Compile InfiniCore's own clients of the infinirt API (g++ -fsyntax-only)
 # against the headers in INCLUDE_DIR, in both placements: copied over

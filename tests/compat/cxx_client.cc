@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // cxx_client.cc - a C++ client that uses the runtime API the way
 // InfiniCore's C++ layer does, compiled against this project's headers:
 //  - one Runtime object per device, each owning a stream made with

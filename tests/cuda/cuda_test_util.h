@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda_test_util.h - what the CUDA plugin tests share: loading the plugin
  * straight from its file (no loader), initialising it with a config, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_context.c - cuda_fake_driver_test: lazy primary contexts and
  * their release, context switching across threads, streams and events on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_list.h - every test of cuda_fake_driver_test (fake_driver_*.c), one per line; registered as
  * cuda.fake.NAME.

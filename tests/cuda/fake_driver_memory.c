@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_memory.c - cuda_fake_driver_test: memory routing, pinned host
  * memory, memory info with and without NVML, peer access, error logging and

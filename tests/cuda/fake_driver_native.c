@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_native.c - cuda_fake_driver_test, ABI 1.1: native handles,
  * blocking streams against the legacy default stream, set_device and the

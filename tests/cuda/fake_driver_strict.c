@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_strict.c - cuda_fake_driver_test: the strict fake driver's own
  * rules (pageable copies, host functions, the context stack, primary reset,

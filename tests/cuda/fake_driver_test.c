@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_test.c - the CUDA plugin against fake_libcuda.c, a stand-in
  * driver that runs everything on the host.  These run on every machine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_driver_test.h - what the files of cuda_fake_driver_test share: the
  * fake driver's inspection functions, opening the plugin on it and closing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_gpu_ids.h - the identifiers of the fake driver's devices, shared by
  * the fake libcuda (cuDeviceGetUuid, cuDeviceGetPCIBusId) and the fake NVML

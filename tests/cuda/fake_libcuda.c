@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda.c - a stand-in for libcuda.so.1, so the CUDA plugin's own
  * logic (driver discovery, error paths, config, contexts, events, memory

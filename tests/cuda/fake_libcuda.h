@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda.h - what the two files of the fake driver share (see
  * fake_libcuda.c for what the fake is and how it is steered).

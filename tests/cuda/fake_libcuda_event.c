@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_event.c - the fake driver's events: create, record (queued on
  * a stream like any operation, a marker while it captures), query,

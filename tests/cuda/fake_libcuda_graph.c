@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_graph.c - stream capture and graphs of the fake driver.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_ids.c - the fake driver's device identifiers (UUID and PCI
  * bus id, see fake_gpu_ids.h), which the CUDA plugin uses to find a device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_memory.c - the fake driver's memory: device allocations (host
  * memory, 256-byte aligned, counted against each device's FAKE_CUDA_MEM),

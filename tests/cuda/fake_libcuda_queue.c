@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_queue.c - the fake driver's queues: the worker thread that
  * runs each stream's queue in order, and queueing an operation after what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_libcuda_stream.c - streams, events and the queued operations of the
  * fake driver.

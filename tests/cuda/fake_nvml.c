@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_nvml.c - a stand-in for libnvidia-ml.so.1, pointed at with
  * `nvml_library = <path>` in [plugin.cuda], so the CUDA plugin's

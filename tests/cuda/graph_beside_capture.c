@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_beside_capture.c - cuda_graph_test: what runs beside a capture.
  *

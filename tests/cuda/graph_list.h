@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_list.h - every test of cuda_graph_test (graph_test.c, graph_beside_capture.c), one per line; registered as
  * cuda.graph.NAME.

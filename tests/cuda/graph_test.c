@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_test.c - the CUDA plugin's native stream capture and graphs (ABI
  * 1.2) against fake_libcuda's capture model (label "cuda", every machine):

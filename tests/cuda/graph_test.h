@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * graph_test.h - what the files of cuda_graph_test share: the fake driver's
  * inspection functions, opening the plugin on a fake driver build and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kernels_test.cu - CUDA kernels on infinirt's streams (label gpu).
  *

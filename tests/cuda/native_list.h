@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * native_list.h - every test of cuda_native_test (native_test.c), one per line; registered as
  * cuda.native.NAME.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * native_test.c - InfiniCore's view of the CUDA backend, through the public
  * API, over the fake driver (fake_libcuda.c): the handles an application

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_gpu_streams.c - cuda_plugin_test on a GPU (label "gpu"): events,
  * host functions, stream waits, any device from any thread, the legacy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_list.h - every test of cuda_plugin_test (the CUDA plugin loaded
  * straight from its file; plugin_test.c, plugin_gpu_streams.c), one per line:

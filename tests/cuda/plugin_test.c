@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test.c - tests of libinfinirt_cuda.so against the real driver,
  * loaded straight from its file (no loader).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test.h - what the files of cuda_plugin_test share: the list of
  * tests and opening the plugin on a GPU.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot_list.h - every test of cuda_snapshot_test (snapshot_test.c), one per line; registered as
  * cuda.snapshot.NAME.

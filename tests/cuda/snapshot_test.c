@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot_test.c - infinirtGetDeviceResourceSnapshot on the CUDA plugin,
  * through the public API, over the fake driver and the fake NVML

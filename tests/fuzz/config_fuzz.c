@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_fuzz.c - libFuzzer harness over the config reader (loader/ini.c)
  * and the size parser every section uses (infinirtPluginParseSize).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run-cuda-checks.sh - the CUDA backend's checks on a machine with an NVIDIA
 # GPU, in one command that ends within a time budget:
 #

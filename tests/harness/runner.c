@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runner.c - the runner every infinirt test program shares (see test.h):
  * one test by name in this process, or every test each in a child process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * selftest.c - a suite whose verdicts are known, run by selftest.sh to prove
  * the harness: a failed assertion ends the test (and nothing after it runs,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # selftest.sh HARNESS_SELFTEST - the harness's verdicts, output and time
 # limit (selftest.c says what each test does).  Fails on the first wrong one.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test.h - the infinirt test harness (tests/harness): assertion macros that
  * print both values, the skip convention, and the one runner every test

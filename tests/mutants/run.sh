@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/mutants/run.sh - how many plausible planted bugs does the suite catch?
 #
 # Each entry of tests/mutants/mutants.txt is one small bug a maintainer could

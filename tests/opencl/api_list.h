@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api_list.h - every test of opencl_api_test (OpenCL interop through the
  * public API), one per line; registered as opencl.api.MODE.NAME for each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api_test.c - OpenCL native interop through the public API, the way an
  * application (InfiniCore's kernels) uses it: the infinirt stream IS the

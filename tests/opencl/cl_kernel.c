@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cl_kernel.c - the tests' OpenCL kernel (see cl_kernel.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cl_kernel.h - a real OpenCL kernel for the tests that run native work on
  * infinirt streams: built with clBuildProgram in the device's context and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_harness.c - the shared part of the OpenCL plugin tests (see
  * plugin_harness.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_harness.h - what the OpenCL plugin tests share: the plugin under
  * test (dlopened, never dlclosed, as the loader does), init with key/value

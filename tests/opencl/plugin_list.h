@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_list.h - every test of opencl_plugin_test (the OpenCL plugin called
  * as the loader would), one per line; registered as opencl.plugin.NAME.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test.c - the OpenCL plugin's tests: the runner, and the entry,
  * init and config tests.  Memory tests are in plugin_test_memory.c, stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test_memory.c - raw allocations, copies and fills in both memory
  * modes, pinned host memory.

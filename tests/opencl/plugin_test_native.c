@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test_native.c - the ABI 1.1 entries of the OpenCL plugin: native
  * handles (queue, device and context, cl_mem and offset), a real kernel on

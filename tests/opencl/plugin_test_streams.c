@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_test_streams.c - events, host functions, waits between streams and
  * devices, device synchronisation, concurrency and shutdown.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem.h - the semantics tester (tests/semantics): a program of stream
  * operations, a model of the ordering rules of include/infinirt.h

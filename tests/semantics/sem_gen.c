@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem_gen.c - seeded random programs for the semantics tester.
  *

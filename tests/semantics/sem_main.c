@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem_main.c - infinirt-semantics: random programs of stream operations,
  * played on the backend that INFINIRT_TEST_DEVICE and INFINIRT_CONFIG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem_model.c - the model of the ordering rules (docs/semantics.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem_print.c - a program as C, ready to paste into a regression test.
  *

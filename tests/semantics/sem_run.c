@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sem_run.c - play a program on the library and check it against the model.
  *
