@@ -1017,3 +1017,63 @@ int test_conformance_sync_binds_current_record(void)
     ASSERT_OK(infinirtStreamSynchronize(b.s1));
     return binders_free(&b);
 }
+
+/* An EventRecord on the NULL stream is work of the NULL stream too (R2):
+ * it comes after the work queued on every blocking stream, and the work
+ * a blocking stream queues afterwards comes after it - on a stream that
+ * existed at the record and on one made after it, when the record is the
+ * only NULL-stream work still pending.  infinirt-semantics shrank this
+ * from seed 6000017 (opencl-auto), with a held stream in place of its
+ * host functions' sleeps: s holds its fill of 0x49 behind a gate, the
+ * NULL record comes after it, and the 0xaa fills on `early` and `late`
+ * must come after the record, so they land last. */
+int test_conformance_null_record_orders_blocking(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    const size_t n = 64 * 1024;
+    infinirtStream_t s, early, late;
+    infinirtEvent_t e, done_early, done_late;
+    void *d1, *d2;
+    int ran_early, ran_late;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamCreate(&early));
+    ASSERT_OK(infinirtEventCreate(&e));
+    ASSERT_OK(infinirtEventCreate(&done_early));
+    ASSERT_OK(infinirtEventCreate(&done_late));
+    ASSERT_OK(infinirtMalloc(&d1, n));
+    ASSERT_OK(infinirtMalloc(&d2, n));
+    ASSERT_OK(infinirtMemset(d1, 0, n));
+    ASSERT_OK(infinirtMemset(d2, 0, n));
+    /* Nothing of the NULL stream is pending from here on but the record. */
+    ASSERT_OK(infinirtDeviceSynchronize());
+
+    static tc_gate gate; /* static: the runner may open it after we return */
+    CHECK(tc_hold_stream(s, &gate));
+    ASSERT_OK(infinirtMemsetAsync(d1, 0x49, n, s));
+    ASSERT_OK(infinirtMemsetAsync(d2, 0x49, n, s));
+    ASSERT_OK(infinirtEventRecord(e, NULL)); /* after s's fills */
+    ASSERT_OK(infinirtStreamCreate(&late));
+    ASSERT_OK(infinirtMemsetAsync(d1, 0xaa, n, early)); /* after the record */
+    ASSERT_OK(infinirtEventRecord(done_early, early));
+    ASSERT_OK(infinirtMemsetAsync(d2, 0xaa, n, late)); /* after the record */
+    ASSERT_OK(infinirtEventRecord(done_late, late));
+    CHECK(completes_within(done_early, 50, &ran_early));
+    CHECK(completes_within(done_late, 0, &ran_late));
+    tc_gate_open(&gate);
+    ASSERT_EQ(ran_early, 0); /* a stream made before the record ran while s was held */
+    ASSERT_EQ(ran_late, 0);  /* a stream made after the record ran while s was held */
+    ASSERT_OK(infinirtDeviceSynchronize());
+    CHECK(tc_device_all(d1, n, 0xaa));
+    CHECK(tc_device_all(d2, n, 0xaa));
+
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtEventDestroy(done_early));
+    ASSERT_OK(infinirtEventDestroy(done_late));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(early));
+    ASSERT_OK(infinirtStreamDestroy(late));
+    ASSERT_OK(infinirtFree(d1));
+    ASSERT_OK(infinirtFree(d2));
+    return TEST_OK;
+}

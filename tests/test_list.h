@@ -72,7 +72,8 @@
     X(conformance, wait_binds_same_stream)        \
     X(conformance, sync_binds_current_record)     \
     X(conformance, malloc_after_null_free_async)  \
-    X(conformance, malloc_async_after_free_held)
+    X(conformance, malloc_async_after_free_held)  \
+    X(conformance, null_record_orders_blocking)
 
 #define OTHER_LIST(X)                          \
     X(loader, missing_file)                    \

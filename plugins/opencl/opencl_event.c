@@ -89,6 +89,13 @@ infiniStatus_t opencl__event_record(int dev, void *event, void *stream)
     /* Submit now: a query loop or a wait from another queue must see the
      * marker make progress without anyone calling clFinish here. */
     clFlush(s->queue);
+    /* A record on the default stream is work of it (docs/semantics.md, R2):
+     * the blocking streams' later work, and a blocking stream made later,
+     * wait for it and so for what "before" put ahead of it. */
+    if ((st = opencl__order_after_marker(s, m)) != INFINI_STATUS_SUCCESS) {
+        clReleaseEvent(m); /* the event keeps its old record */
+        return st;
+    }
     pthread_mutex_lock(&e->lock);
     old = e->marker;
     e->marker = m;

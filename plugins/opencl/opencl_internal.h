@@ -165,6 +165,9 @@ void opencl__device_teardown(opencl__device *d);
  * atomic add (the count streams made later are joined by) and a load. */
 infiniStatus_t opencl__order_before(opencl__stream *s);
 infiniStatus_t opencl__order_after(opencl__stream *s);
+/* opencl__order_after for work that is itself a marker m on s (an event
+ * record): the blocking streams wait for m, no second marker is queued. */
+infiniStatus_t opencl__order_after_marker(opencl__stream *s, cl_event m);
 /* A stream just linked on its ready device (caller holds d->lock): when it
  * is blocking, its work waits for the default queue's earlier asynchronous
  * work, which opencl__order_after made only the blocking streams of its

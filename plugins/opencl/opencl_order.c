@@ -12,13 +12,16 @@
  *          dropped, and the default queue gets one barrier on the rest, or
  *          none when all were complete (an idle queue completes a marker at
  *          once on PoCL: about 1 us per queue).
- *  after:  asynchronous work queued on the default queue is waited for by
+ *  after:  asynchronous work queued on the default queue - an event record
+ *          included, which is work of the stream as a copy is (CUDA's
+ *          legacy stream; docs/semantics.md, R2) - is waited for by
  *          whatever the blocking queues get later: a marker on the default
- *          queue and a barrier on each blocking queue, unless that marker is
- *          already complete.  The barrier goes in eagerly because work the
- *          application queues natively on a blocking queue passes no code of
- *          ours.  Synchronous operations need no "after": they have
- *          completed when the call returns.
+ *          queue (a record's own marker serves) and a barrier on each
+ *          blocking queue, unless that marker is already complete.  The
+ *          barrier goes in eagerly because work the application queues
+ *          natively on a blocking queue passes no code of ours.
+ *          Synchronous operations need no "after": they have completed when
+ *          the call returns.
  *  join:   a blocking stream made later starts behind the default queue's
  *          earlier asynchronous work: "after" only reached the blocking
  *          queues that existed then (none, while the device had none).
@@ -128,10 +131,31 @@ infiniStatus_t opencl__order_before(opencl__stream *s)
     return st;
 }
 
-infiniStatus_t opencl__order_after(opencl__stream *s)
+/* Barriers on m, the default queue's marker, on every blocking queue. */
+static infiniStatus_t after_marker(opencl__stream *s, cl_event m)
 {
     opencl__device *d = s->dev;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    cl_int err;
+
+    if (settled(m))
+        return INFINI_STATUS_SUCCESS;
+    pthread_mutex_lock(&d->lock);
+    for (opencl__stream *q = d->queues.next; q != &d->queues; q = q->next) {
+        if (q == s || !q->blocking)
+            continue;
+        err = clEnqueueBarrierWithWaitList(q->queue, 1, &m, NULL);
+        if (err != CL_SUCCESS && st == INFINI_STATUS_SUCCESS)
+            st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+infiniStatus_t opencl__order_after(opencl__stream *s)
+{
+    opencl__device *d = s->dev;
+    infiniStatus_t st;
     cl_event m = NULL;
     cl_int err;
 
@@ -144,19 +168,21 @@ infiniStatus_t opencl__order_after(opencl__stream *s)
     if (err != CL_SUCCESS)
         return opencl__cl_fail("clEnqueueMarkerWithWaitList", err);
     clFlush(s->queue);
-    if (!settled(m)) {
-        pthread_mutex_lock(&d->lock);
-        for (opencl__stream *q = d->queues.next; q != &d->queues; q = q->next) {
-            if (q == s || !q->blocking)
-                continue;
-            err = clEnqueueBarrierWithWaitList(q->queue, 1, &m, NULL);
-            if (err != CL_SUCCESS && st == INFINI_STATUS_SUCCESS)
-                st = opencl__cl_fail("clEnqueueBarrierWithWaitList", err);
-        }
-        pthread_mutex_unlock(&d->lock);
-    }
+    st = after_marker(s, m);
     clReleaseEvent(m);
     return st;
+}
+
+infiniStatus_t opencl__order_after_marker(opencl__stream *s, cl_event m)
+{
+    opencl__device *d = s->dev;
+
+    if (!is_default(s))
+        return INFINI_STATUS_SUCCESS;
+    atomic_fetch_add(&d->default_queued, 1); /* seq_cst: see the top */
+    if (atomic_load(&d->blocking_streams) == 0)
+        return INFINI_STATUS_SUCCESS;
+    return after_marker(s, m);
 }
 
 infiniStatus_t opencl__order_join_locked(opencl__stream *s)
