@@ -36,11 +36,11 @@ static size_t buf_size(const sem_program *p, int b)
 }
 
 /* How stream slot s is named, after making its device current if it is a
- * NULL stream. */
-static const char *stream_name(const sem_program *p, int s, char *buf, size_t n, const char *type)
+ * NULL stream: slots below ndevices, the devices the program uses (with
+ * one device, slot 1 is a stream the program made). */
+static const char *stream_name(int ndevices, int s, char *buf, size_t n, const char *type)
 {
-    (void)p;
-    if (s < SEM_MAX_DEVICES && s >= 0) {
+    if (s < ndevices && s >= 0) {
         printf("    ASSERT_OK(infinirtSetDevice(%s, %d));\n", type, s);
         snprintf(buf, n, "NULL");
     } else {
@@ -117,30 +117,30 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
             printf("    ASSERT_OK(infinirtFree(b[%d]));\n", op->b);
             break;
         case SEM_MALLOC_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtMallocAsync(&b[%d], %zu, %s));\n", op->b, op->size, sn);
             break;
         case SEM_FREE_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtFreeAsync(b[%d], %s));\n", op->b, sn);
             break;
         case SEM_MEMSET_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtMemsetAsync(b[%d], 0x%02x, %zu, %s));\n", op->b, (unsigned)op->value, n,
                    sn);
             break;
         case SEM_H2D_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtMemcpyAsync(b[%d], h%d, %zu, INFINIRT_MEMCPY_H2D, %s));\n", op->b, i, n,
                    sn);
             break;
         case SEM_D2D_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtMemcpyAsync(b[%d], b[%d], %zu, INFINIRT_MEMCPY_D2D, %s));\n", op->b, op->b2,
                    n, sn);
             break;
         case SEM_D2H_ASYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtMemcpyAsync(h%d, b[%d], %zu, INFINIRT_MEMCPY_D2H, %s));\n", i, op->b, n,
                    sn);
             break;
@@ -157,17 +157,17 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
             printf("    ASSERT_OK(infinirtMemcpy(h%d, b[%d], %zu, INFINIRT_MEMCPY_D2H));\n", i, op->b, n);
             break;
         case SEM_HOST_FN:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf(
                 "    ASSERT_OK(infinirtLaunchHostFunc(%s, sem_sleep, (void *)(uintptr_t)%u)); /* sleeps %u us */\n",
                 sn, (unsigned)op->value, (unsigned)op->value);
             break;
         case SEM_EVENT_RECORD:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtEventRecord(e[%d], %s));\n", op->e, sn);
             break;
         case SEM_STREAM_WAIT:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtStreamWaitEvent(%s, e[%d]));\n", sn, op->e);
             break;
         case SEM_EVENT_SYNC:
@@ -183,7 +183,7 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
             printf("    }\n");
             break;
         case SEM_STREAM_SYNC:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtStreamSynchronize(%s));\n", sn);
             break;
         case SEM_DEVICE_SYNC:
@@ -199,7 +199,7 @@ void sem_print_c(const sem_program *p, const sem_caps *caps, infiniDevice_t type
                    op->s, op->g, op->g, op->g);
             break;
         case SEM_GRAPH_LAUNCH:
-            stream_name(p, op->s, sn, sizeof sn, t);
+            stream_name(caps->ndevices, op->s, sn, sizeof sn, t);
             printf("    ASSERT_OK(infinirtGraphLaunch(x[%d], %s));\n", op->g, sn);
             break;
         case SEM_GRAPH_EXEC_DESTROY:
