@@ -145,7 +145,7 @@ const char *tc_read_file(const char *path)
 /* Tests see only the plugins their config names: unless the text lists
  * them itself, a [loader] plugins = line naming its [plugin.NAME] sections
  * is appended, so the plugins beside the loader (PoCL's OpenCL takes a
- * second to start) stay out.  tests/config_tests.c writes its files itself
+ * second to start) stay out.  tests/loader/config_tests.c writes its files itself
  * to test what a file without the list does. */
 void tc_use_config(const char *text)
 {
@@ -239,7 +239,7 @@ static unsigned opencl_by_config(void)
 /* What each plugin of this tree (and the vendor example) does not support:
  * `always`, plus what its config decides, read from what the plugin says
  * of itself.  A plugin outside the tree declares its own with
- * INFINIRT_TEST_UNSUPPORTED (tests/smallest_plugin.c's registration in
+ * INFINIRT_TEST_UNSUPPORTED (tests/fixtures/smallest_plugin.c's registration in
  * tests/CMakeLists.txt does, as a vendor would). */
 static const struct {
     const char *plugin;

@@ -20,7 +20,7 @@ nd=$(wc -l <"$tmp/declared")
 [ "$nd" -ge 30 ] || { echo "FAIL: found only $nd declarations in $inc: the pattern no longer matches"; fail=1; }
 missing=$(sort -u "$tmp/declared" "$tmp/exported" | comm -23 - "$tmp/covered")
 if [ -n "$missing" ]; then
-    echo "FAIL: public functions with no row in tests/bad_input_rows.h:"; echo "$missing"; fail=1
+    echo "FAIL: public functions with no row in tests/bad_input/bad_input_rows.h:"; echo "$missing"; fail=1
 fi
 stale=$(comm -13 "$tmp/declared" "$tmp/covered")
 if [ -n "$stale" ]; then

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_fence_tests.c - the loader against a plugin that fails on demand
- * (fault_plugin.c): an incoherent ops table is refused and a legal one
+ * (fixtures/fault_plugin.c): an incoherent ops table is refused and a legal one
  * without events works; a fence that cannot be taken, or whose events
  * fail, never lets the allocator hand out memory that queued work may
  * still write, and never strands memory once the device is known idle.

@@ -2,7 +2,7 @@
 /*
  * fault_graph_tests.c - the order of an executable graph's launches
  * (docs/graphs.md, "Launch order") where the plugin has no events, or its
- * event calls fail: the fault plugin (fault_plugin.c) wraps the CPU plugin
+ * event calls fail: the fault plugin (fixtures/fault_plugin.c) wraps the CPU plugin
  * with worker-thread streams and serves a backend the loader replays
  * operation by operation.
  *

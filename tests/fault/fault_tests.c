@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_tests.c - the loader against a plugin that fails on demand
- * (fault_plugin.c, which wraps the CPU plugin and serves KUNLUN devices),
+ * (fixtures/fault_plugin.c, which wraps the CPU plugin and serves KUNLUN devices),
  * with the helpers the fault tests share (fault_tests.h).
  *
  * What these pin down: work queued while a DeviceSynchronize returns is not

@@ -2,14 +2,14 @@
 /*
  * fault_tests.h - what the fault-injection tests (fault_tests.c,
  * fault_fence_tests.c, fault_sweep.c) share: the fault device, its config,
- * the control functions of the fault plugin (fault_plugin.c), and the
+ * the control functions of the fault plugin (fixtures/fault_plugin.c), and the
  * checks fault_tests.c defines for both test files.
  */
 #ifndef INFINIRT_TEST_FAULT_TESTS_H_
 #define INFINIRT_TEST_FAULT_TESTS_H_
 
 #include "common.h"
-#include "fault_plugin.h"
+#include "fixtures/fault_plugin.h"
 
 #define DEV INFINI_DEVICE_KUNLUN
 #define LIMIT ((size_t)4 << 20) /* memory_limit of the fault device */

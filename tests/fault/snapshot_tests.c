@@ -3,7 +3,7 @@
  * snapshot_tests.c - infinirtGetDeviceResourceSnapshot where the backend
  * cannot give memory figures (a plugin without get_mem_info) and where it
  * fails to (the fault plugin).  The behaviour on every backend is the
- * conformance test's (conformance_snapshot.c).
+ * conformance test's (conformance/conformance_snapshot.c).
  */
 #include "fault_tests.h"
 

@@ -97,7 +97,7 @@ void test_set_cli(const test_cli *cli);
  * usage error or an unknown name; the suite's check's when it fails. */
 int test_main(int argc, char **argv, const test_suite *suite);
 
-/* A suite whose tests are the rows of a table (tests/bad_input_tests.c):
+/* A suite whose tests are the rows of a table (tests/bad_input/bad_input_tests.c):
  * `count` more tests after the suite's own, test i named name(i) (a string
  * that lives as long as the program, listed by --list and selected by NAME
  * like any other) and run by run(i), in the child process --all gives each

@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "common.h"
-#include "fault_tests.h"
+#include "fault/fault_tests.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -2,7 +2,7 @@
 /*
  * ledger_tests.c - the exact plugin calls a public call makes.
  *
- * The ledger plugin (ledger_plugin.c) serves two METAX devices beside the
+ * The ledger plugin (fixtures/ledger_plugin.c) serves two METAX devices beside the
  * CPU plugin and writes down every call it receives with its arguments;
  * each test makes public calls and compares the ledger with the calls,
  * devices, objects, sizes and kinds they must have reached the backend
