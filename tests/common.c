@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "common.h"
 
-#include "infinirt_cpu.h"
-
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -204,55 +202,16 @@ const char *tc_feature_meaning(tc_feature f)
     return (unsigned)f < TC_FEATURE_COUNT ? k_features[f].meaning : "";
 }
 
-#define BIT(f) (1u << (f))
-
-/* The CPU backend with streams = inline runs stream work on the caller's
- * thread; it says so in every stream's ops flags (infinirt_cpu.h). */
-static unsigned cpu_by_config(void)
-{
-    infinirtStream_t s;
-    void *native = NULL;
-    unsigned bits = 0;
-    if (infinirtStreamCreate(&s) != INFINI_STATUS_SUCCESS)
-        return 0;
-    if (infinirtStreamGetNativeHandle(s, &native) == INFINI_STATUS_SUCCESS && native != NULL &&
-        (infinirtCpuStreamGetOps(native)->flags & INFINIRT_CPU_STREAM_INLINE))
-        bits |= BIT(TC_ASYNC_STREAMS);
-    infinirtStreamDestroy(s);
-    return bits;
-}
-
-/* OpenCL with memory = buffer hands out cl_mem buffers, not pointers into
- * the device's SVM: no memory made outside infinirt can stand for them. */
-static unsigned opencl_by_config(void)
-{
-    void *d = NULL, *native = NULL;
-    unsigned bits = 0;
-    if (infinirtMalloc(&d, 256) != INFINI_STATUS_SUCCESS)
-        return 0;
-    if (infinirtMemGetNativeHandle(d, &native, NULL) == INFINI_STATUS_SUCCESS && native != d)
-        bits |= BIT(TC_FOREIGN_MEMORY);
-    infinirtFree(d);
-    return bits;
-}
-
-/* What each plugin of this tree (and the vendor example) does not support:
- * `always`, plus what its config decides, read from what the plugin says
- * of itself.  A plugin outside the tree declares its own with
- * INFINIRT_TEST_UNSUPPORTED (tests/fixtures/smallest_plugin.c's registration in
- * tests/CMakeLists.txt does, as a vendor would). */
-static const struct {
-    const char *plugin;
-    unsigned always;
-    unsigned (*by_config)(void);
-} k_declared[] = {
-    {"cpu", 0, cpu_by_config},
-    {"opencl", 0, opencl_by_config},
-    /* The suite links no CUDA: it makes no CUDA memory of its own. */
-    {"cuda", BIT(TC_FOREIGN_MEMORY), NULL},
-    /* examples/vendor-plugin: launch_host_func is NULL; its device memory
-     * is the plugin's own, which the suite cannot make. */
-    {"vendor", BIT(TC_HOST_FUNCTIONS) | BIT(TC_FOREIGN_MEMORY), NULL},
+/* What each plugin of this tree (and the vendor example) declares
+ * unsupported, each in its own file, tests/conformance/declared_*.c.
+ * A plugin outside the tree declares its own with
+ * INFINIRT_TEST_UNSUPPORTED (tests/fixtures/smallest_plugin.c's
+ * registration in tests/CMakeLists.txt does, as a vendor would). */
+static const tc_declaration *const k_declared[] = {
+    &tc_declared_cpu,
+    &tc_declared_opencl,
+    &tc_declared_cuda,
+    &tc_declared_vendor,
 };
 
 /* INFINIRT_TEST_UNSUPPORTED's list into *bits: 0, or -1 with *bad and *nbad
@@ -270,7 +229,7 @@ static int parse_features(const char *list, unsigned *bits, const char **bad, in
             *nbad = (int)n;
             return -1;
         }
-        *bits |= BIT(f);
+        *bits |= TC_BIT(f);
         p += n;
     }
     return 0;
@@ -367,8 +326,8 @@ static plugin_facts *facts_of(const char *plugin)
         bits = env_declared(env);
     } else {
         for (size_t i = 0; i < sizeof k_declared / sizeof k_declared[0]; i++)
-            if (strcmp(k_declared[i].plugin, plugin) == 0)
-                bits = k_declared[i].always | (k_declared[i].by_config ? k_declared[i].by_config() : 0);
+            if (strcmp(k_declared[i]->plugin, plugin) == 0)
+                bits = k_declared[i]->always | (k_declared[i]->by_config ? k_declared[i]->by_config() : 0);
     }
     static plugin_facts spare;
     plugin_facts *pf = ncache < 8 ? &cache[ncache++] : &spare;
@@ -385,7 +344,7 @@ static unsigned declared_bits(const char *plugin)
 
 bool tc_declared_unsupported(tc_feature f)
 {
-    return (declared_bits(current_plugin()) & BIT(f)) != 0;
+    return (declared_bits(current_plugin()) & TC_BIT(f)) != 0;
 }
 
 static int say_undeclared(const char *plugin, tc_feature f)
@@ -410,7 +369,7 @@ static int say_declared_works(const char *plugin, tc_feature f)
 int tc_unsupported(tc_feature f)
 {
     const char *plugin = current_plugin();
-    if (declared_bits(plugin) & BIT(f)) {
+    if (declared_bits(plugin) & TC_BIT(f)) {
         fprintf(stderr, "skip: the %s plugin declares %s unsupported\n", plugin, tc_feature_name(f));
         return TEST_SKIP;
     }
@@ -420,7 +379,7 @@ int tc_unsupported(tc_feature f)
 int tc_supported(tc_feature f)
 {
     const char *plugin = current_plugin();
-    if (declared_bits(plugin) & BIT(f))
+    if (declared_bits(plugin) & TC_BIT(f))
         return say_declared_works(plugin, f);
     return TEST_OK;
 }
@@ -540,7 +499,7 @@ int tc_probe(tc_feature f, bool *has)
     if (r < 0)
         return TEST_FAIL;
     const char *plugin = current_plugin();
-    bool declared = (declared_bits(plugin) & BIT(f)) != 0;
+    bool declared = (declared_bits(plugin) & TC_BIT(f)) != 0;
     if (r && declared)
         return say_declared_works(plugin, f);
     if (!r && !declared)

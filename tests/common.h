@@ -48,9 +48,10 @@ void tc_setenv(const char *name, const char *value);
  * The declarations: INFINIRT_TEST_UNSUPPORTED (a comma-separated list of
  * the names below, "" for none) for the plugin under test (the one serving
  * INFINIRT_TEST_DEVICE), which is how a vendor declares its plugin's gaps;
- * else, per plugin name, the table in common.c (the plugins of this tree
- * and the vendor example).  The plugin asked about is the one serving the
- * calling thread's current device.  `infinirt-conformance --features`
+ * else, per plugin name, the plugin's tc_declaration (the plugins of this
+ * tree and the vendor example, each in conformance/declared_<plugin>.c).
+ * The plugin asked about is the one serving the calling thread's current
+ * device.  `infinirt-conformance --features`
  * prints the names and what each means (tc_feature_meaning). */
 typedef enum {
     /* "streams": infinirtStreamCreate, and work queued on a stream or the
@@ -73,6 +74,18 @@ typedef enum {
     TC_GRAPHS, /* "graphs": infinirtStreamBeginCapture, graphs and their launches */
     TC_FEATURE_COUNT
 } tc_feature;
+#define TC_BIT(f) (1u << (f))
+/* What a plugin of this tree declares unsupported: `always` (TC_BIT of
+ * each feature), plus what its config decides (by_config, NULL when
+ * nothing does), read from what the plugin says of itself.  Each plugin's
+ * is in its own file, tests/conformance/declared_<plugin>.c; common.c's
+ * k_declared lists them. */
+typedef struct {
+    const char *plugin;
+    unsigned always;
+    unsigned (*by_config)(void);
+} tc_declaration;
+extern const tc_declaration tc_declared_cpu, tc_declared_opencl, tc_declared_cuda, tc_declared_vendor;
 /* The feature is missing here: TEST_SKIP (with a "skip:" line) when the
  * current device's plugin declared it unsupported, else TEST_FAIL with a
  * line that says the skip is undeclared. */
