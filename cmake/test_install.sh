@@ -17,15 +17,19 @@ cmake --install "$build" --prefix "$T/prefix" >/dev/null
 for f in lib/libinfinirt.so include/infinirt.h include/infinicore.h include/infinirt_plugin.h include/infinirt_cpu.h \
          etc/infinirt/infinirt.ini lib/cmake/infinirt/infinirtConfig.cmake \
          lib/cmake/infinirt/infinirtConfigVersion.cmake lib/pkgconfig/infinirt.pc \
-         bin/infinirt-info bin/infinirt-conformance lib/infinirt/libinfinirt_cpu.so \
-         share/man/man1/infinirt-info.1 share/man/man5/infinirt.ini.5 share/licenses/infinirt/LICENSE; do
+         bin/infinirt-info bin/infinirt-conformance bin/infinirt-trace lib/infinirt/libinfinirt_cpu.so \
+         share/man/man1/infinirt-info.1 share/man/man1/infinirt-trace.1 share/man/man5/infinirt.ini.5 \
+         share/licenses/infinirt/LICENSE; do
     [ -e "$T/prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }
 done
 # The pages as configured: the version and this prefix's folders filled in.
-for f in share/man/man1/infinirt-info.1 share/man/man5/infinirt.ini.5; do
+for f in share/man/man1/infinirt-info.1 share/man/man1/infinirt-trace.1 share/man/man5/infinirt.ini.5; do
     ! grep -q '@[A-Z_]*@' "$T/prefix/$f" || { echo "an unreplaced @...@ in the installed $f"; exit 1; }
 done
 readelf -d "$T/prefix/lib/libinfinirt.so" | grep -q 'SONAME.*libinfinirt.so.0' || { echo "no SONAME"; exit 1; }
+# The installed infinirt-trace reads a trace (it needs nothing else).
+"$T/prefix/bin/infinirt-trace" "$src/tests/trace/fixtures/small.json" | grep -q '^infinirt trace .*42 events' ||
+    { echo "the installed infinirt-trace does not summarise tests/trace/fixtures/small.json"; exit 1; }
 
 step "vendor plugin, out of tree, find_package"
 cmake -S "$src/examples/vendor-plugin" -B "$T/vendor" -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
