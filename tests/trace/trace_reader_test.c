@@ -22,6 +22,7 @@
     X(json_values)           \
     X(json_errors)           \
     X(fixture_model)         \
+    X(string_track_ids)      \
     X(every_prefix)          \
     X(every_byte_replaced)
 TRACE_READER_LIST(TEST_DECLARE)
@@ -206,6 +207,25 @@ int test_fixture_model(void)
     ASSERT_EQ(d->oom_retries, 1);
     trace_free(&m);
     free(data);
+    return TEST_OK;
+}
+
+/* A writer may name tracks by strings: each string is a track of its own. */
+int test_string_track_ids(void)
+{
+    static const char text[] =
+        "[{\"ph\":\"X\",\"cat\":\"stream\",\"name\":\"fill\",\"ts\":0,\"dur\":1,\"pid\":1,\"tid\":\"q1\"},"
+        "{\"ph\":\"X\",\"cat\":\"stream\",\"name\":\"fill\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":\"q2\"},"
+        "{\"ph\":\"X\",\"cat\":\"stream\",\"name\":\"fill\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":\"q1\"},"
+        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\"q2\",\"args\":{\"name\":\"stream two\"}}]";
+    trace_model m;
+    trace_error err;
+    ASSERT_EQ(trace_load(&m, text, sizeof(text) - 1, &err), 0);
+    ASSERT_EQ(m.lanes.n, 2);
+    ASSERT_EQ(m.lanes.items[0].work.n, 2);
+    ASSERT_EQ(m.lanes.items[1].work.n, 1);
+    ASSERT_STR_EQ(m.lanes.items[1].name, "stream two");
+    trace_free(&m);
     return TEST_OK;
 }
 

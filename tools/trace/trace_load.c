@@ -197,10 +197,15 @@ static int bytes_of(const json_value *v, uint64_t *out)
     return 1;
 }
 
-/* pid and tid: integers; anything else is track 0. */
+/* pid and tid: integers, as the format has them; a string (which some
+ * writers use) names its own track, by its hash; anything else is 0. */
 static int64_t id_of(const json_value *v)
 {
-    return v != NULL && v->type == JSON_NUMBER && v->u.num.is_int ? v->u.num.i : 0;
+    if (v != NULL && v->type == JSON_NUMBER && v->u.num.is_int)
+        return v->u.num.i;
+    if (v != NULL && v->type == JSON_STRING)
+        return (int64_t)(hash_bytes(v->u.str.s, v->u.str.len) | (1ull << 62)) & INT64_MAX;
+    return 0;
 }
 
 static void saw_time(trace_model *m, int64_t start, int64_t end)
