@@ -304,10 +304,10 @@ static size_t put_utf8(char *o, unsigned cp)
 static int string(json_reader *r, json_value **out)
 {
     const char *p = r->p + 1, *raw_end = p;
+    /* Up to the closing quote, or the end where the input is cut short
+     * (decoding below says where); never a pointer past the end. */
     while (raw_end < r->end && *raw_end != '"')
-        raw_end += *raw_end == '\\' ? 2 : 1;
-    if (raw_end >= r->end)
-        raw_end = r->end; /* cut short: decoding below says where */
+        raw_end += *raw_end == '\\' && r->end - raw_end >= 2 ? 2 : 1;
     char *buf = arena_alloc(r, (size_t)(raw_end - p) + 1);
     if (buf == NULL)
         return nomem(r);
