@@ -14,8 +14,9 @@
 #   html_browser      the pages of small, cut_short and odd in a headless
 #                     Chromium: the status element says "drawn" with the
 #                     lanes, charts, points and spans expected, painted
-#                     pixels read back, no error; the page fetches nothing;
-#                     a screenshot is far from blank.  Exit 77 (skip)
+#                     pixels read back, no error; small zoomed by its link
+#                     (#view=...) draws only what lies in the view; the page
+#                     fetches nothing; a screenshot is far from blank.  Exit 77 (skip)
 #                     without Chromium (CHROMIUM=path to choose one)
 #   html_catches_errors  the check above fails on a page whose drawing
 #                     throws (the error is shown in the status element) and
@@ -213,6 +214,13 @@ html_browser | html_catches_errors)
         page_ok "$T/small.html" 4 2 7 12 || fail "small.html"
         page_ok "$T/cut_short.html" 2 2 5 7 || fail "cut_short.html"
         page_ok "$T/odd.html" 4 1 2 3 || fail "odd.html"
+        # A view from the link: 20-46 us shows stream 0x5a1's copies and
+        # fill (3) and thread 1's three MemcpyAsync calls (20-22 touches
+        # the start); cpu:0's points at 8 us (the value at 20) and 100.6
+        # (where the line ends), cpu:1's at 12.
+        page_ok "$T/small.html#view=20000,46000&scale=allocated" 4 2 3 6 || fail "small.html zoomed"
+        case $st in *'data-view="20000,46000"'*'data-scale="allocated"'*) ;;
+        *) fail "the zoomed page does not report view 20000,46000 and scale allocated" ;; esac
         # A screenshot far from a blank page's.
         printf '<!DOCTYPE html><html><body></body></html>\n' >"$T/blank.html"
         (cd "$T" && browser "$T/shot-blank.log" --screenshot="$T/blank.png" "file://$T/blank.html")

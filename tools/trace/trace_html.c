@@ -72,9 +72,10 @@ static const char *const k_script[] = {
     "}",
     "if (D.devices.length) title('Memory per device (allocated: filled, reserved: line)');",
     "D.devices.forEach(function (d) {",
-    "  var top = 0;",
+    "  var top = 0, topA = 0;",
     "  for (var i = 1; i < d.pts.length; i++) if (i % 3 !== 0) top = Math.max(top, d.pts[i]);",
-    "  rows.push({kind: 'mem', y: y, h: MEMH, dev: d, top: top || 1});",
+    "  for (i = 1; i < d.pts.length; i += 3) topA = Math.max(topA, d.pts[i]);",
+    "  rows.push({kind: 'mem', y: y, h: MEMH, dev: d, topAll: top || 1, topAlloc: topA || 1});",
     "  y += MEMH + GAP;",
     "});",
     "if (D.streams.length) title('Streams: work from start to completion');",
@@ -82,6 +83,8 @@ static const char *const k_script[] = {
     "if (D.threads.length) title('Threads: public calls');",
     "lanes(D.threads, 'thread');",
     "H = y + 8;",
+    "/* The memory charts' scale: both series, or allocated alone (reserved may dwarf it). */",
+    "var allocScale = false;",
     "var span = Math.max(D.span, 1), view = {t0: 0, t1: span};",
     "/* A time for people; SHORT: without trailing zeros (the axis). */",
     "function fmtTime(ns, short) {",
@@ -123,7 +126,7 @@ static const char *const k_script[] = {
     "}",
     "function drawMem(r, n) {",
     "  var p = r.dev.pts, k = Math.max(0, lower(p, 3, view.t0) - 1), base = r.y + r.h - 4;",
-    "  var sy = (r.h - 16) / r.top, end = Math.min(X(span), W - RIGHT);",
+    "  var top = allocScale ? r.topAlloc : r.topAll, sy = (r.h - 16) / top, end = Math.min(X(span), W - RIGHT);",
     "  ctx.save(); ctx.beginPath(); ctx.rect(LABEL, r.y, W - LABEL - RIGHT, r.h); ctx.clip();",
     "  var first = k;",
     "  for (var pass = 0; pass < 2; pass++) {",
@@ -151,7 +154,7 @@ static const char *const k_script[] = {
     "  ctx.font = '11px sans-serif'; ctx.fillStyle = '#555';",
     "  ctx.fillText('peak allocated ' + fmtBytes(r.dev.peakAllocated), 6, r.y + 32);",
     "  ctx.fillText('peak reserved ' + fmtBytes(r.dev.peakReserved), 6, r.y + 46);",
-    "  ctx.fillText('scale: ' + fmtBytes(r.top), 6, r.y + 60);",
+    "  ctx.fillText('scale: ' + fmtBytes(top) + (allocScale ? ' (allocated)' : ''), 6, r.y + 60);",
     "  n.charts++;",
     "}",
     "function drawLane(r, n) {",
@@ -202,6 +205,8 @@ static const char *const k_script[] = {
     "  status.setAttribute('data-state', 'drawn');",
     "  status.setAttribute('data-lanes', n.lanes); status.setAttribute('data-charts', n.charts);",
     "  status.setAttribute('data-points', n.points); status.setAttribute('data-spans', n.spans);",
+    "  status.setAttribute('data-view', Math.round(view.t0) + ',' + Math.round(view.t1));",
+    "  status.setAttribute('data-scale', allocScale ? 'allocated' : 'both');",
     "  if (first) { var p = painted(); status.setAttribute('data-painted', p); msg += ', ' + p + ' pixels painted'; }",
     "  status.textContent = msg;",
     "}",
@@ -247,7 +252,19 @@ static const char *const k_script[] = {
     "document.getElementById('in').onclick = function () { zoom(0.5, (view.t0 + view.t1) / 2); };",
     "document.getElementById('out').onclick = function () { zoom(2, (view.t0 + view.t1) / 2); };",
     "document.getElementById('reset').onclick = function () { view.t0 = 0; view.t1 = span; redraw(); };",
+    "function setScale(alloc) {",
+    "  allocScale = alloc;",
+    "  document.getElementById('scale').textContent = alloc ? 'memory scale: both' : 'memory scale: allocated';",
+    "}",
+    "document.getElementById('scale').onclick = function () { setScale(!allocScale); redraw(); };",
     "window.addEventListener('resize', function () { resize(); redraw(); });",
+    "/* A link may carry a view: #view=T0,T1 (ns from the trace's start) and scale=allocated. */",
+    "var opts = new URLSearchParams(location.hash.slice(1));",
+    "if (opts.get('view')) {",
+    "  var v = opts.get('view').split(',').map(Number);",
+    "  if (v.length === 2 && v[1] > v[0]) { view.t0 = v[0]; view.t1 = v[1]; }",
+    "}",
+    "if (opts.get('scale') === 'allocated') setScale(true);",
     "resize();",
     "report(draw(), true);",
     "})();",
@@ -399,7 +416,8 @@ int trace_write_html(FILE *out, const trace_model *m, const char *source)
           out);
     put_lines(out, k_onerror);
     fputs("</script>\n<div id=\"controls\"><button id=\"in\">zoom in</button><button id=\"out\">zoom "
-          "out</button><button id=\"reset\">reset</button> wheel: zoom, drag: pan, double-click: reset, hover: "
+          "out</button><button id=\"reset\">reset</button><button id=\"scale\">memory scale: "
+          "allocated</button> wheel: zoom, drag: pan, double-click: reset, hover: "
           "details</div>\n",
           out);
 
