@@ -9,7 +9,9 @@
  * make sense together.  Every call site can then call any entry without a
  * NULL check, a plugin built against an older minor never has its table
  * read past its end, and "which entries did the plugin bring" is answered
- * once, here, in infinirt__plugin.caps.
+ * once, here, in infinirt__plugin.caps.  The stubs, the table and the
+ * compile-time check that it matches the struct are expanded from
+ * ops_list.h.
  */
 #include "internal.h"
 
@@ -19,282 +21,66 @@
 
 /* ------------------------------------------------------------- stubs */
 
-static infiniStatus_t no_init(const infinirtPluginInitArgs *a, int *n)
-{
-    (void)a;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static void no_shutdown(void) {}
-static infiniStatus_t no_dev_info(int d, infinirtPluginDeviceInfo *i)
-{
-    (void)d;
-    (void)i;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_mem_info(int d, size_t *f, size_t *t)
-{
-    (void)d;
-    (void)f;
-    (void)t;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_dev(int d)
-{
-    (void)d;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_obj_out(int d, void **o)
-{
-    (void)d;
-    (void)o;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_obj(int d, void *o)
-{
-    (void)d;
-    (void)o;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_two_obj(int d, void *a, void *b)
-{
-    (void)d;
-    (void)a;
-    (void)b;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_host_func(int d, void *s, infinirtPluginHostFn fn, void *u)
-{
-    (void)d;
-    (void)s;
-    (void)fn;
-    (void)u;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_event_create(int d, uint32_t fl, void **e)
-{
-    (void)d;
-    (void)fl;
-    (void)e;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_event_query(int d, void *e, int *c)
-{
-    (void)d;
-    (void)e;
-    (void)c;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_elapsed(int d, float *ms, void *a, void *b)
-{
-    (void)d;
-    (void)ms;
-    (void)a;
-    (void)b;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_malloc(int d, void **p, size_t n)
-{
-    (void)d;
-    (void)p;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_memcpy(int d, void *dst, const void *src, size_t n, int k)
-{
-    (void)d;
-    (void)dst;
-    (void)src;
-    (void)n;
-    (void)k;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_memcpy_async(int d, void *dst, const void *src, size_t n, int k, void *s)
-{
-    (void)d;
-    (void)dst;
-    (void)src;
-    (void)n;
-    (void)k;
-    (void)s;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_memset(int d, void *p, int v, size_t n)
-{
-    (void)d;
-    (void)p;
-    (void)v;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_obj_native(int d, void *o, void **n)
-{
-    (void)d;
-    (void)o;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_stream_flags(int d, uint32_t fl, void **s)
-{
-    (void)d;
-    (void)fl;
-    (void)s;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_stream_query(int d, void *s, int *idle)
-{
-    (void)d;
-    (void)s;
-    (void)idle;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_dev_native(int d, void **a, void **b)
-{
-    (void)d;
-    (void)a;
-    (void)b;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_mem_native(int d, void *p, void **n, size_t *off)
-{
-    (void)d;
-    (void)p;
-    (void)n;
-    (void)off;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_ptr_dev(const void *p, int *d)
-{
-    (void)p;
-    (void)d;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_memset_async(int d, void *p, int v, size_t n, void *s)
-{
-    (void)d;
-    (void)p;
-    (void)v;
-    (void)n;
-    (void)s;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-
-static infiniStatus_t no_begin_capture(int d, void *s, int mode)
-{
-    (void)d;
-    (void)s;
-    (void)mode;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_is_capturing(int d, void *s, int *c, uint64_t *id)
-{
-    (void)d;
-    (void)s;
-    (void)c;
-    (void)id;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_instantiate(int d, void *g, void **e, char *log, size_t n)
-{
-    (void)d;
-    (void)g;
-    (void)e;
-    (void)log;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_utilization(int d, infinirtPluginUtilization *u)
-{
-    (void)d;
-    (void)u;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_uuid(int d, char *u, size_t n)
-{
-    (void)d;
-    (void)u;
-    (void)n;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_flags(int d, uint32_t *flags)
-{
-    (void)d;
-    (void)flags;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-static infiniStatus_t no_device_query(int d, int *idle)
-{
-    (void)d;
-    *idle = 0;
-    return INFINI_STATUS_NOT_IMPLEMENTED;
-}
-
-/* Every entry: its name, where it sits, its stub, the capability bit. */
-typedef void (*any_fn)(void);
-#define ENTRY(field, stub)                                         \
-    {                                                              \
-#field, offsetof(infinirtPluginOps, field), (any_fn)(stub) \
+/* One per entry, answering "not supported" (its parameters unused: the
+ * build has -Wno-unused-parameter).  Declared first with the field's own
+ * type, so a row of ops_list.h whose params disagree with the struct does
+ * not compile. */
+#define STUB(op, minor, group, ret, params, args) \
+    static INFINIRT__OPS_FN_TYPE(op) no_##op;     \
+    static INFINIRT__OPS_RET_##ret no_##op params \
+    {                                             \
+        INFINIRT__OPS_STUB_##ret                  \
     }
+INFINIRT__OPS_LIST(STUB)
+#undef STUB
+
+/* ------------------------------------------------------------- the table */
+
+/* Every entry: its name, where it sits, the minor that added it, its
+ * stub.  Row i is capability bit i. */
+typedef void (*any_fn)(void);
 static const struct {
     const char *name;
     size_t off;
+    unsigned minor;
     any_fn stub;
 } k_entries[INFINIRT__OP_COUNT] = {
-    ENTRY(init, no_init),
-    ENTRY(shutdown, no_shutdown),
-    ENTRY(get_device_info, no_dev_info),
-    ENTRY(get_mem_info, no_mem_info),
-    ENTRY(device_synchronize, no_dev),
-    ENTRY(stream_create, no_obj_out),
-    ENTRY(stream_destroy, no_obj),
-    ENTRY(stream_synchronize, no_obj),
-    ENTRY(stream_wait_event, no_two_obj),
-    ENTRY(launch_host_func, no_host_func),
-    ENTRY(event_create, no_event_create),
-    ENTRY(event_destroy, no_obj),
-    ENTRY(event_record, no_two_obj),
-    ENTRY(event_query, no_event_query),
-    ENTRY(event_synchronize, no_obj),
-    ENTRY(event_elapsed_time, no_elapsed),
-    ENTRY(malloc_device, no_malloc),
-    ENTRY(free_device, no_obj),
-    ENTRY(malloc_host, no_malloc),
-    ENTRY(free_host, no_obj),
-    ENTRY(memcpy, no_memcpy),
-    ENTRY(memcpy_async, no_memcpy_async),
-    ENTRY(memset, no_memset),
-    ENTRY(memset_async, no_memset_async),
-    ENTRY(stream_get_native, no_obj_native),
-    ENTRY(event_get_native, no_obj_native),
-    ENTRY(stream_create_with_flags, no_stream_flags),
-    ENTRY(stream_create_from_native, no_obj_native),
-    ENTRY(stream_query, no_stream_query),
-    ENTRY(device_get_native, no_dev_native),
-    ENTRY(mem_get_native, no_mem_native),
-    ENTRY(set_device, no_dev),
-    ENTRY(pointer_get_device, no_ptr_dev),
-    ENTRY(stream_begin_capture, no_begin_capture),
-    ENTRY(stream_end_capture, no_obj_native),
-    ENTRY(stream_is_capturing, no_is_capturing),
-    ENTRY(graph_instantiate, no_instantiate),
-    ENTRY(graph_launch, no_two_obj),
-    ENTRY(graph_exec_destroy, no_obj),
-    ENTRY(graph_destroy, no_obj),
-    ENTRY(get_utilization, no_utilization),
-    ENTRY(get_device_uuid, no_uuid),
-    ENTRY(get_device_flags, no_flags),
-    ENTRY(device_query, no_device_query),
-};
+#define ENTRY(op, minor, ...) {#op, offsetof(infinirtPluginOps, op), minor, (any_fn)no_##op},
+    INFINIRT__OPS_LIST(ENTRY)
 #undef ENTRY
+};
 
-/* The k_entries order is the enum's; a mismatch would give one entry
- * another's stub. */
-_Static_assert(INFINIRT__OP_init == 0 && INFINIRT__OP_device_query == INFINIRT__OP_COUNT - 1,
-               "infinirt__op enum and k_entries disagree");
+/* The list and the struct agree row by row: entry INFINIRT__OP_x is the
+ * x-th function pointer after the header, and the struct ends with the
+ * last row, so a row out of place, a field without a row or a row without
+ * a field fails the build (and with it capability bits, stubs and rules
+ * naming the wrong entry).  Every row also fits the public size of its
+ * minor and is of the loader's ABI or older. */
+#define FIRST_ENTRY offsetof(infinirtPluginOps, init)
+#define AT_ITS_PLACE(op, minor, ...)                                                                       \
+    _Static_assert(offsetof(infinirtPluginOps, op) == FIRST_ENTRY + INFINIRT__OP_##op * sizeof(any_fn),    \
+                   "loader/ops_list.h: row " #op " is not where infinirtPluginOps has that field");        \
+    _Static_assert(offsetof(infinirtPluginOps, op) + sizeof(any_fn) <= INFINIRT_PLUGIN_OPS_SIZE_1_##minor, \
+                   "loader/ops_list.h: row " #op " lies past INFINIRT_PLUGIN_OPS_SIZE of its minor");      \
+    _Static_assert((minor) <= INFINIRT_PLUGIN_ABI_MINOR, "loader/ops_list.h: row " #op " of a future minor");
+INFINIRT__OPS_LIST(AT_ITS_PLACE)
+#undef AT_ITS_PLACE
+_Static_assert(FIRST_ENTRY + INFINIRT__OP_COUNT * sizeof(any_fn) == sizeof(infinirtPluginOps),
+               "infinirtPluginOps has fields past the last row of loader/ops_list.h");
+_Static_assert(INFINIRT__OP_COUNT <= 64, "infinirt__plugin.caps has one bit per entry");
 
 const char *infinirt__op_name(infinirt__op op)
 {
     return (unsigned)op < INFINIRT__OP_COUNT ? k_entries[op].name : "?";
+}
+
+size_t infinirt__dispatch_table_size(uint32_t minor)
+{
+    size_t need = 0;
+    for (unsigned i = 0; i < INFINIRT__OP_COUNT; i++)
+        if (k_entries[i].minor <= minor)
+            need = k_entries[i].off + sizeof(any_fn);
+    return need;
 }
 
 #define BIT(op) ((uint64_t)1 << INFINIRT__OP_##op)
@@ -319,11 +105,27 @@ static const struct {
      "a stream must be destroyable and waitable"},
 };
 
-/* Native graphs come whole: the loader either captures itself or leaves
- * every step to the plugin. */
-#define GRAPH_OPS                                                                                              \
-    (BIT(stream_begin_capture) | BIT(stream_end_capture) | BIT(stream_is_capturing) | BIT(graph_instantiate) | \
-     BIT(graph_launch) | BIT(graph_exec_destroy) | BIT(graph_destroy))
+/* Native graphs come whole (the graph group of ops_list.h): the loader
+ * either captures itself or leaves every step to the plugin. */
+#define IN_GRAPH_GROUP(op, minor, group, ...) \
+    | (INFINIRT__OPS_GROUP_##group == INFINIRT__OPS_GROUP_graph ? BIT(op) : 0)
+#define GRAPH_OPS (0 INFINIRT__OPS_LIST(IN_GRAPH_GROUP))
+
+/* "a, b and c": the names of the entries in mask, in table order. */
+static void list_names(uint64_t mask, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    while (mask != 0) {
+        unsigned i = (unsigned)__builtin_ctzll(mask);
+        mask &= mask - 1;
+        const char *sep = mask == 0 ? " and " : ", ";
+        int w = snprintf(buf + len, size - len, "%s%s", len == 0 ? "" : sep, k_entries[i].name);
+        if (w < 0 || (size_t)w >= size - len)
+            return;
+        len += (size_t)w;
+    }
+}
 
 int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size)
 {
@@ -368,11 +170,10 @@ int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *their
     }
     if ((caps & GRAPH_OPS) != 0 && (caps & GRAPH_OPS) != GRAPH_OPS) {
         uint64_t have = caps & GRAPH_OPS, missing = GRAPH_OPS & ~caps;
-        snprintf(why, why_size,
-                 "incoherent ops table: %s without %s (native graphs need all of "
-                 "stream_begin_capture, stream_end_capture, stream_is_capturing, graph_instantiate, graph_launch, "
-                 "graph_exec_destroy and graph_destroy)",
-                 k_entries[__builtin_ctzll(have)].name, k_entries[__builtin_ctzll(missing)].name);
+        char all[192];
+        list_names(GRAPH_OPS, all, sizeof all);
+        snprintf(why, why_size, "incoherent ops table: %s without %s (native graphs need all of %s)",
+                 k_entries[__builtin_ctzll(have)].name, k_entries[__builtin_ctzll(missing)].name, all);
         return -1;
     }
     p->caps = caps;

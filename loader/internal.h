@@ -17,6 +17,7 @@
 #include "infinirt.h"
 #include "infinirt_plugin.h"
 #include "log.h"
+#include "ops_list.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -132,53 +133,14 @@ const char *infinirt__loader_dir(void);
 
 /* ------------------------------------------------------------- plugins */
 
-/* The entries of infinirtPluginOps, in table order (dispatch.c). */
+/* The entries of infinirtPluginOps, in table order: INFINIRT__OP_name is
+ * the entry's row of ops_list.h, its capability bit and its row of the
+ * dispatch table. */
 typedef enum {
-    INFINIRT__OP_init,
-    INFINIRT__OP_shutdown,
-    INFINIRT__OP_get_device_info,
-    INFINIRT__OP_get_mem_info,
-    INFINIRT__OP_device_synchronize,
-    INFINIRT__OP_stream_create,
-    INFINIRT__OP_stream_destroy,
-    INFINIRT__OP_stream_synchronize,
-    INFINIRT__OP_stream_wait_event,
-    INFINIRT__OP_launch_host_func,
-    INFINIRT__OP_event_create,
-    INFINIRT__OP_event_destroy,
-    INFINIRT__OP_event_record,
-    INFINIRT__OP_event_query,
-    INFINIRT__OP_event_synchronize,
-    INFINIRT__OP_event_elapsed_time,
-    INFINIRT__OP_malloc_device,
-    INFINIRT__OP_free_device,
-    INFINIRT__OP_malloc_host,
-    INFINIRT__OP_free_host,
-    INFINIRT__OP_memcpy,
-    INFINIRT__OP_memcpy_async,
-    INFINIRT__OP_memset,
-    INFINIRT__OP_memset_async,
-    INFINIRT__OP_stream_get_native,
-    INFINIRT__OP_event_get_native,
-    INFINIRT__OP_stream_create_with_flags,
-    INFINIRT__OP_stream_create_from_native,
-    INFINIRT__OP_stream_query,
-    INFINIRT__OP_device_get_native,
-    INFINIRT__OP_mem_get_native,
-    INFINIRT__OP_set_device,
-    INFINIRT__OP_pointer_get_device,
-    INFINIRT__OP_stream_begin_capture,
-    INFINIRT__OP_stream_end_capture,
-    INFINIRT__OP_stream_is_capturing,
-    INFINIRT__OP_graph_instantiate,
-    INFINIRT__OP_graph_launch,
-    INFINIRT__OP_graph_exec_destroy,
-    INFINIRT__OP_graph_destroy,
-    INFINIRT__OP_get_utilization,
-    INFINIRT__OP_get_device_uuid,
-    INFINIRT__OP_get_device_flags,
-    INFINIRT__OP_device_query,
-    INFINIRT__OP_COUNT
+#define INFINIRT__OP_ENUM_(name, ...) INFINIRT__OP_##name,
+    INFINIRT__OPS_LIST(INFINIRT__OP_ENUM_)
+#undef INFINIRT__OP_ENUM_
+        INFINIRT__OP_COUNT
 } infinirt__op;
 
 struct infinirt__plugin {
@@ -216,6 +178,9 @@ struct infinirt__plugin {
 int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size);
 /* "stream_create", ...: the entry's name, for log lines. */
 const char *infinirt__op_name(infinirt__op op);
+/* The size a table of ABI 1.minor must at least have: up to its last
+ * entry, every row of ops_list.h of that minor or earlier. */
+size_t infinirt__dispatch_table_size(uint32_t minor);
 /* Whether the plugin brought entry `op` (a bare name: event_query). */
 #define INFINIRT__HAS(plugin, op) (((plugin)->caps >> INFINIRT__OP_##op) & 1u)
 /* Whether the plugin's streams may carry work the loader does not see

@@ -208,12 +208,7 @@ static int open_and_handshake(infinirt__plugin *p)
     /* A table must hold every entry of the minor it claims (later minors
      * than the loader's are read up to what the loader knows). */
     uint32_t known = ops->abi_minor < INFINIRT_PLUGIN_ABI_MINOR ? ops->abi_minor : INFINIRT_PLUGIN_ABI_MINOR;
-    size_t need = known >= 6   ? INFINIRT_PLUGIN_OPS_SIZE_1_6
-                  : known == 5 ? INFINIRT_PLUGIN_OPS_SIZE_1_5
-                  : known >= 3 ? INFINIRT_PLUGIN_OPS_SIZE_1_3
-                  : known == 2 ? INFINIRT_PLUGIN_OPS_SIZE_1_2
-                  : known == 1 ? INFINIRT_PLUGIN_OPS_SIZE_1_1
-                               : INFINIRT_PLUGIN_OPS_SIZE_1_0;
+    size_t need = infinirt__dispatch_table_size(known);
     if (ops->struct_size < need) {
         set_status(p, INFINIRT_PLUGIN_ABI_MISMATCH, "ops table is %u bytes, ABI %d.%u needs at least %zu",
                    ops->struct_size, INFINIRT_PLUGIN_ABI_MAJOR, known, need);
