@@ -69,11 +69,6 @@ _Static_assert(FIRST_ENTRY + INFINIRT__OP_COUNT * sizeof(any_fn) == sizeof(infin
                "infinirtPluginOps has fields past the last row of loader/ops_list.h");
 _Static_assert(INFINIRT__OP_COUNT <= 64, "infinirt__plugin.caps has one bit per entry");
 
-const char *infinirt__op_name(infinirt__op op)
-{
-    return (unsigned)op < INFINIRT__OP_COUNT ? k_entries[op].name : "?";
-}
-
 size_t infinirt__dispatch_table_size(uint32_t minor)
 {
     size_t need = 0;

@@ -176,8 +176,6 @@ struct infinirt__plugin {
  * p->ops at it.  Returns 0, or -1 with the reason in why when the table
  * lacks a required entry or has entries that do not make sense together. */
 int infinirt__dispatch_build(infinirt__plugin *p, const infinirtPluginOps *theirs, char *why, size_t why_size);
-/* "stream_create", ...: the entry's name, for log lines. */
-const char *infinirt__op_name(infinirt__op op);
 /* The size a table of ABI 1.minor must at least have: up to its last
  * entry, every row of ops_list.h of that minor or earlier. */
 size_t infinirt__dispatch_table_size(uint32_t minor);
