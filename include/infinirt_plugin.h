@@ -299,6 +299,12 @@ typedef struct {
  * NULL (default stream) or an object from this plugin's stream_create for
  * the same device; `event` is an object from this plugin's event_create.
  * Each entry returns INFINI_STATUS_SUCCESS or the status to report.
+ *
+ * Entries are only appended, each minor in its own block below.  Adding
+ * one (docs/plugin-abi.md, "Adding an entry in a new minor"): the field
+ * here and its minor's INFINIRT_PLUGIN_OPS_SIZE_1_N, one row at the end of
+ * the loader's loader/ops_list.h (whose build fails if the two disagree),
+ * and the plugins that bring it.
  */
 typedef struct infinirtPluginOps {
     /* ---- header: never reordered across ABI versions ---- */
