@@ -103,7 +103,8 @@
     /* ---- ABI 1.5 ---- */                                                                                         \
     X(get_device_flags,          5, device, status, (int dev, uint32_t *flags), (dev, flags))                       \
     /* ---- ABI 1.6 ---- */                                                                                         \
-    X(device_query,              6, device, status, (int dev, int *idle), (dev, idle))
+    X(device_query,              6, device, status, (int dev, int *idle), (dev, idle))                              \
+    /* (the end: a new row goes above this line) */
 /* clang-format on */
 
 /* The group column's values (INFINIRT__OPS_GROUP_##group). */
