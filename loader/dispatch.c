@@ -55,7 +55,10 @@ static const struct {
  * last row, so a row out of place, a field without a row or a row without
  * a field fails the build (and with it capability bits, stubs and rules
  * naming the wrong entry).  Every row also fits the public size of its
- * minor and is of the loader's ABI or older. */
+ * minor and is of the loader's ABI or older.  (A minor written too high
+ * is not caught here; it is also harmless: the loader then accepts a
+ * table of the true minor that ends before the entry, and treats the
+ * entry as absent, as for any short table.) */
 #define FIRST_ENTRY offsetof(infinirtPluginOps, init)
 #define AT_ITS_PLACE(op, minor, ...)                                                                       \
     _Static_assert(offsetof(infinirtPluginOps, op) == FIRST_ENTRY + INFINIRT__OP_##op * sizeof(any_fn),    \
