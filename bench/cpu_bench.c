@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "bench_util.h"
+#include "cpu_bench_layout.h"
 #include "infinirt.h"
 
 #include <dirent.h>
@@ -576,6 +577,7 @@ static void rows(const char *label)
         MUST(infinirtStreamDestroy(many[i]));
     printf("%s two_threads %.2f\n", label, two_threads_median(&tt));
     fflush(stdout);
+    layout_rows(label, g_scale);
 }
 
 /* The first call of a fresh process: Init, the CPU device, one allocation. */
@@ -651,6 +653,18 @@ static double value1(const char *out, const char *label, const char *row)
 
 #define MAX_PASSES 9
 static int g_passes = 3;
+static double value(char (*outs)[8192], const char *label, const char *row);
+
+/* value() for layout_table (cpu_bench_layout.c). */
+struct mode_outs {
+    char (*outs)[8192];
+    const char *label;
+};
+static double mode_value(const char *row, void *ctx)
+{
+    const struct mode_outs *m = ctx;
+    return value(m->outs, m->label, row);
+}
 
 /* A row over the passes' outputs: the least for a time (noise only adds
  * to a time); the median for the two-thread speed-up (a ratio, which noise
@@ -817,6 +831,8 @@ int main(int argc, char **argv)
             line("two threads, each its own stream and CPU", two, "x", 1, "each CPU alone", 1.8, 1);
         else
             printf("%-46s not measured: no two CPUs to run on\n", "two threads, each its own stream and CPU");
+        struct mode_outs mo = {out, lab};
+        g_missing |= layout_table(lab, out[0], mode_value, &mo);
     }
     double mb = value(out_inline, "inline", "membarrier"), mb_busy = value(out_inline, "inline", "membarrier_busy");
     if (mb >= 0)
