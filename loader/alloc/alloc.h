@@ -162,12 +162,63 @@ typedef struct {
  * infinirt__dir_hi) (alloc_dir.c: only widened, under the directory's
  * lock, before any pointer into the segment is handed out). */
 extern atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
-/* Whether p lies outside every pool's memory (no lock): a host buffer on
- * the stack or the heap, the other side of most copies. */
+
+/* The page directory (alloc_dir.c): for each 4 KiB page of the addresses
+ * below 2^48, which of its bytes live segments may cover, as at most two
+ * intervals of offsets - exact while no more than two segments share the
+ * page, a superset otherwise, never less than the truth.  A radix tree of
+ * three levels of 4096 slots: the top level here, a slot of an upper level
+ * 0 (no live segment in its range), INFINIRT__PD_FULL (every page of its
+ * range may be covered) or a node; a leaf slot is one page's intervals,
+ * 0 when no segment touches it.  Written under the directory's lock, read
+ * with no lock: nodes are never freed, and a segment's pages are marked
+ * before any pointer into it is handed out. */
+#define INFINIRT__PD_SLOTS 4096u
+#define INFINIRT__PD_FULL ((uint64_t)1)
+#define INFINIRT__PD_LIMIT ((uint64_t)1 << 48) /* addresses from here: the span check only */
+typedef struct infinirt__pd_node {
+    _Atomic(uint64_t) e[INFINIRT__PD_SLOTS];
+} infinirt__pd_node;
+extern infinirt__pd_node infinirt__pd_top;
+
+/* A leaf slot: intervals [a0, b0) and [a1, b1) of offsets 0..4096 in the
+ * page, 13 bits each from bit 0 (a0, b0, a1, b1), empty ones [0, 0). */
+static inline uint64_t infinirt__pd_leaf(unsigned a0, unsigned b0, unsigned a1, unsigned b1)
+{
+    return (uint64_t)a0 | (uint64_t)b0 << 13 | (uint64_t)a1 << 26 | (uint64_t)b1 << 39;
+}
+
+/* Whether leaf slot e may cover offset off of its page. */
+static inline bool infinirt__pd_leaf_holds(uint64_t e, unsigned off)
+{
+    unsigned a0 = (unsigned)e & 0x1fffu, b0 = (unsigned)(e >> 13) & 0x1fffu;
+    unsigned a1 = (unsigned)(e >> 26) & 0x1fffu, b1 = (unsigned)(e >> 39) & 0x1fffu;
+    return off - a0 < b0 - a0 || off - a1 < b1 - a1;
+}
+
+/* Whether p lies outside every live segment of every pool (no lock): a
+ * host buffer on the stack, the heap or an mmap, the other side of most
+ * copies, wherever it lies among the segments.  False only means that p
+ * may be the allocator's: a lookup under the directory's lock decides. */
 static inline bool infinirt__dir_outside(uintptr_t p)
 {
-    return p < atomic_load_explicit(&infinirt__dir_lo, memory_order_acquire) ||
-           p >= atomic_load_explicit(&infinirt__dir_hi, memory_order_acquire);
+    if (p < atomic_load_explicit(&infinirt__dir_lo, memory_order_acquire) ||
+        p >= atomic_load_explicit(&infinirt__dir_hi, memory_order_acquire))
+        return true;
+    uint64_t q = (uint64_t)p;
+    if (q >= INFINIRT__PD_LIMIT)
+        return false;
+    uint64_t v = atomic_load_explicit(&infinirt__pd_top.e[q >> 36], memory_order_acquire);
+    if (v <= INFINIRT__PD_FULL)
+        return v == 0;
+    v = atomic_load_explicit(&((const infinirt__pd_node *)(uintptr_t)v)->e[(q >> 24) & (INFINIRT__PD_SLOTS - 1)],
+                             memory_order_acquire);
+    if (v <= INFINIRT__PD_FULL)
+        return v == 0;
+    v = atomic_load_explicit(&((const infinirt__pd_node *)(uintptr_t)v)->e[(q >> 12) & (INFINIRT__PD_SLOTS - 1)],
+                             memory_order_acquire);
+    /* A page no segment touches, the usual answer, needs no decoding. */
+    return v == 0 || !infinirt__pd_leaf_holds(v, (unsigned)q & 4095u);
 }
 
 /* Find the live block containing ptr (interior pointers too).

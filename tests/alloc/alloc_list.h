@@ -40,7 +40,12 @@
     X(free_unqueued_async)       \
     X(free_unqueued_sync)        \
     X(reserved_free_alloc_race)  \
-    X(reserved_threads_limit)
+    X(reserved_threads_limit)    \
+    X(dir_pages_edges)           \
+    X(dir_pages_crowded)         \
+    X(dir_pages_large)           \
+    X(dir_pages_model)           \
+    X(dir_pages_threads)
 
 /* alloc_fence_test: the loader's fences, and a capture's graph, when a
  * host allocation fails, through the public API; each registered as

@@ -49,5 +49,10 @@ int test_free_unqueued_async(void);
 int test_free_unqueued_sync(void);
 int test_reserved_free_alloc_race(void);
 int test_reserved_threads_limit(void);
+int test_dir_pages_edges(void);
+int test_dir_pages_crowded(void);
+int test_dir_pages_large(void);
+int test_dir_pages_model(void);
+int test_dir_pages_threads(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */
