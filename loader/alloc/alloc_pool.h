@@ -116,6 +116,35 @@ static inline void infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
     infinirt__raise_peak(pool, total);
 }
 
+/* ----------------------------------------------------- alloc_pool_lookup.c */
+
+/* Block `start` (req bytes requested) of segment s, owned by arena a
+ * (locked, the block live in its table), remembered as this thread's
+ * block used last (alloc.h), as its lookup would be: until anyone takes
+ * a's lock again, moving its epoch, or s changes arena, or the
+ * generation - read before a was locked - moves, the copies of this
+ * thread find it with no lock.  The allocation path calls it too: the
+ * first copy into a block just handed out needs no lookup. */
+static inline void infinirt__lookup_remember(infinirt__arena *a, infinirt__seg *s, uintptr_t start, size_t req,
+                                             uint_fast64_t gen)
+{
+    infinirt__pool *pool = a->pool;
+    unsigned k = infinirt__tl_hit_last ^ 1u; /* the entry not used last */
+    infinirt__lookup_hit *e = &infinirt__tl_hit[k];
+    infinirt__tl_hit_last = k;
+    e->start = start;
+    e->req = req;
+    e->seg_arena = &s->arena;
+    e->arena = a;
+    e->epoch = &a->lock.epoch;
+    e->epoch_then = atomic_load_explicit(&a->lock.epoch, memory_order_relaxed);
+    e->gen = gen;
+    e->pool = pool;
+    e->owner = pool->be.ctx;
+    e->device_type = pool->be.device_type;
+    e->device_id = pool->be.device_id;
+}
+
 /* ------------------------------------------------------------ alloc_pool.c */
 
 /* The arena serving `stream`: found in the arena table, or a free one (or

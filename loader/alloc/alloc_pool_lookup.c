@@ -59,21 +59,9 @@ int infinirt__pool_lookup_slow(const void *ptr, infinirt__ptr_info *info)
     infinirt__blk *b = infinirt__ht_get(&a->blocks, start);
     int found = b != NULL && p - start < b->req;
     if (found) {
-        infinirt__tl_hit_last ^= 1u; /* the entry not used last */
-        infinirt__lookup_hit *e = &infinirt__tl_hit[infinirt__tl_hit_last];
-        *e = (infinirt__lookup_hit){.start = start,
-                                    .req = b->req,
-                                    .seg_arena = &s->arena,
-                                    .arena = a,
-                                    .epoch = &a->lock.epoch,
-                                    .epoch_then = atomic_load_explicit(&a->lock.epoch, memory_order_relaxed),
-                                    .gen = gen,
-                                    .pool = pool,
-                                    .owner = pool->be.ctx,
-                                    .device_type = pool->be.device_type,
-                                    .device_id = pool->be.device_id};
+        infinirt__lookup_remember(a, s, start, b->req, gen);
         if (info != NULL)
-            infinirt__lookup_hit_info(e, p, info);
+            infinirt__lookup_hit_info(&infinirt__tl_hit[infinirt__tl_hit_last], p, info);
     }
     infinirt__spin_unlock(&a->lock);
     tl_seg = s;

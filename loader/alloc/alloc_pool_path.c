@@ -273,6 +273,10 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
         return INFINI_STATUS_OUT_OF_MEMORY;
     size_t n = (size + pool->g - 1) >> pool->gshift;
     infinirt__blk *b;
+    /* A stream-ordered block (MallocAsync) is remembered for the copies
+     * that follow (below): the generation first, as a lookup reads it. */
+    bool remember = stream != INFINIRT__POOL_SYNC;
+    uint_fast64_t gen = remember ? atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) : 0;
     infinirt__spin_lock(&a->lock);
     if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
         infinirt__quick_unlink(&a->quick, b, n);
@@ -304,6 +308,14 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
         a->peak_req = a->req_bytes;
     if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
         infinirt__publish(pool, a);
+    /* An operator's temporary - MallocAsync, a copy in, a kernel, a copy
+     * out, FreeAsync - is copied into at once: its first copy finds it
+     * remembered instead of looking it up under the lock.  Synchronous
+     * blocks (Malloc, MallocHost: weights, staging buffers) live long and
+     * are looked up once; Malloc+Free, the hottest small call, does not
+     * pay the entry's stores for them. */
+    if (remember)
+        infinirt__lookup_remember(a, infinirt__blk_seg(b), b->addr, size, gen);
     infinirt__spin_unlock(&a->lock);
     tl_last = a;
     tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);

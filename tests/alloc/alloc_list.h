@@ -45,7 +45,8 @@
     X(dir_pages_crowded)         \
     X(dir_pages_large)           \
     X(dir_pages_model)           \
-    X(dir_pages_threads)
+    X(dir_pages_threads)         \
+    X(lookup_after_alloc)
 
 /* alloc_fence_test: the loader's fences, and a capture's graph, when a
  * host allocation fails, through the public API; each registered as

@@ -54,5 +54,6 @@ int test_dir_pages_crowded(void);
 int test_dir_pages_large(void);
 int test_dir_pages_model(void);
 int test_dir_pages_threads(void);
+int test_lookup_after_alloc(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */

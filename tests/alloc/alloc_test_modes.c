@@ -8,6 +8,8 @@
  */
 #include "alloc_test.h"
 
+#include <pthread.h>
+
 /* -------------------------------------------------- pointer validation */
 
 int test_bad_free(void)
@@ -116,6 +118,59 @@ int test_lookup_interior(void)
     }
     for (int i = 0; i < 200; i++)
         ASSERT_OK(infinirt__pool_free_sync(q[i], infinirt__want_any()));
+    return finish(pool, &f);
+}
+
+struct free_on {
+    void *p, *stream;
+    infiniStatus_t st;
+};
+
+static void *free_there(void *arg)
+{
+    struct free_on *f = arg;
+    f->st = infinirt__pool_free(f->p, f->stream, infinirt__want_any());
+    return NULL;
+}
+
+/* A stream-ordered allocation is remembered as this thread's block used
+ * last, so that the copy into it that follows finds it with no lookup
+ * under a lock; the entry never outlives the block: freed, handed out
+ * again smaller, freed by another thread. */
+int test_lookup_after_alloc(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "remember");
+    infinirt__pool *pool = make_pool(&f, NULL);
+    void *stream = (void *)(uintptr_t)0x1000;
+    char *p, *q;
+    ASSERT_OK(infinirt__pool_alloc(pool, 256, stream, (void **)&p));
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_find((uintptr_t)p + 255);
+    ASSERT_PTR_NE(h, NULL);
+    ASSERT_EQ(h->start, (uintptr_t)p);
+    ASSERT_EQ(h->req, 256);
+    ASSERT_PTR_EQ(h->pool, pool);
+    ASSERT_PTR_EQ(infinirt__lookup_hit_find((uintptr_t)p + 256), NULL);
+    /* Freed: forgotten. */
+    ASSERT_OK(infinirt__pool_free(p, stream, infinirt__want_any()));
+    ASSERT_PTR_EQ(infinirt__lookup_hit_find((uintptr_t)p), NULL);
+    ASSERT_EQ(infinirt__pool_lookup(p, NULL), 0);
+    /* Handed out again, smaller: the entry has the new size. */
+    ASSERT_OK(infinirt__pool_alloc(pool, 128, stream, (void **)&q));
+    h = infinirt__lookup_hit_find((uintptr_t)q);
+    ASSERT_PTR_NE(h, NULL);
+    ASSERT_EQ(h->req, 128);
+    ASSERT_PTR_EQ(infinirt__lookup_hit_find((uintptr_t)q + 200), NULL);
+    infinirt__ptr_info info;
+    ASSERT(infinirt__pool_lookup(q + 200, &info) == 0 || info.block_base != q);
+    /* Freed by another thread: this thread's entry no longer stands. */
+    struct free_on fo = {q, stream, INFINI_STATUS_INTERNAL_ERROR};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, free_there, &fo), 0);
+    pthread_join(t, NULL);
+    ASSERT_OK(fo.st);
+    ASSERT_PTR_EQ(infinirt__lookup_hit_find((uintptr_t)q), NULL);
+    ASSERT_EQ(infinirt__pool_lookup(q, NULL), 0);
     return finish(pool, &f);
 }
 
