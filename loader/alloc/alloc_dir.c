@@ -298,7 +298,7 @@ static void pd_update(const infinirt__seg *s, bool live)
         pd_fill(&infinirt__pd_top, 2, 0, wlo, whi, live);
     if (first < wlo || whi <= first)
         pd_refresh(first);
-    if (last != first && (whi <= last))
+    if (last != first && whi <= last)
         pd_refresh(last);
 }
 
