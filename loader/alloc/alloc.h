@@ -167,13 +167,16 @@ extern atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
  * below 2^48, which of its bytes live segments may cover, as at most two
  * intervals of offsets - exact while no more than two segments share the
  * page, a superset otherwise, never less than the truth.  A radix tree of
- * three levels of 4096 slots: the top level here, a slot of an upper level
- * 0 (no live segment in its range), INFINIRT__PD_FULL (every page of its
- * range may be covered) or a node; a leaf slot is one page's intervals,
- * 0 when no segment touches it.  Written under the directory's lock, read
- * with no lock: nodes are never freed, and a segment's pages are marked
- * before any pointer into it is handed out. */
-#define INFINIRT__PD_SLOTS 4096u
+ * four levels of 512 slots, as the MMU's page tables (a 4 KiB node; a
+ * level-1 slot spans 2 MiB, so a 2 MiB-aligned segment needs no leaf):
+ * the top level here; a slot of an upper level 0 (no live segment in its
+ * range), INFINIRT__PD_FULL (every page of its range may be covered) or a
+ * node; a leaf slot is one page's intervals, 0 when no segment touches
+ * it.  Written under the directory's lock, read with no lock: nodes are
+ * never freed, and a segment's pages are marked before any pointer into
+ * it is handed out. */
+#define INFINIRT__PD_BITS 9u
+#define INFINIRT__PD_SLOTS (1u << INFINIRT__PD_BITS)
 #define INFINIRT__PD_FULL ((uint64_t)1)
 #define INFINIRT__PD_LIMIT ((uint64_t)1 << 48) /* addresses from here: the span check only */
 typedef struct infinirt__pd_node {
@@ -196,6 +199,13 @@ static inline bool infinirt__pd_leaf_holds(uint64_t e, unsigned off)
     return off - a0 < b0 - a0 || off - a1 < b1 - a1;
 }
 
+/* The slot for address q, shifted right by `shift`, in node v. */
+static inline uint64_t infinirt__pd_slot(uint64_t v, uint64_t q, unsigned shift)
+{
+    const infinirt__pd_node *n = (const infinirt__pd_node *)(uintptr_t)v;
+    return atomic_load_explicit(&n->e[(q >> shift) & (INFINIRT__PD_SLOTS - 1)], memory_order_acquire);
+}
+
 /* Whether p lies outside every live segment of every pool (no lock): a
  * host buffer on the stack, the heap or an mmap, the other side of most
  * copies, wherever it lies among the segments.  False only means that p
@@ -208,15 +218,16 @@ static inline bool infinirt__dir_outside(uintptr_t p)
     uint64_t q = (uint64_t)p;
     if (q >= INFINIRT__PD_LIMIT)
         return false;
-    uint64_t v = atomic_load_explicit(&infinirt__pd_top.e[q >> 36], memory_order_acquire);
+    uint64_t v = atomic_load_explicit(&infinirt__pd_top.e[q >> 39], memory_order_acquire);
     if (v <= INFINIRT__PD_FULL)
         return v == 0;
-    v = atomic_load_explicit(&((const infinirt__pd_node *)(uintptr_t)v)->e[(q >> 24) & (INFINIRT__PD_SLOTS - 1)],
-                             memory_order_acquire);
+    v = infinirt__pd_slot(v, q, 30);
     if (v <= INFINIRT__PD_FULL)
         return v == 0;
-    v = atomic_load_explicit(&((const infinirt__pd_node *)(uintptr_t)v)->e[(q >> 12) & (INFINIRT__PD_SLOTS - 1)],
-                             memory_order_acquire);
+    v = infinirt__pd_slot(v, q, 21);
+    if (v <= INFINIRT__PD_FULL)
+        return v == 0;
+    v = infinirt__pd_slot(v, q, 12);
     /* A page no segment touches, the usual answer, needs no decoding. */
     return v == 0 || !infinirt__pd_leaf_holds(v, (unsigned)q & 4095u);
 }

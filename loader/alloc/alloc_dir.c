@@ -158,8 +158,8 @@ static infinirt__seg *avl_find(uintptr_t p)
 
 #define PD_PAGE_SHIFT 12u
 #define PD_PAGE ((uint64_t)1 << PD_PAGE_SHIFT)
-#define PD_LEVEL_BITS 12u
-#define PD_PAGES ((uint64_t)1 << 36) /* pages below INFINIRT__PD_LIMIT */
+#define PD_LEVEL_BITS INFINIRT__PD_BITS
+#define PD_TOP_LEVEL 3u /* the levels: 3 (top) .. 0 (leaves) */
 
 /* A leaf slot covering the whole page. */
 #define PD_LEAF_ALL infinirt__pd_leaf(0, (unsigned)PD_PAGE, 0, 0)
@@ -275,7 +275,7 @@ static void pd_refresh(uint64_t page)
 {
     uint64_t v = pd_page_value(page);
     infinirt__pd_node *n = &infinirt__pd_top;
-    for (unsigned level = 2; level > 0 && n != NULL; level--)
+    for (unsigned level = PD_TOP_LEVEL; level > 0 && n != NULL; level--)
         n = pd_below(&n->e[(page >> (PD_LEVEL_BITS * level)) & (INFINIRT__PD_SLOTS - 1)], level, v != 0,
                      v != PD_LEAF_ALL);
     if (n != NULL)
@@ -295,7 +295,7 @@ static void pd_update(const infinirt__seg *s, bool live)
     uint64_t first = b >> PD_PAGE_SHIFT, last = (e - 1) >> PD_PAGE_SHIFT;
     uint64_t wlo = (b + PD_PAGE - 1) >> PD_PAGE_SHIFT, whi = e >> PD_PAGE_SHIFT; /* whole pages */
     if (wlo < whi)
-        pd_fill(&infinirt__pd_top, 2, 0, wlo, whi, live);
+        pd_fill(&infinirt__pd_top, PD_TOP_LEVEL, 0, wlo, whi, live);
     if (first < wlo || whi <= first)
         pd_refresh(first);
     if (last != first && whi <= last)

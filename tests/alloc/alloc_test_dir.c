@@ -137,24 +137,24 @@ int test_dir_pages_crowded(void)
     return TEST_OK;
 }
 
-/* A segment of 130 GiB across three top-level slots (the middle ones whole:
- * marked at the top), released, then a small one in its range; segments
- * at and past the directory's limit (2^48), which the span check alone
- * answers. */
+/* A segment of 600 GiB across two top-level slots (512 GiB each; the
+ * first whole: marked at the top), released, then a small one in its
+ * range; segments at and past the directory's limit (2^48), which the
+ * span check alone answers. */
 int test_dir_pages_large(void)
 {
-    const uintptr_t top = (uintptr_t)1 << 36; /* a top-level slot's range */
-    uintptr_t b = ((uintptr_t)1 << 44) - 0x800, e = b + 130 * GiB + 0x1234;
+    const uintptr_t top = (uintptr_t)1 << 39; /* a top-level slot's range */
+    uintptr_t b = ((uintptr_t)1 << 44) - 0x800, e = b + 600 * GiB + 0x1234;
     infinirt__seg *l = seg_in(b, e - b);
     CHECK(check_seg(b, e, true));
-    for (uintptr_t p = b; p < e; p += GiB / 4)
+    for (uintptr_t p = b; p < e; p += GiB / 4 + 0x1000)
         ASSERT(!out(p));
     for (uintptr_t t = (b + top - 1) & ~(top - 1); t < e; t += top) {
         ASSERT(!out(t - 1));
         ASSERT(!out(t));
     }
     infinirt__dir_remove(l);
-    for (uintptr_t p = b; p < e; p += GiB / 4)
+    for (uintptr_t p = b; p < e; p += GiB / 4 + 0x1000)
         ASSERT(out(p));
     ASSERT(out(e - 1));
     /* A small one inside what was a whole top-level slot. */
