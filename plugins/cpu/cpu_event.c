@@ -9,7 +9,7 @@
  * record never answers for an earlier one.  Writers hold the event's mutex;
  * readers that only ask "is it complete" load the two counters and take no
  * lock.  The event entries are at the bottom; the queue side of records
- * and waits is in cpu_queue.c.
+ * and waits is the queue's (cpu__queue: cpu_inline.c, cpu_queue.c).
  *
  * Template: a vendor's <p>_event.c holds the same entries over the
  * driver's events (a CUevent, an OpenCL marker); the generation counters
@@ -188,7 +188,7 @@ infiniStatus_t cpu__event_destroy(int dev, void *event)
 
 infiniStatus_t cpu__event_record(int dev, void *event, void *stream)
 {
-    return cpu__record(dev, stream, event);
+    return cpu__queue->record(dev, stream, event);
 }
 
 infiniStatus_t cpu__event_query(int dev, void *event, int *complete)
@@ -197,17 +197,12 @@ infiniStatus_t cpu__event_query(int dev, void *event, int *complete)
     return INFINI_STATUS_SUCCESS;
 }
 
-/* Waits for the record current at the call: for its stream to reach the
- * record's count, which a later record of the event does not change. */
+/* Waits for the record current at the call (R3), which a later record of
+ * the event does not change. */
 infiniStatus_t cpu__event_synchronize(int dev, void *event)
 {
     CPU__REFUSE_IN_HOST_FN("event_synchronize");
-    cpu_stream *s;
-    uint64_t at;
-    if (cpu__event_pending(event, &s, &at)) {
-        cpu__stream_wait(s, at, false);
-        cpu__stream_put(s);
-    }
+    cpu__queue->event_wait(event);
     return INFINI_STATUS_SUCCESS;
 }
 

@@ -2,11 +2,13 @@
 /*
  * cpu_internal.h - internals of the CPU reference plugin.
  *
- * Two modes, chosen by `streams` in [plugin.cpu]:
+ * Two queues, chosen once by init from `streams` in [plugin.cpu]
+ * (cpu__queue below; the entries call through it and never ask the mode):
  *
- *  - inline (the default, as InfiniCore's CPU runtime is): every operation,
- *    "asynchronous" copies, fills, host functions, event records and waits
- *    included, is done on the caller's thread before the entry returns.
+ *  - inline (cpu_inline.c; the default, as InfiniCore's CPU runtime is):
+ *    every operation, "asynchronous" copies, fills, host functions, event
+ *    records and waits included, is done on the caller's thread before the
+ *    entry returns.
  *    There are no worker threads at all; a record completes at once and
  *    takes its timestamp then, so elapsed times still measure the work
  *    queued between two records.  InfiniCore's CPU operators run on the
@@ -14,15 +16,14 @@
  *
  *  - async: streams are cheap objects, each with an in-order ring of
  *    commands (cpu_queue.c), run by a bounded pool of worker threads
- *    (cpu_pool.c): a
- *    stream with work is queued on the pool once, and one worker at a time
- *    drains it, so its order holds and work runs off the caller's thread,
- *    as on a GPU.  For exercising asynchronous code (the allocator's
+ *    (cpu_pool.c): a stream with work is queued on the pool once, and one
+ *    worker at a time drains it, so its order holds and work runs off the
+ *    caller's thread, as on a GPU.  For exercising asynchronous code (the allocator's
  *    stream-ordered reuse, events) without one.  A command that must wait
  *    (an event wait, a blocking-stream wait) parks its stream instead of
  *    holding a worker; whoever completes what it waits for queues it again.
  *
- * Blocking streams (async mode; inline work is ordered anyway), as CUDA
+ * Blocking streams (async queue; inline work is ordered anyway), as CUDA
  * orders its streams with the legacy default stream: a command on the
  * default (NULL) stream first waits (CMD_AFTER, on the default stream's
  * worker) for what is queued on each blocking stream of the device, and a
@@ -132,7 +133,6 @@ struct cpu_stream {
     cpu_device *dev;
     bool blocking; /* ordered with the default stream */
     bool is_default;
-    bool listed; /* in dev->streams (async mode) */
     /* The owner, each CMD_AFTER aimed at the stream, each host thread
      * waiting on it and each event whose latest record is queued on it:
      * the memory outlives stream_free while they last. */
@@ -155,8 +155,6 @@ struct cpu_stream {
 };
 
 extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
-/* streams = inline: set once by init, read-only afterwards. */
-extern bool cpu__inline;
 
 /* [plugin.cpu] (cpu_config.c): a bad value is reported and its default kept. */
 typedef struct {
@@ -214,44 +212,68 @@ void cpu__devices_init(int count, size_t memory_limit);
 
 /* Whether a synchronous copy or fill on dev runs at once, with no call:
  * not from inside a host function, and nothing queued on the device
- * (inline mode never queues).  Else cpu__sync_point decides (and refuses,
- * waits, or reports an unknown device). */
+ * (inline streams never queue).  Else cpu__sync_point decides (and
+ * refuses, waits, or reports an unknown device). */
 static inline bool cpu__sync_free(int dev)
 {
     if (cpu__in_host_fn != 0)
         return false;
-    if (cpu__inline)
-        return true;
     cpu_device *d = cpu__device(dev);
     return d != NULL && atomic_load_explicit(&d->pending, memory_order_acquire) == 0;
 }
-infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags);
-infiniStatus_t cpu__device_get_native(int dev, void **device, void **context);
+/* Before a synchronous copy or fill (`call`, for the refusal's message):
+ * wait for the work queued on the default stream and on every blocking
+ * stream of dev. */
+infiniStatus_t cpu__sync_point(int dev, const char *call);
+
+/* What cpu__queue_ops.drain waits for. */
+enum cpu__drain {
+    CPU__DRAIN_SYNC,   /* a synchronous copy or fill: the default stream and the blocking streams */
+    CPU__DRAIN_DEVICE, /* device_synchronize: every stream */
+};
+
+/* The queue: how the work of a stream is done, chosen once by init from
+ * `streams` (cpu__queue_inline in cpu_inline.c, cpu__queue_async in
+ * cpu_queue.c), as each stream's native table is.  The entries call
+ * through it and never ask which it is.  `stream` NULL is dev's default
+ * stream; work returns SUCCESS, OUT_OF_MEMORY (nothing queued), or
+ * DEVICE_NOT_FOUND (a NULL stream of no device).  Template: a backend
+ * with its own queues calls its driver in the entries instead. */
+typedef struct {
+    uint32_t device_flags;              /* what get_device_flags says */
+    const infinirtCpuStreamOps *native; /* each stream's public table */
+    /* A new stream object, before it is handed out; the destroy of one
+     * (after its work, before the owner's reference goes); the last
+     * reference to one went. */
+    infiniStatus_t (*stream_open)(cpu_stream *s);
+    void (*stream_close)(cpu_stream *s);
+    void (*stream_free)(cpu_stream *s);
+    /* Work queued on a stream, in its order. */
+    infiniStatus_t (*copy)(int dev, void *stream, void *dst, const void *src, size_t n);
+    infiniStatus_t (*fill)(int dev, void *stream, void *dst, int value, size_t n);
+    infiniStatus_t (*host_fn)(int dev, void *stream, infinirtPluginHostFn fn, void *user);
+    infiniStatus_t (*record)(int dev, void *stream, cpu_event *e);
+    infiniStatus_t (*wait_event)(int dev, void *stream, cpu_event *e);
+    /* Host waits and questions (the device known to exist). */
+    void (*sync)(cpu_stream *s);
+    bool (*idle)(cpu_stream *s);
+    void (*event_wait)(cpu_event *e); /* until its latest record (as of the call) has run */
+    infiniStatus_t (*drain)(cpu_device *d, enum cpu__drain what);
+    /* Let every stream go (plugin shutdown). */
+    void (*shutdown)(void);
+} cpu__queue_ops;
+extern const cpu__queue_ops *cpu__queue;
+extern const cpu__queue_ops cpu__queue_inline, cpu__queue_async;
 
 /* Stream objects (cpu_stream.c).  A reference for each holder (the handle,
  * a command aimed at the stream, a waiting thread); the last put frees. */
 void cpu__stream_hold(cpu_stream *s);
 void cpu__stream_put(cpu_stream *s);
-/* The device's default stream (async mode), created on first use; NULL
+/* The device's default stream (async streams), created on first use; NULL
  * when out of memory. */
 cpu_stream *cpu__default_stream(int dev);
-void cpu__shutdown_streams(void);
-
-/* The queue (cpu_queue.c).  `stream` NULL is the device's default stream.
- * Each returns SUCCESS or OUT_OF_MEMORY (nothing queued).  Async mode only
- * for copies and fills: an inline stream's are made by cpu_memory.c. */
-infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n);
-infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n);
-infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e);
-/* Wait until s has completed `count` commands; with `idle`, also until no
- * worker holds s (so it may be freed). */
-void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle);
-/* Before a synchronous copy or fill (`call`, for the refusal's message):
- * wait for the work queued on the default stream and on every blocking
- * stream of dev. */
-infiniStatus_t cpu__sync_point(int dev, const char *call);
-/* ABI 1.6 device_query: nothing queued on any stream of dev is pending. */
-infiniStatus_t cpu__device_query(int dev, int *idle);
+/* The native tables (infinirt_cpu.h), one per queue. */
+extern const infinirtCpuStreamOps cpu__native_inline, cpu__native_async;
 
 /* Events (cpu_event.c). */
 void cpu__event_put(cpu_event *e);
@@ -266,26 +288,29 @@ void cpu__event_record_now(cpu_event *e);             /* a record complete at on
  * to wait for (never recorded, or complete). */
 bool cpu__event_pending(cpu_event *e, cpu_stream **s, uint64_t *at);
 
-/* The entries of the ops table, by file (cpu_plugin.c holds init,
- * shutdown and get_device_info). */
-infiniStatus_t cpu__device_synchronize(int dev); /* cpu_queue.c */
+/* The entries of the ops table, each in the file of its group (cpu_plugin.c
+ * holds init, shutdown and get_device_info). */
+infiniStatus_t cpu__device_synchronize(int dev); /* cpu_device.c */
+infiniStatus_t cpu__device_query(int dev, int *idle);
+infiniStatus_t cpu__get_device_flags(int dev, uint32_t *flags);
+infiniStatus_t cpu__device_get_native(int dev, void **device, void **context);
 
-infiniStatus_t cpu__stream_create(int dev, void **stream);
+infiniStatus_t cpu__stream_create(int dev, void **stream); /* cpu_stream.c */
 infiniStatus_t cpu__stream_create_with_flags(int dev, uint32_t flags, void **stream);
 infiniStatus_t cpu__stream_destroy(int dev, void *stream);
 infiniStatus_t cpu__stream_synchronize(int dev, void *stream);
 infiniStatus_t cpu__stream_query(int dev, void *stream, int *idle);
-infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event);                        /* cpu_queue.c */
-infiniStatus_t cpu__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user); /* cpu_queue.c */
+infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event);
+infiniStatus_t cpu__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user);
 
-infiniStatus_t cpu__event_create(int dev, uint32_t flags, void **event);
+infiniStatus_t cpu__event_create(int dev, uint32_t flags, void **event); /* cpu_event.c */
 infiniStatus_t cpu__event_destroy(int dev, void *event);
 infiniStatus_t cpu__event_record(int dev, void *event, void *stream);
 infiniStatus_t cpu__event_query(int dev, void *event, int *complete);
 infiniStatus_t cpu__event_synchronize(int dev, void *event);
 infiniStatus_t cpu__event_elapsed_time(int dev, float *ms, void *start, void *end);
 
-infiniStatus_t cpu__get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
+infiniStatus_t cpu__get_mem_info(int dev, size_t *free_bytes, size_t *total_bytes); /* cpu_memory.c */
 /* The machine's RAM (sysinfo), for device info and mem info. */
 size_t cpu__machine_total(void);
 infiniStatus_t cpu__malloc_device(int dev, void **ptr, size_t size);

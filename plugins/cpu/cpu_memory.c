@@ -6,7 +6,8 @@
  * lives in a header before the returned pointer so free can account for it
  * against memory_limit.  A synchronous copy or fill comes after the work
  * queued on the default stream and the blocking streams (cpu__sync_point);
- * an asynchronous one is queued on its stream (cpu_queue.c).
+ * an asynchronous one is the queue's (cpu__queue: done at once inline,
+ * queued on its stream in async mode).
  *
  * Template: a vendor's <p>_memory.c holds the same entries over the
  * driver's allocator and copy engine: raw allocations only (the loader
@@ -133,8 +134,8 @@ infiniStatus_t cpu__free_host(int dev, void *ptr)
 }
 
 /* A synchronous copy or fill comes after the work queued on the default
- * stream and the blocking streams, as a legacy-stream cudaMemcpy does (in
- * inline mode there is none).  The wait is out of line (..._after_sync):
+ * stream and the blocking streams, as a legacy-stream cudaMemcpy does (with
+ * inline streams there is none).  The wait is out of line (..._after_sync):
  * the call with nothing to wait for, the usual case, saves no registers. */
 static __attribute__((noinline)) infiniStatus_t memcpy_after_sync(int dev, void *dst, const void *src, size_t size)
 {
@@ -169,21 +170,13 @@ infiniStatus_t cpu__memset(int dev, void *ptr, int value, size_t size)
     return INFINI_STATUS_SUCCESS;
 }
 
-/* An inline stream's copy or fill is made here; an async stream's is
- * queued (cpu__copy, cpu__fill). */
 infiniStatus_t cpu__memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
 {
     (void)kind;
-    if (!cpu__inline)
-        return cpu__copy(dev, stream, dst, src, size);
-    memmove(dst, src, size);
-    return INFINI_STATUS_SUCCESS;
+    return cpu__queue->copy(dev, stream, dst, src, size);
 }
 
 infiniStatus_t cpu__memset_async(int dev, void *ptr, int value, size_t size, void *stream)
 {
-    if (!cpu__inline)
-        return cpu__fill(dev, stream, ptr, value, size);
-    memset(ptr, value, size);
-    return INFINI_STATUS_SUCCESS;
+    return cpu__queue->fill(dev, stream, ptr, value, size);
 }

@@ -19,6 +19,8 @@
 #include <string.h>
 
 void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
+/* Set by init, before any entry that uses it can be called. */
+const cpu__queue_ops *cpu__queue = &cpu__queue_inline;
 
 static char g_cpu_model[128];
 
@@ -69,7 +71,8 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
         *device_count = 0;
         return INFINI_STATUS_SUCCESS;
     }
-    cpu__inline = cfg.inline_mode;
+    /* Chosen once: no entry asks the mode again. */
+    cpu__queue = cfg.inline_mode ? &cpu__queue_inline : &cpu__queue_async;
     cpu__workers = cfg.workers;
     cpu__max_workers = cfg.max_workers;
     read_cpu_model();
@@ -80,7 +83,7 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
 
 static void plugin_shutdown(void)
 {
-    cpu__shutdown_streams();
+    cpu__queue->shutdown();
 }
 
 static infiniStatus_t get_device_info(int dev, infinirtPluginDeviceInfo *info)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cpu_queue.c - async mode's command queue: the ring of each stream, the
- * order of blocking streams with the default one, the worker side that runs
- * a stream's commands (taken from the pool by cpu_pool.c), and the entries
- * that queue work (copies, fills, host functions, event records and waits:
- * a wait is a CMD_AFTER on the stream of the record it binds to)
- * or wait for it (device synchronize, the sync point of synchronous copies).
+ * cpu_queue.c - the async queue (streams = async; cpu__queue_async): the
+ * ring of each stream, the order of blocking streams with the default one,
+ * the worker side that runs a stream's commands (taken from the pool by
+ * cpu_pool.c), the queue operations that queue work (copies, fills, host
+ * functions, event records and waits: a wait is a CMD_AFTER on the stream
+ * of the record it binds to) and those that wait for it (a stream, an
+ * event, the drain of device_synchronize and of synchronous copies).
  *
  * A stream's scheduling state, under its mutex:
  *   IDLE    no command, or none yet handed to the pool;
@@ -17,7 +18,8 @@
  * system call.  The worker sets IDLE in the same critical section that
  * counts the last command done, and touches the stream no more after it.
  *
- * Template: CPU only.  A device with its own queues needs none of it.
+ * Template: CPU only, with cpu_pool.c.  A device with its own queues needs
+ * none of it: delete both, and init's choice of cpu__queue_async.
  */
 #define _GNU_SOURCE
 #include "cpu_internal.h"
@@ -90,7 +92,7 @@ static uint64_t now_ns(void)
 /* Wait until s has completed `count` commands; with `idle`, also until no
  * worker holds s (so it may be freed).  Spins a short while first: a small
  * command completes sooner than a sleep and a wake-up take. */
-void cpu__stream_wait(cpu_stream *s, uint64_t count, bool idle)
+static void stream_wait(cpu_stream *s, uint64_t count, bool idle)
 {
     if (!idle) {
         if (atomic_load_explicit(&s->done, memory_order_acquire) >= count)
@@ -485,40 +487,32 @@ static infiniStatus_t submit(int dev, void *stream, const cmd *t)
 static void wait_afters(after *list)
 {
     for (after *w = list; w != NULL; w = w->next)
-        cpu__stream_wait(w->s, w->count, false);
+        stream_wait(w->s, w->count, false);
     free_afters(list, true);
 }
 
 /* ------------------------------------------------------------ operations */
 
-infiniStatus_t cpu__copy(int dev, void *stream, void *dst, const void *src, size_t n)
+static infiniStatus_t copy(int dev, void *stream, void *dst, const void *src, size_t n)
 {
     cmd t = {.kind = CMD_COPY, .u.copy = {dst, src, n}};
     return submit(dev, stream, &t);
 }
 
-infiniStatus_t cpu__fill(int dev, void *stream, void *dst, int value, size_t n)
+static infiniStatus_t fill(int dev, void *stream, void *dst, int value, size_t n)
 {
     cmd t = {.kind = CMD_FILL, .u.fill = {dst, value, n}};
     return submit(dev, stream, &t);
 }
 
-infiniStatus_t cpu__launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user)
+static infiniStatus_t host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user)
 {
-    if (cpu__inline) {
-        cpu__call_host_fn(fn, user);
-        return INFINI_STATUS_SUCCESS;
-    }
     cmd t = {.kind = CMD_HOST_FN, .u.host = {fn, user}};
     return submit(dev, stream, &t);
 }
 
-infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e)
+static infiniStatus_t record(int dev, void *stream, cpu_event *e)
 {
-    if (cpu__inline) {
-        cpu__event_record_now(e);
-        return INFINI_STATUS_SUCCESS;
-    }
     cmd t = {.kind = CMD_RECORD, .u.ev = {e, 0}};
     return submit(dev, stream, &t);
 }
@@ -526,22 +520,20 @@ infiniStatus_t cpu__record(int dev, void *stream, cpu_event *e)
 /* The wait is bound here, to the event's latest record as of this call:
  * it waits for the count the record's stream reaches with that record, so
  * a later record of the event (on any stream, completing in any order)
- * changes nothing for it.  Inline mode never has a pending record. */
-infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
+ * changes nothing for it. */
+static infiniStatus_t wait_event(int dev, void *stream, cpu_event *e)
 {
-    cpu_event *e = event;
     cpu_stream *on;
     uint64_t at;
-    if (!cpu__event_pending(event, &on, &at)) {
+    if (!cpu__event_pending(e, &on, &at)) {
         /* Nothing to wait for.  A record that has completed still makes
          * the wait an action of its stream (docs/semantics.md, R2): on the
          * NULL stream it comes after the blocking streams' queued work,
          * and their later work after it, as CUDA's legacy stream orders a
          * cudaStreamWaitEvent; on a blocking stream it comes after the
          * NULL stream's work (a synchronize of that stream covers it).  A
-         * wait for an event never recorded queues nothing; inline mode
-         * never has anything to order. */
-        if (cpu__inline || atomic_load_explicit(&e->recorded, memory_order_acquire) == 0)
+         * wait for an event never recorded queues nothing. */
+        if (atomic_load_explicit(&e->recorded, memory_order_acquire) == 0)
             return INFINI_STATUS_SUCCESS;
         cmd t = {.kind = CMD_ORDER};
         return submit(dev, stream, &t);
@@ -569,42 +561,121 @@ infiniStatus_t cpu__stream_wait_event(int dev, void *stream, void *event)
     return st;
 }
 
-/* Wait on the host for the streams of dev in `set` (`call` names the entry,
- * for the refusal from a host function).  The streams are held by
+/* ------------------------------------------------------------ host waits */
+
+static void stream_sync(cpu_stream *s)
+{
+    stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
+}
+
+static bool stream_idle(cpu_stream *s)
+{
+    uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
+    return atomic_load_explicit(&s->done, memory_order_acquire) >= q;
+}
+
+/* Waits for the record current at the call: for its stream to reach the
+ * record's count, which a later record of the event does not change. */
+static void event_wait(cpu_event *e)
+{
+    cpu_stream *s;
+    uint64_t at;
+    if (cpu__event_pending(e, &s, &at)) {
+        stream_wait(s, at, false);
+        cpu__stream_put(s);
+    }
+}
+
+/* Wait on the host for the streams of d in `what`.  The streams are held by
  * reference while waited for, not under d->lock: a host function running
  * on one of them may itself queue work (which takes d->lock). */
-static infiniStatus_t wait_pending(int dev, const char *call, enum pending_set set)
+static infiniStatus_t drain(cpu_device *d, enum cpu__drain what)
 {
-    if (cpu__sync_free(dev))
-        return INFINI_STATUS_SUCCESS; /* nothing queued on any stream: no lock, no scan */
-    CPU__REFUSE_IN_HOST_FN(call);
-    cpu_device *d = cpu__device(dev);
-    if (d == NULL)
-        return INFINI_STATUS_DEVICE_NOT_FOUND;
     after *list;
-    if (pending_streams(d, set, &list) != 0)
+    if (pending_streams(d, what == CPU__DRAIN_DEVICE ? FOR_DEVICE : FOR_SYNC, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;
 }
 
-/* The device entry lives here: on the CPU it is the queue's drain. */
-infiniStatus_t cpu__device_synchronize(int dev)
-{
-    return wait_pending(dev, "device_synchronize", FOR_DEVICE);
-}
+/* ---------------------------------------------------------- stream objects */
 
-infiniStatus_t cpu__sync_point(int dev, const char *call)
+/* Listed on its device, for the default stream's order and the drains. */
+static infiniStatus_t stream_open(cpu_stream *s)
 {
-    return wait_pending(dev, call, FOR_SYNC);
-}
-
-infiniStatus_t cpu__device_query(int dev, int *idle)
-{
-    cpu_device *d = cpu__device(dev);
-    if (d == NULL)
-        return INFINI_STATUS_DEVICE_NOT_FOUND;
-    /* Inline mode never queues: pending stays 0. */
-    *idle = atomic_load_explicit(&d->pending, memory_order_acquire) == 0;
+    /* Adaptive: a caller queueing while the worker takes a command
+     * spins briefly on the lock instead of sleeping in the kernel. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+    pthread_mutex_init(&s->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    pthread_cond_init(&s->cv_done, NULL);
+    cpu_device *d = s->dev;
+    pthread_mutex_lock(&d->lock);
+    s->next = d->streams;
+    d->streams = s;
+    pthread_mutex_unlock(&d->lock);
     return INFINI_STATUS_SUCCESS;
 }
+
+static void stream_close(cpu_stream *s)
+{
+    cpu_device *d = s->dev;
+    pthread_mutex_lock(&d->lock);
+    for (cpu_stream **pp = &d->streams; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    /* Its work first, and until no worker holds it. */
+    stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), true);
+}
+
+static void stream_free(cpu_stream *s)
+{
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv_done);
+    free(s->ring);
+}
+
+static void queue_shutdown(void)
+{
+    for (int i = 0; i < cpu__device_count(); i++) {
+        cpu_device *d = cpu__device(i);
+        pthread_mutex_lock(&d->lock);
+        cpu_stream *s = d->streams;
+        d->streams = NULL;
+        atomic_store(&d->default_stream, NULL);
+        pthread_mutex_unlock(&d->lock);
+        while (s != NULL) {
+            cpu_stream *next = s->next;
+            stream_wait(s, atomic_load(&s->queued), true);
+            cpu__stream_put(s);
+            s = next;
+        }
+    }
+    cpu__pool_shutdown();
+}
+
+const cpu__queue_ops cpu__queue_async = {
+    .device_flags = 0,
+    .native = &cpu__native_async,
+    .stream_open = stream_open,
+    .stream_close = stream_close,
+    .stream_free = stream_free,
+    .copy = copy,
+    .fill = fill,
+    .host_fn = host_fn,
+    .record = record,
+    .wait_event = wait_event,
+    .sync = stream_sync,
+    .idle = stream_idle,
+    .event_wait = event_wait,
+    .drain = drain,
+    .shutdown = queue_shutdown,
+};
