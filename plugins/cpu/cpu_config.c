@@ -20,7 +20,8 @@
  *
  * Template: a vendor's <p>_config.c reads its own keys the same way (one
  * loop, infinirtPluginConfigWarn for what it cannot use, the parsers of
- * infinirt_plugin.h) into a struct that init applies.
+ * infinirt_plugin.h) into one struct, which init keeps as the settings in
+ * use (cpu__settings): no other file holds a setting of its own.
  */
 #include "cpu_internal.h"
 
@@ -28,6 +29,9 @@
 #include <unistd.h>
 
 #define CPU_MAX_WORKERS 1024
+
+/* What the defaults would give (1 device, inline), until init parses. */
+cpu__config cpu__settings = {.devices = 1, .inline_mode = true, .workers = 1, .max_workers = 16};
 
 /* A whole number from lo to hi (devices, workers, max_workers); *out is
  * left alone otherwise. */

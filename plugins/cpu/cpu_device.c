@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_device.c - the device table and the device entries: logical devices
- * on host memory, each with its own memory_limit and streams.
+ * on host memory, each with its own memory_limit (cpu__settings) and
+ * streams.
  *
  * Template: a vendor's <p>_device.c holds the driver's devices (found at
  * init, their contexts made on first use) and the entries that take only a
@@ -23,13 +24,12 @@ int cpu__device_count(void)
     return cpu__ndevices;
 }
 
-void cpu__devices_init(int count, size_t memory_limit)
+void cpu__devices_init(int count)
 {
     for (int i = 0; i < count; i++) {
         cpu_device *d = &cpu__devices[i];
         memset(d, 0, sizeof *d);
         d->index = i;
-        d->memory_limit = memory_limit;
         atomic_init(&d->used, 0);
         atomic_init(&d->default_stream, NULL);
         pthread_mutex_init(&d->lock, NULL);

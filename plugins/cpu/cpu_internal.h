@@ -88,7 +88,6 @@ typedef struct cpu_parked {
 
 typedef struct {
     int index;
-    size_t memory_limit;                  /* 0 = no limit */
     atomic_size_t used;                   /* raw device bytes held */
     pthread_mutex_t lock;                 /* streams list, default stream creation */
     cpu_stream *streams;                  /* every stream of the device, default included */
@@ -159,10 +158,14 @@ extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
 /* [plugin.cpu] (cpu_config.c): a bad value is reported and its default kept. */
 typedef struct {
     int devices;
-    size_t memory_limit; /* 0: none */
-    bool inline_mode;
-    int workers, max_workers;
+    size_t memory_limit; /* per device; 0: none */
+    bool inline_mode;    /* streams = inline */
+    int workers;         /* async: the pool's threads kept */
+    int max_workers;     /* async: the most while workers sit in host functions */
 } cpu__config;
+/* The settings in use: parsed by init before it finds the devices, and
+ * read-only afterwards (cpu_config.c). */
+extern cpu__config cpu__settings;
 void cpu__config_parse(const infinirtPluginInitArgs *args, cpu__config *cfg);
 
 /* Nonzero while this thread runs a host function (either mode).  Calls that
@@ -180,10 +183,7 @@ infiniStatus_t cpu__refuse_in_host_fn(const char *call);
 /* Run fn(user) as a host function on this thread (sets cpu__in_host_fn). */
 void cpu__call_host_fn(infinirtPluginHostFn fn, void *user);
 
-/* The worker pool (cpu_pool.c), async mode.  workers: the threads kept;
- * max_workers: the most there may be while workers sit in host functions.
- * Set by init before any stream exists. */
-extern int cpu__workers, cpu__max_workers;
+/* The worker pool (cpu_pool.c), async mode, sized by cpu__settings. */
 /* s has work and is not on the pool: queue it. */
 void cpu__pool_push(cpu_stream *s);
 /* OUT_OF_MEMORY when no worker thread exists and none can be started. */
@@ -208,7 +208,7 @@ static inline cpu_device *cpu__device(int dev)
     return dev >= 0 && dev < cpu__ndevices ? &cpu__devices[dev] : NULL;
 }
 int cpu__device_count(void);
-void cpu__devices_init(int count, size_t memory_limit);
+void cpu__devices_init(int count);
 
 /* Whether a synchronous copy or fill on dev runs at once, with no call:
  * not from inside a host function, and nothing queued on the device

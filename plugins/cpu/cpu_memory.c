@@ -58,11 +58,11 @@ infiniStatus_t cpu__get_mem_info(int dev, size_t *free_bytes, size_t *total_byte
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    size_t total = cpu__machine_total(), avail = machine_available();
-    if (d->memory_limit != 0) {
+    size_t total = cpu__machine_total(), avail = machine_available(), limit = cpu__settings.memory_limit;
+    if (limit != 0) {
         size_t used = atomic_load(&d->used);
-        size_t left = d->memory_limit > used ? d->memory_limit - used : 0;
-        total = d->memory_limit < total ? d->memory_limit : total;
+        size_t left = limit > used ? limit - used : 0;
+        total = limit < total ? limit : total;
         avail = left < avail ? left : avail;
     }
     *free_bytes = avail;
@@ -97,16 +97,17 @@ infiniStatus_t cpu__malloc_device(int dev, void **ptr, size_t size)
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if (d->memory_limit != 0) {
+    size_t limit = cpu__settings.memory_limit;
+    if (limit != 0) {
         /* Reserve first, so concurrent allocations never overshoot. */
         size_t before = atomic_fetch_add(&d->used, size);
-        if (before + size > d->memory_limit || before + size < before) {
+        if (before + size > limit || before + size < before) {
             atomic_fetch_sub(&d->used, size);
             return INFINI_STATUS_OUT_OF_MEMORY;
         }
     }
     infiniStatus_t st = raw_alloc(ptr, size);
-    if (st != INFINI_STATUS_SUCCESS && d->memory_limit != 0)
+    if (st != INFINI_STATUS_SUCCESS && limit != 0)
         atomic_fetch_sub(&d->used, size);
     return st;
 }
@@ -116,7 +117,7 @@ infiniStatus_t cpu__free_device(int dev, void *ptr)
     cpu_device *d = cpu__device(dev);
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
-    if (d->memory_limit != 0)
+    if (cpu__settings.memory_limit != 0)
         atomic_fetch_sub(&d->used, raw_size(ptr));
     raw_free(ptr);
     return INFINI_STATUS_SUCCESS;

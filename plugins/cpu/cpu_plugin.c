@@ -73,10 +73,9 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
     }
     /* Chosen once: no entry asks the mode again. */
     cpu__queue = cfg.inline_mode ? &cpu__queue_inline : &cpu__queue_async;
-    cpu__workers = cfg.workers;
-    cpu__max_workers = cfg.max_workers;
+    cpu__settings = cfg;
     read_cpu_model();
-    cpu__devices_init(count, cfg.memory_limit);
+    cpu__devices_init(count);
     *device_count = count;
     return INFINI_STATUS_SUCCESS;
 }
@@ -94,12 +93,13 @@ static infiniStatus_t get_device_info(int dev, infinirtPluginDeviceInfo *info)
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "CPU %d (%s)", dev, g_cpu_model);
     size_t total = cpu__machine_total();
-    if (d->memory_limit != 0 && d->memory_limit < total)
-        total = d->memory_limit;
+    size_t limit = cpu__settings.memory_limit;
+    if (limit != 0 && limit < total)
+        total = limit;
     info->total_memory = total;
     snprintf(info->description, sizeof info->description,
-             "logical device %d of %d on host memory; memory_limit %zu bytes%s", dev, cpu__device_count(),
-             d->memory_limit, d->memory_limit ? "" : " (none)");
+             "logical device %d of %d on host memory; memory_limit %zu bytes%s", dev, cpu__device_count(), limit,
+             limit ? "" : " (none)");
     return INFINI_STATUS_SUCCESS;
 }
 

@@ -27,8 +27,6 @@
 #include <errno.h>
 #include <time.h>
 
-int cpu__workers = 1, cpu__max_workers = 16;
-
 /* How long an idle worker spins before it sleeps, and how long a thread
  * past `workers` sleeps before it leaves. */
 #define SPIN_NS 20000
@@ -96,10 +94,10 @@ static void maybe_grow(void)
      * stream's first push, cpu__pool_ready has just started one). */
     if (waiting <= g_pool.sleeping + g_pool.spinning + g_pool.starting)
         return;
-    if (threads < cpu__workers) {
+    if (threads < cpu__settings.workers) {
         start_thread();
     } else if (atomic_load(&g_pool.in_fn) >= threads) {
-        if (threads < cpu__max_workers) {
+        if (threads < cpu__settings.max_workers) {
             start_thread();
         } else if (!g_pool.warned_limit) {
             g_pool.warned_limit = true;
@@ -194,7 +192,7 @@ static void *worker(void *arg)
         if (g_pool.head != NULL || g_pool.stop)
             continue;
         g_pool.sleeping++;
-        if (atomic_load(&g_pool.threads) > cpu__workers) {
+        if (atomic_load(&g_pool.threads) > cpu__settings.workers) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += SURPLUS_IDLE_MS * 1000000L;
@@ -204,7 +202,7 @@ static void *worker(void *arg)
             }
             int rc = pthread_cond_timedwait(&g_pool.cv, &g_pool.mu, &ts);
             g_pool.sleeping--;
-            if (rc == ETIMEDOUT && g_pool.head == NULL && atomic_load(&g_pool.threads) > cpu__workers)
+            if (rc == ETIMEDOUT && g_pool.head == NULL && atomic_load(&g_pool.threads) > cpu__settings.workers)
                 break; /* a surplus thread with nothing to do */
         } else {
             pthread_cond_wait(&g_pool.cv, &g_pool.mu);
