@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include "bench_util.h"
 #include "cpu_bench_layout.h"
+#include "cpu_bench_streams.h"
 #include "infinirt.h"
 
 #include <dirent.h>
@@ -578,6 +579,7 @@ static void rows(const char *label)
     printf("%s two_threads %.2f\n", label, two_threads_median(&tt));
     fflush(stdout);
     layout_rows(label, g_scale);
+    cpu_bench_stream_rows(label, g_scale);
 }
 
 /* The first call of a fresh process: Init, the CPU device, one allocation. */
@@ -826,6 +828,10 @@ int main(int argc, char **argv)
         line("D2H Memcpy 64 B", value(out, lab, "d2h64"), "ns", memcpy64, "memcpy 64 B", 0, 0);
         line("cached Malloc+Free 64 B", value(out, lab, "cmalloc64"), "ns", malloc64, "malloc+free 64 B", 0, 0);
         line("cached Malloc+Free 4 KiB", value(out, lab, "cmalloc4k"), "ns", malloc4k, "malloc+free 4 KiB", 2, 0);
+        line("StreamDestroy, 20000 live streams (CPU time)", value(out, lab, "destroy_20000"), "ns",
+             value(out, lab, "destroy_1000"), "1000 live streams", 2, 0);
+        line("64 B copy+sync, turns over 1000 (CPU time)", value(out, lab, "rr_1000"), "ns", value(out, lab, "rr_1"),
+             "one stream", 1.3, 0);
         double two = value(out, lab, "two_threads");
         if (two >= 0)
             line("two threads, each its own stream and CPU", two, "x", 1, "each CPU alone", 1.8, 1);

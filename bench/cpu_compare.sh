@@ -47,7 +47,8 @@ done
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf '%-13s %12s %12s %14s %13s %13s\n' row inline async infinicore inline/ic async/ic
 for row in copy_sync_1 copy_sync_4 event_idle event_cycle stream_cycle threads_1000 d2d64 h2d64 d2h64 \
-    cmalloc64 cmalloc4k two_threads first_call memcpy64 malloc64 malloc4k pthread handoff \
+    cmalloc64 cmalloc4k two_threads destroy_1000 destroy_20000 rr_1 rr_1000 first_call memcpy64 malloc64 malloc4k \
+    pthread handoff \
     h2d_static h2d_between d2h_static d2h_between h2da_static h2da_between d2ha_static d2ha_between \
     op_step op_host; do
     get() { awk -v l="$1" -v r="$row" '$1 == l && $2 == r { print $3 }' "$tmp/rows" | median; }
