@@ -249,7 +249,8 @@
     X(loader, visible_malformed)               \
     X(loader, library_names_line)              \
     X(loader, library_unloadable_names_line)   \
-    X(loader, visible_peer_free)
+    X(loader, visible_peer_free)               \
+    X(cpu, caller_runs_one_at_a_time)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

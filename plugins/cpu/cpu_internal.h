@@ -145,12 +145,15 @@ struct cpu_stream {
     _Atomic uint64_t queued, done;
     uint64_t after_default; /* blocking: the default stream's count we already wait for */
     uint64_t covered;       /* blocking: our count the default stream already waits for */
-    int sched;              /* enum run_state of cpu_queue.c (mu) */
-    bool rewake;            /* woken while RUNNING, before it could park */
-    cpu_parked park;        /* on what the first command waits for */
-    cpu_parked *parked;     /* streams waiting for our count (mu) */
-    cpu_stream *run_next;   /* on the pool's run queue (the pool's lock) */
-    cpu_stream *next;       /* in dev->streams (dev->lock) */
+    /* enum run_state of cpu_queue.c: changed under mu, except that a
+     * caller running small work claims an IDLE stream (and gives it back)
+     * with an atomic operation alone. */
+    _Atomic int sched;
+    bool rewake;          /* woken while RUNNING, before it could park */
+    cpu_parked park;      /* on what the first command waits for */
+    cpu_parked *parked;   /* streams waiting for our count (mu) */
+    cpu_stream *run_next; /* on the pool's run queue (the pool's lock) */
+    cpu_stream *next;     /* in dev->streams (dev->lock) */
 };
 
 extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);

@@ -8,12 +8,20 @@
  * of the record it binds to) and those that wait for it (a stream, an
  * event, the drain of device_synchronize and of synchronous copies).
  *
- * A stream's scheduling state, under its mutex:
- *   IDLE    no command, or none yet handed to the pool;
+ * A stream's scheduling state (`sched`):
+ *   IDLE    no command in the ring (IDLE implies an empty ring);
+ *   CALLER  a caller runs small work on its own thread (below);
  *   QUEUED  on the pool's run queue;
  *   RUNNING a worker drains it (one at a time);
  *   PARKED  its first command waits (an event, another stream's count); it
  *           is linked on what it waits for, which queues it again.
+ * Every change is made under the stream's mutex but IDLE -> CALLER -> IDLE:
+ * a copy or fill of at most CPU__CALLER_RUN_MAX bytes on an idle stream,
+ * with nothing to wait for, claims the stream with one compare-and-swap,
+ * runs on the caller's thread and gives it back with a store - no mutex,
+ * no worker, no count (the work is done when the call returns).  Whoever
+ * queues under the mutex first moves IDLE to QUEUED (after any CALLER has
+ * ended), so nothing runs outside the ring while the ring holds work.
  * Queueing on a QUEUED or RUNNING stream only appends to the ring: no
  * system call.  The worker sets IDLE in the same critical section that
  * counts the last command done, and touches the stream no more after it.
@@ -64,7 +72,7 @@ typedef struct cpu_cmd {
     } u;
 } cmd;
 
-enum run_state { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
+enum run_state { ST_IDLE, ST_CALLER, ST_QUEUED, ST_RUNNING, ST_PARKED };
 
 /* The ring's first size, allocated with the first command; it doubles when
  * full and never shrinks, so a stream in steady use allocates nothing. */
@@ -108,7 +116,8 @@ static void stream_wait(cpu_stream *s, uint64_t count, bool idle)
     }
     pthread_mutex_lock(&s->mu);
     s->waiters++;
-    while (atomic_load_explicit(&s->done, memory_order_relaxed) < count || (idle && s->sched != ST_IDLE))
+    while (atomic_load_explicit(&s->done, memory_order_relaxed) < count ||
+           (idle && atomic_load_explicit(&s->sched, memory_order_relaxed) != ST_IDLE))
         pthread_cond_wait(&s->cv_done, &s->mu);
     s->waiters--;
     pthread_mutex_unlock(&s->mu);
@@ -144,9 +153,9 @@ static void parked_wake(cpu_parked *taken)
         cpu_parked *next = taken->next;
         cpu_stream *s = PARKED_STREAM(taken);
         pthread_mutex_lock(&s->mu);
-        bool push = s->sched == ST_PARKED;
+        bool push = atomic_load_explicit(&s->sched, memory_order_relaxed) == ST_PARKED;
         if (push)
-            s->sched = ST_QUEUED;
+            atomic_store_explicit(&s->sched, ST_QUEUED, memory_order_relaxed);
         else
             s->rewake = true;
         pthread_mutex_unlock(&s->mu);
@@ -214,10 +223,12 @@ static void finish(const cmd *c)
 void cpu__stream_run(cpu_stream *s)
 {
     pthread_mutex_lock(&s->mu);
-    s->sched = ST_RUNNING;
+    atomic_store_explicit(&s->sched, ST_RUNNING, memory_order_relaxed);
     for (int turn = 0;; turn++) {
         if (s->count == 0) {
-            s->sched = ST_IDLE;
+            /* Release: a caller that claims the stream without the mutex
+             * sees every command's effects. */
+            atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
             if (s->waiters > 0)
                 pthread_cond_broadcast(&s->cv_done); /* stream_free waits for IDLE */
             pthread_mutex_unlock(&s->mu);
@@ -225,7 +236,7 @@ void cpu__stream_run(cpu_stream *s)
         }
         if (turn >= TURN) {
             /* Others may be waiting for a worker: to the back of the queue. */
-            s->sched = ST_QUEUED;
+            atomic_store_explicit(&s->sched, ST_QUEUED, memory_order_relaxed);
             pthread_mutex_unlock(&s->mu);
             cpu__pool_push(s);
             return;
@@ -239,7 +250,7 @@ void cpu__stream_run(cpu_stream *s)
                 turn--;
                 continue;
             }
-            s->sched = ST_PARKED;
+            atomic_store_explicit(&s->sched, ST_PARKED, memory_order_relaxed);
             pthread_mutex_unlock(&s->mu);
             return;
         }
@@ -298,6 +309,9 @@ enum pending_set {
 static int pending_streams(cpu_device *d, enum pending_set set, after **out)
 {
     after *list = NULL;
+    *out = NULL;
+    if (atomic_load_explicit(&d->pending, memory_order_acquire) == 0)
+        return 0; /* nothing queued on any stream of d (the usual case): no lock */
     pthread_mutex_lock(&d->lock);
     for (cpu_stream *s = d->streams; s != NULL; s = s->next) {
         bool member = set == FOR_DEVICE || s->blocking || (set == FOR_SYNC && s->is_default);
@@ -361,40 +375,44 @@ static void ring_push(cpu_stream *s, const cmd *c)
     atomic_store_explicit(&s->queued, q, memory_order_release);
 }
 
-/* Queue *t on s (async mode), behind the waits blocking-stream order asks
- * for.  A record on a stream with nothing pending completes here, on the
- * caller's thread: there is nothing for it to wait for. */
-static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
+/* A copy or fill small enough to run on the caller's thread: handing it to
+ * a worker would cost the caller more than the work (a wake-up, and a
+ * handoff back at the synchronize). */
+static bool small_work(const cmd *t)
 {
-    cpu_device *d = s->dev;
-    after *waits = NULL;         /* the default stream's */
-    after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
-    if (s->is_default) {
-        if (pending_streams(d, FOR_DEFAULT, &waits) != 0)
-            return INFINI_STATUS_OUT_OF_MEMORY;
-    } else if (s->blocking) {
-        cpu_stream *D = atomic_load_explicit(&d->default_stream, memory_order_acquire);
-        if (D != NULL) {
-            uint64_t q = atomic_load_explicit(&D->queued, memory_order_acquire);
-            if (atomic_load_explicit(&D->done, memory_order_acquire) < q)
-                one = (after){NULL, D, q};
-        }
-    }
+    return (t->kind == CMD_COPY && t->u.copy.n <= CPU__CALLER_RUN_MAX) ||
+           (t->kind == CMD_FILL && t->u.fill.n <= CPU__CALLER_RUN_MAX);
+}
 
-    if (t->kind == CMD_RECORD && waits == NULL && one.s == NULL) {
-        /* Nothing queued on s and nothing to wait for: the record is
-         * complete now, without s->mu.  `done` is read before `queued`
-         * and never passes it, so equal values mean the stream was empty
-         * when `queued` was read; whatever another thread queues meanwhile
-         * is unordered with this call, as it would be with the lock. */
-        uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
-        if (done == atomic_load_explicit(&s->queued, memory_order_acquire)) {
-            cpu__event_record_now(t->u.ev.e);
-            return INFINI_STATUS_SUCCESS;
-        }
-    }
-    if (t->kind == CMD_ORDER && waits == NULL && one.s == NULL)
-        return INFINI_STATUS_SUCCESS; /* nothing pending to order against */
+/* Run *t on the caller's thread if s is IDLE: claimed with one
+ * compare-and-swap (acquire: after the effects of what ran before), given
+ * back with a store (release: its effects before whatever runs next). */
+static bool caller_run(cpu_stream *s, const cmd *t)
+{
+    int idle = ST_IDLE;
+    if (!atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_CALLER, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return false;
+    run(t);
+    atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
+    return true;
+}
+
+/* Under s->mu: the state once no caller runs work on s (one that does
+ * ends within a copy of CPU__CALLER_RUN_MAX bytes). */
+static int settled(cpu_stream *s)
+{
+    int st;
+    while ((st = atomic_load_explicit(&s->sched, memory_order_acquire)) == ST_CALLER)
+        CPU__RELAX();
+    return st;
+}
+
+/* Queue *t on s under s->mu, behind `waits` (the default stream's: each
+ * blocking stream's work, held) and `one` (a blocking stream's: the default
+ * stream's work). */
+static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, after one)
+{
     pthread_mutex_lock(&s->mu);
     /* Decided under s->mu, in one section with appending *t, so a command
      * that skips the wait comes after the one that queued it. */
@@ -406,25 +424,29 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
         pthread_mutex_unlock(&s->mu);
         return INFINI_STATUS_SUCCESS;
     }
+    int st = settled(s);
     if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
-        /* Completed after s->mu is let go: completing may queue streams
-         * parked on the event, and one stream lock is never held while
-         * taking another's here (enqueue on the default stream nests them
-         * the other way). */
+        /* Nothing pending (IDLE, or a worker between its last command and
+         * IDLE): complete now, after s->mu is let go: completing may
+         * queue streams parked on the event, and one stream lock is never
+         * held while taking another's here (enqueue on the default stream
+         * nests them the other way). */
         pthread_mutex_unlock(&s->mu);
         cpu__event_record_now(t->u.ev.e);
         return INFINI_STATUS_SUCCESS;
     }
-    if (n == 1 && s->count == 0 &&
-        ((t->kind == CMD_COPY && t->u.copy.n <= CPU__CALLER_RUN_MAX) ||
-         (t->kind == CMD_FILL && t->u.fill.n <= CPU__CALLER_RUN_MAX))) {
-        /* A small copy or fill on a stream with nothing pending is done
-         * here: handing it to a worker would cost the caller more than
-         * the work (a wake-up, and a handoff back at the synchronize),
-         * and nothing queued before it can still be running (commands
-         * leave the ring only once finished).  Under s->mu, so a command
-         * another thread queues meanwhile runs after it. */
-        run(t);
+    if (n == 1 && s->count == 0 && small_work(t)) {
+        /* Run here: nothing queued before it can still be running
+         * (commands leave the ring only once finished).  A worker between
+         * its last command and IDLE needs s->mu to go on, so the work runs
+         * under it; an IDLE stream is claimed as caller_run does. */
+        if (st == ST_RUNNING) {
+            run(t);
+            pthread_mutex_unlock(&s->mu);
+            return INFINI_STATUS_SUCCESS;
+        }
+        while (!caller_run(s, t))
+            settled(s); /* claimed by another caller meanwhile */
         pthread_mutex_unlock(&s->mu);
         return INFINI_STATUS_SUCCESS;
     }
@@ -434,6 +456,15 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
         pthread_mutex_unlock(&s->mu);
         free_afters(waits, true);
         return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    /* An idle stream is the pool's from here on, before anything is in its
+     * ring: no caller may run small work on it any more. */
+    bool push = false;
+    while (st == ST_IDLE) {
+        int idle = ST_IDLE;
+        push = atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_QUEUED, memory_order_acquire,
+                                                       memory_order_relaxed);
+        st = push ? ST_QUEUED : settled(s);
     }
     if (need_one) {
         s->after_default = one.count;
@@ -463,14 +494,55 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
             w->s->covered = w->count;
         pthread_mutex_unlock(&w->s->mu);
     }
-    bool push = s->sched == ST_IDLE;
-    if (push)
-        s->sched = ST_QUEUED;
     pthread_mutex_unlock(&s->mu);
     if (push)
         cpu__pool_push(s);
     free_afters(waits, false); /* their references went to the commands */
     return INFINI_STATUS_SUCCESS;
+}
+
+/* Queue *t on s (async mode), behind the waits blocking-stream order asks
+ * for.  With nothing queued on any stream of the device (`pending` 0)
+ * there is no order to keep: a record completes here, and a small copy or
+ * fill on an idle stream runs here, without s->mu (caller_run). */
+static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
+{
+    cpu_device *d = s->dev;
+    after *waits = NULL;         /* the default stream's */
+    after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
+    if (atomic_load_explicit(&d->pending, memory_order_acquire) != 0) {
+        if (s->is_default) {
+            if (pending_streams(d, FOR_DEFAULT, &waits) != 0)
+                return INFINI_STATUS_OUT_OF_MEMORY;
+        } else if (s->blocking) {
+            cpu_stream *D = atomic_load_explicit(&d->default_stream, memory_order_acquire);
+            if (D != NULL) {
+                uint64_t q = atomic_load_explicit(&D->queued, memory_order_acquire);
+                if (atomic_load_explicit(&D->done, memory_order_acquire) < q)
+                    one = (after){NULL, D, q};
+            }
+        }
+    }
+    if (waits == NULL && one.s == NULL) {
+        if (t->kind == CMD_RECORD) {
+            /* Nothing queued on s and nothing to wait for: the record is
+             * complete now, without s->mu.  `done` is read before
+             * `queued` and never passes it, so equal values mean the
+             * stream was empty when `queued` was read; whatever another
+             * thread queues meanwhile is unordered with this call, as it
+             * would be with the lock. */
+            uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
+            if (done == atomic_load_explicit(&s->queued, memory_order_acquire)) {
+                cpu__event_record_now(t->u.ev.e);
+                return INFINI_STATUS_SUCCESS;
+            }
+        } else if (t->kind == CMD_ORDER) {
+            return INFINI_STATUS_SUCCESS; /* nothing pending to order against */
+        } else if (small_work(t) && caller_run(s, t)) {
+            return INFINI_STATUS_SUCCESS;
+        }
+    }
+    return enqueue_locked(s, t, waits, one);
 }
 
 static infiniStatus_t submit(int dev, void *stream, const cmd *t)
@@ -493,14 +565,42 @@ static void wait_afters(after *list)
 
 /* ------------------------------------------------------------ operations */
 
+/* Whether small work on s may run at once on the caller's thread, as
+ * enqueue would decide it in the usual case, and if so s is claimed
+ * (caller_run): nothing queued on any stream of the device (so no order
+ * to keep), and s idle.  give_back ends the claim. */
+static inline bool claim_now(cpu_stream *s, size_t n)
+{
+    int idle = ST_IDLE;
+    return s != NULL && n <= CPU__CALLER_RUN_MAX &&
+           atomic_load_explicit(&s->dev->pending, memory_order_acquire) == 0 &&
+           atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_CALLER, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+static inline void give_back(cpu_stream *s)
+{
+    atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
+}
+
 static infiniStatus_t copy(int dev, void *stream, void *dst, const void *src, size_t n)
 {
+    if (claim_now(stream, n)) {
+        memmove(dst, src, n);
+        give_back(stream);
+        return INFINI_STATUS_SUCCESS;
+    }
     cmd t = {.kind = CMD_COPY, .u.copy = {dst, src, n}};
     return submit(dev, stream, &t);
 }
 
 static infiniStatus_t fill(int dev, void *stream, void *dst, int value, size_t n)
 {
+    if (claim_now(stream, n)) {
+        memset(dst, value, n);
+        give_back(stream);
+        return INFINI_STATUS_SUCCESS;
+    }
     cmd t = {.kind = CMD_FILL, .u.fill = {dst, value, n}};
     return submit(dev, stream, &t);
 }
@@ -565,7 +665,9 @@ static infiniStatus_t wait_event(int dev, void *stream, cpu_event *e)
 
 static void stream_sync(cpu_stream *s)
 {
-    stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), false);
+    uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
+    if (atomic_load_explicit(&s->done, memory_order_acquire) < q)
+        stream_wait(s, q, false);
 }
 
 static bool stream_idle(cpu_stream *s)

@@ -381,3 +381,75 @@ int test_cpu_bad_workers_key(void)
     }
     return TEST_OK;
 }
+
+/* Two threads share one async stream: each fills a buffer with its own
+ * byte, small enough to run on the caller's thread when the stream is
+ * idle, and now and then queues a host function that checks the buffer
+ * holds one byte throughout.  A stream runs one piece of work at a time
+ * (docs/semantics.md, R1), so no fill may overlap another or a check: a
+ * caller running a fill on a stream that a worker or another caller is
+ * running would show as a torn buffer (and as a race under TSan). */
+enum { SERIAL_BYTES = 16 * 1024, SERIAL_ROUNDS = 20000 };
+
+typedef struct {
+    unsigned char *buf;
+    atomic_int torn, checks;
+} serial_state;
+
+static void serial_check(void *arg)
+{
+    serial_state *st = arg;
+    for (int i = 1; i < SERIAL_BYTES; i++)
+        if (st->buf[i] != st->buf[0]) {
+            atomic_fetch_add(&st->torn, 1);
+            break;
+        }
+    atomic_fetch_add(&st->checks, 1);
+}
+
+typedef struct {
+    serial_state *st;
+    infinirtStream_t s;
+    int value;
+    infiniStatus_t rc;
+} serial_thread;
+
+static void *serial_filler(void *arg)
+{
+    serial_thread *t = arg;
+    t->rc = infinirtSetDevice(INFINI_DEVICE_CPU, 0);
+    for (int i = 0; i < SERIAL_ROUNDS && t->rc == INFINI_STATUS_SUCCESS; i++) {
+        t->rc = infinirtMemsetAsync(t->st->buf, t->value, SERIAL_BYTES, t->s);
+        if (t->rc == INFINI_STATUS_SUCCESS && i % 8 == 0)
+            t->rc = infinirtLaunchHostFunc(t->s, serial_check, t->st);
+    }
+    return NULL;
+}
+
+int test_cpu_caller_runs_one_at_a_time(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    static serial_state st; /* static: host functions may outlive a failed test */
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtMalloc((void **)&st.buf, SERIAL_BYTES));
+    ASSERT_OK(infinirtMemset(st.buf, 0, SERIAL_BYTES));
+    serial_thread t[2] = {{&st, s, 0x11, INFINI_STATUS_SUCCESS}, {&st, s, 0x22, INFINI_STATUS_SUCCESS}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++)
+        ASSERT_EQ(pthread_create(&th[k], NULL, serial_filler, &t[k]), 0);
+    for (int k = 0; k < 2; k++)
+        ASSERT_EQ(pthread_join(th[k], NULL), 0);
+    ASSERT_OK(t[0].rc);
+    ASSERT_OK(t[1].rc);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    serial_check(&st);
+    ASSERT_EQ(atomic_load(&st.checks), 2 * ((SERIAL_ROUNDS + 7) / 8) + 1);
+    ASSERT_EQ(atomic_load(&st.torn), 0);
+    ASSERT(st.buf[0] == 0x11 || st.buf[0] == 0x22);
+    ASSERT_OK(infinirtFree(st.buf));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
