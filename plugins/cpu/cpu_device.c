@@ -32,6 +32,7 @@ void cpu__devices_init(int count)
         d->index = i;
         atomic_init(&d->used, 0);
         atomic_init(&d->default_stream, NULL);
+        atomic_init(&d->busy, NULL);
         pthread_mutex_init(&d->lock, NULL);
     }
     cpu__ndevices = count;

@@ -89,9 +89,17 @@ typedef struct cpu_parked {
 typedef struct {
     int index;
     atomic_size_t used;                   /* raw device bytes held */
-    pthread_mutex_t lock;                 /* streams list, default stream creation */
-    cpu_stream *streams;                  /* every stream of the device, default included */
     _Atomic(cpu_stream *) default_stream; /* async mode: created on first use */
+    /* Async mode: the streams that had work queued since the last walk of
+     * the list (each held by it), to find what a default-stream command
+     * or a drain waits for without looking at idle streams.  Pushed
+     * without a lock; `lock` lets one walk at a time take it, keep the
+     * streams with work and let the others go (cpu_queue.c, "the busy
+     * list").  Nothing else of a stream's life touches the device. */
+    _Atomic(cpu_stream *) busy;
+    pthread_mutex_t lock;
+    atomic_int listed;  /* streams on `busy` */
+    atomic_int walk_at; /* twice what the last walk kept: a push past it (and 64 more) walks */
     /* Async mode: commands queued on any stream of the device (rings, the
      * native path included) and not yet done.  Raised when a command is
      * queued, lowered (release) when it is done: 0 lets a synchronous copy
@@ -125,35 +133,38 @@ struct cpu_event {
     int device;
 };
 
-/* Async mode: one stream.  `pub` first, so the handle is the public view
- * (infinirt_cpu.h); the rest is the queue's (cpu_queue.c). */
+/* One stream.  `pub` first, so the handle is the public view
+ * (infinirt_cpu.h); the rest is the async queue's (cpu_queue.c), what a
+ * copy and a synchronize read first in one cache line. */
 struct cpu_stream {
     infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
     cpu_device *dev;
-    bool blocking; /* ordered with the default stream */
-    bool is_default;
-    /* The owner, each CMD_AFTER aimed at the stream, each host thread
-     * waiting on it and each event whose latest record is queued on it:
-     * the memory outlives stream_free while they last. */
-    atomic_int refs;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_done; /* a command completed while waiters > 0 */
-    int waiters;
-    struct cpu_cmd *ring; /* cap entries; count from `first` on (cpu_queue.c) */
-    uint32_t cap, first, count;
-    /* Commands queued / completed: written under mu, read without it. */
-    _Atomic uint64_t queued, done;
-    uint64_t after_default; /* blocking: the default stream's count we already wait for */
-    uint64_t covered;       /* blocking: our count the default stream already waits for */
     /* enum run_state of cpu_queue.c: changed under mu, except that a
      * caller running small work claims an IDLE stream (and gives it back)
      * with an atomic operation alone. */
     _Atomic int sched;
-    bool rewake;          /* woken while RUNNING, before it could park */
-    cpu_parked park;      /* on what the first command waits for */
-    cpu_parked *parked;   /* streams waiting for our count (mu) */
-    cpu_stream *run_next; /* on the pool's run queue (the pool's lock) */
-    cpu_stream *next;     /* in dev->streams (dev->lock) */
+    bool blocking; /* ordered with the default stream */
+    bool is_default;
+    /* Commands queued / completed: written under mu, read without it. */
+    _Atomic uint64_t queued, done;
+    /* The owner, each CMD_AFTER aimed at the stream, each host thread
+     * waiting on it, each event whose latest record is queued on it and
+     * the device's busy list: the memory outlives stream_free while they
+     * last. */
+    atomic_int refs;
+    atomic_bool on_busy;   /* on dev->busy */
+    cpu_stream *busy_next; /* ... its link (cpu_queue.c) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_done; /* a command completed while waiters > 0 */
+    int waiters;
+    struct cpu_cmd *ring; /* cap entries; count from `first` on */
+    uint32_t cap, first, count;
+    uint64_t after_default; /* blocking: the default stream's count we already wait for */
+    uint64_t covered;       /* blocking: our count the default stream already waits for */
+    bool rewake;            /* woken while RUNNING, before it could park */
+    cpu_parked park;        /* on what the first command waits for */
+    cpu_parked *parked;     /* streams waiting for our count (mu) */
+    cpu_stream *run_next;   /* on the pool's run queue (the pool's lock) */
 };
 
 extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
@@ -191,16 +202,70 @@ void cpu__call_host_fn(infinirtPluginHostFn fn, void *user);
 void cpu__pool_push(cpu_stream *s);
 /* OUT_OF_MEMORY when no worker thread exists and none can be started. */
 infiniStatus_t cpu__pool_ready(void);
-/* A worker enters / leaves a host function (it may block: the pool grows). */
-void cpu__pool_fn_enter(void);
-void cpu__pool_fn_leave(void);
 /* Stop the workers once the queued streams are drained. */
 void cpu__pool_shutdown(void);
-/* Run s (popped from the pool by a worker) until it is idle, parked, or
- * has had its turn (then it is queued again). */
-void cpu__stream_run(cpu_stream *s);
-/* The link queueing s on the pool. */
-cpu_stream **cpu__stream_run_next(cpu_stream *s);
+
+/* The async queue's parts (cpu_queue.c queues and waits, cpu_pool.c runs,
+ * cpu_busy.c finds the streams with work).  A stream's scheduling state
+ * (cpu_stream.sched; cpu_queue.c says how it moves): */
+enum { CPU__ST_IDLE, CPU__ST_CALLER, CPU__ST_QUEUED, CPU__ST_RUNNING, CPU__ST_PARKED };
+
+/* A command in a stream's ring.  CPU__CMD_ORDER is never in a ring: it
+ * asks enqueue for the blocking-stream order alone, for an action with no
+ * work of its own (a wait for a record that has already completed). */
+enum cpu_cmd_kind { CPU__CMD_COPY, CPU__CMD_FILL, CPU__CMD_HOST_FN, CPU__CMD_RECORD, CPU__CMD_AFTER, CPU__CMD_ORDER };
+typedef struct cpu_cmd {
+    enum cpu_cmd_kind kind;
+    union {
+        struct {
+            void *dst;
+            const void *src;
+            size_t n;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t n;
+        } fill;
+        struct {
+            infinirtPluginHostFn fn;
+            void *user;
+        } host;
+        struct {
+            cpu_event *e;
+            uint64_t gen;
+        } ev;
+        /* Wait until stream s has completed `count` commands: a
+         * blocking-stream order, or an event wait (the count s reaches
+         * with the record the wait was bound to). */
+        struct {
+            cpu_stream *s;
+            uint64_t count;
+        } after;
+    } u;
+} cpu_cmd;
+
+/* A stream to wait for, and the count it must reach (held). */
+typedef struct cpu_after {
+    struct cpu_after *next;
+    cpu_stream *s;
+    uint64_t count;
+} cpu_after;
+void cpu__afters_free(cpu_after *w, bool release); /* and put their streams, with `release` */
+
+/* The busy list (cpu_busy.c).  Work was just queued in s's ring (under
+ * s->mu): list s unless it is listed; true when the list should be walked
+ * (once s->mu is let go). */
+bool cpu__busy_note(cpu_stream *s);
+enum cpu__busy_set {
+    CPU__FOR_NONE,    /* only drop the idle streams from the list */
+    CPU__FOR_DEFAULT, /* blocking streams the default stream does not yet wait for */
+    CPU__FOR_SYNC,    /* a synchronous copy: blocking streams and the default one */
+    CPU__FOR_DEVICE,  /* a device synchronize: every stream */
+};
+/* Walk d's busy list: drop the idle streams; of the others, those in `set`
+ * into *out with the count to reach.  -1 out of memory (nothing in *out). */
+int cpu__busy_walk(cpu_device *d, enum cpu__busy_set set, cpu_after **out);
 
 /* Devices (cpu_device.c). */
 extern cpu_device cpu__devices[CPU__MAX_DEVICES];

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cpu_pool.c - the worker threads of async mode.
+ * cpu_pool.c - the worker threads of async mode, and how a worker runs a
+ * stream's ring: in order, parking the stream on what its first command
+ * waits for (an event's stream, the default stream) instead of holding
+ * the thread.
  *
  * A run queue of streams that have work, and up to `workers` threads
  * taking streams from it (started one by one, when work finds no idle
  * worker: creating a stream starts nothing).  A stream is on the queue at
- * most once and run by at most one worker at a time (cpu_queue.c keeps
- * its state), so its order holds.
+ * most once and run by at most one worker at a time (its state, `sched`,
+ * is described in cpu_queue.c), so its order holds.
  *
  * A worker with nothing to do spins for a short while before it sleeps, so
  * a caller that queues work right after the last command completed finds
@@ -18,13 +21,14 @@
  * pool starts another thread, up to `max_workers`.  Threads past `workers`
  * leave after a while with nothing to do.
  *
- * Template: CPU only (an extra of this backend).  A device with its own
- * queues needs no threads of its own.
+ * Template: CPU only (an extra of this backend, with cpu_queue.c and
+ * cpu_busy.c).  A device with its own queues needs no threads of its own.
  */
 #define _GNU_SOURCE
 #include "cpu_internal.h"
 
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 /* How long an idle worker spins before it sleeps, and how long a thread
@@ -112,9 +116,9 @@ static void maybe_grow(void)
 void cpu__pool_push(cpu_stream *s)
 {
     pthread_mutex_lock(&g_pool.mu);
-    *cpu__stream_run_next(s) = NULL;
+    s->run_next = NULL;
     if (g_pool.tail != NULL)
-        *cpu__stream_run_next(g_pool.tail) = s;
+        g_pool.tail->run_next = s;
     else
         g_pool.head = s;
     g_pool.tail = s;
@@ -139,7 +143,7 @@ infiniStatus_t cpu__pool_ready(void)
 /* The counter and the queue length are both sequentially consistent: a
  * push that saw this thread outside host functions (and so did not grow)
  * is seen here, and this thread grows the pool. */
-void cpu__pool_fn_enter(void)
+static void fn_enter(void)
 {
     int in = atomic_fetch_add(&g_pool.in_fn, 1) + 1;
     if (atomic_load(&g_pool.queued) > 0 && in >= atomic_load(&g_pool.threads)) {
@@ -149,9 +153,170 @@ void cpu__pool_fn_enter(void)
     }
 }
 
-void cpu__pool_fn_leave(void)
+static void fn_leave(void)
 {
     atomic_fetch_sub(&g_pool.in_fn, 1);
+}
+
+/* Commands a worker runs from one stream before it lets others have a turn
+ * (when others wait). */
+#define TURN 64
+
+/* --------------------------------------------------------------- parking */
+
+#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p)-offsetof(cpu_stream, park)))
+
+/* Take from *list, under the lock that guards it, the streams whose
+ * `until` is <= reached; wake them after unlocking. */
+static cpu_parked *parked_take(cpu_parked **list, uint64_t reached)
+{
+    cpu_parked *taken = NULL;
+    for (cpu_parked **pp = list; *pp != NULL;) {
+        cpu_parked *p = *pp;
+        if (p->until <= reached) {
+            *pp = p->next;
+            p->next = taken;
+            taken = p;
+        } else {
+            pp = &p->next;
+        }
+    }
+    return taken;
+}
+
+/* Queue a stream whose wait is over; one still RUNNING (it linked itself
+ * and has not parked yet) is told to look again. */
+static void parked_wake(cpu_parked *taken)
+{
+    while (taken != NULL) {
+        cpu_parked *next = taken->next;
+        cpu_stream *s = PARKED_STREAM(taken);
+        pthread_mutex_lock(&s->mu);
+        bool push = atomic_load_explicit(&s->sched, memory_order_relaxed) == CPU__ST_PARKED;
+        if (push)
+            atomic_store_explicit(&s->sched, CPU__ST_QUEUED, memory_order_relaxed);
+        else
+            s->rewake = true;
+        pthread_mutex_unlock(&s->mu);
+        if (push)
+            cpu__pool_push(s);
+        taken = next;
+    }
+}
+
+/* c heads s and waits: true when what it waits for is done; otherwise s is
+ * linked on it, to be woken.  Called without s->mu (the target's lock is
+ * taken instead, never both). */
+static bool wait_ready(cpu_stream *s, const cpu_cmd *c)
+{
+    cpu_stream *t = c->u.after.s;
+    uint64_t count = c->u.after.count;
+    if (atomic_load_explicit(&t->done, memory_order_acquire) >= count)
+        return true;
+    pthread_mutex_lock(&t->mu);
+    bool done = atomic_load_explicit(&t->done, memory_order_relaxed) >= count;
+    if (!done) {
+        s->park.until = count;
+        s->park.next = t->parked;
+        t->parked = &s->park;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return done;
+}
+
+/* ------------------------------------------------------ running a stream */
+
+static void run(const cpu_cmd *c)
+{
+    switch (c->kind) {
+    case CPU__CMD_COPY:
+        memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
+        break;
+    case CPU__CMD_FILL:
+        memset(c->u.fill.dst, c->u.fill.value, c->u.fill.n);
+        break;
+    case CPU__CMD_HOST_FN:
+        fn_enter();
+        cpu__call_host_fn(c->u.host.fn, c->u.host.user);
+        fn_leave();
+        break;
+    case CPU__CMD_RECORD:
+        cpu__event_complete(c->u.ev.e, c->u.ev.gen);
+        break;
+    case CPU__CMD_AFTER:
+        break; /* wait_ready said it is over */
+    case CPU__CMD_ORDER:
+        break; /* never queued */
+    }
+}
+
+/* What a completed command held. */
+static void finish(const cpu_cmd *c)
+{
+    if (c->kind == CPU__CMD_RECORD)
+        cpu__event_put(c->u.ev.e);
+    else if (c->kind == CPU__CMD_AFTER)
+        cpu__stream_put(c->u.after.s);
+}
+
+/* Run s (popped from the run queue) until it is idle, parked, or has had
+ * its turn (then it is queued again). */
+static void stream_run(cpu_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    atomic_store_explicit(&s->sched, CPU__ST_RUNNING, memory_order_relaxed);
+    for (int turn = 0;; turn++) {
+        if (s->count == 0) {
+            /* Release: a caller that claims the stream without the mutex
+             * sees every command's effects. */
+            atomic_store_explicit(&s->sched, CPU__ST_IDLE, memory_order_release);
+            if (s->waiters > 0)
+                pthread_cond_broadcast(&s->cv_done); /* stream_free waits for IDLE */
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        if (turn >= TURN) {
+            /* Others may be waiting for a worker: to the back of the queue. */
+            atomic_store_explicit(&s->sched, CPU__ST_QUEUED, memory_order_relaxed);
+            pthread_mutex_unlock(&s->mu);
+            cpu__pool_push(s);
+            return;
+        }
+        cpu_cmd c = s->ring[s->first];
+        pthread_mutex_unlock(&s->mu);
+        if (c.kind == CPU__CMD_AFTER && !wait_ready(s, &c)) {
+            pthread_mutex_lock(&s->mu);
+            if (s->rewake) { /* it ended while we were linking */
+                s->rewake = false;
+                turn--;
+                continue;
+            }
+            atomic_store_explicit(&s->sched, CPU__ST_PARKED, memory_order_relaxed);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        run(&c);
+        finish(&c);
+        pthread_mutex_lock(&s->mu);
+        /* Dequeued only after running, so `done` counts finished work. */
+        s->first = (s->first + 1) & (s->cap - 1);
+        s->count--;
+        uint64_t done = atomic_load_explicit(&s->done, memory_order_relaxed) + 1;
+        atomic_store_explicit(&s->done, done, memory_order_release);
+        /* Lowered after `done`: whoever reads 0 here sees every count
+         * reached, and the work's effects. */
+        atomic_fetch_sub_explicit(&s->dev->pending, 1, memory_order_release);
+        if (s->waiters > 0)
+            pthread_cond_broadcast(&s->cv_done);
+        if (s->parked != NULL) {
+            cpu_parked *wake = parked_take(&s->parked, done);
+            if (wake != NULL) {
+                pthread_mutex_unlock(&s->mu);
+                parked_wake(wake);
+                pthread_mutex_lock(&s->mu);
+            }
+        }
+    }
 }
 
 static void *worker(void *arg)
@@ -166,12 +331,12 @@ static void *worker(void *arg)
     for (;;) {
         cpu_stream *s = g_pool.head;
         if (s != NULL) {
-            g_pool.head = *cpu__stream_run_next(s);
+            g_pool.head = s->run_next;
             if (g_pool.head == NULL)
                 g_pool.tail = NULL;
             atomic_fetch_sub(&g_pool.queued, 1);
             pthread_mutex_unlock(&g_pool.mu);
-            cpu__stream_run(s);
+            stream_run(s);
             pthread_mutex_lock(&g_pool.mu);
             continue;
         }

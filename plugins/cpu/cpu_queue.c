@@ -2,11 +2,12 @@
 /*
  * cpu_queue.c - the async queue (streams = async; cpu__queue_async): the
  * ring of each stream, the order of blocking streams with the default one,
- * the worker side that runs a stream's commands (taken from the pool by
- * cpu_pool.c), the queue operations that queue work (copies, fills, host
- * functions, event records and waits: a wait is a CMD_AFTER on the stream
- * of the record it binds to) and those that wait for it (a stream, an
- * event, the drain of device_synchronize and of synchronous copies).
+ * the queue operations that queue work (copies, fills, host functions,
+ * event records and waits: a wait is a CPU__CMD_AFTER on the stream of the
+ * record it binds to) and those that wait for it (a stream, an event, the
+ * drain of device_synchronize and of synchronous copies), and the stream
+ * objects' part of it.  The workers that run the rings are cpu_pool.c's;
+ * the streams with work are found through cpu_busy.c's busy list.
  *
  * A stream's scheduling state (`sched`):
  *   IDLE    no command in the ring (IDLE implies an empty ring);
@@ -26,67 +27,23 @@
  * system call.  The worker sets IDLE in the same critical section that
  * counts the last command done, and touches the stream no more after it.
  *
- * Template: CPU only, with cpu_pool.c.  A device with its own queues needs
- * none of it: delete both, and init's choice of cpu__queue_async.
+ * Template: CPU only, with cpu_busy.c and cpu_pool.c.  A device with its
+ * own queues needs none of it: delete the three, and init's choice of
+ * cpu__queue_async.
  */
 #define _GNU_SOURCE
 #include "cpu_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* CMD_ORDER is never in a ring: it asks enqueue for the blocking-stream
- * order alone, for an action with no work of its own (a wait for a record
- * that has already completed). */
-enum cmd_kind { CMD_COPY, CMD_FILL, CMD_HOST_FN, CMD_RECORD, CMD_AFTER, CMD_ORDER };
-
-typedef struct cpu_cmd {
-    enum cmd_kind kind;
-    union {
-        struct {
-            void *dst;
-            const void *src;
-            size_t n;
-        } copy;
-        struct {
-            void *dst;
-            int value;
-            size_t n;
-        } fill;
-        struct {
-            infinirtPluginHostFn fn;
-            void *user;
-        } host;
-        struct {
-            cpu_event *e;
-            uint64_t gen;
-        } ev;
-        /* Wait until stream s has completed `count` commands: a
-         * blocking-stream order, or an event wait (the count s reaches
-         * with the record the wait was bound to). */
-        struct {
-            cpu_stream *s;
-            uint64_t count;
-        } after;
-    } u;
-} cmd;
-
-enum run_state { ST_IDLE, ST_CALLER, ST_QUEUED, ST_RUNNING, ST_PARKED };
-
 /* The ring's first size, allocated with the first command; it doubles when
  * full and never shrinks, so a stream in steady use allocates nothing. */
 #define RING_FIRST 16
-/* Commands a worker runs from one stream before it lets others have a turn
- * (when others wait). */
-#define TURN 64
 /* How long a host thread spins on a stream's count before it sleeps. */
 #define WAIT_SPIN_NS 20000
-
-cpu_stream **cpu__stream_run_next(cpu_stream *s)
-{
-    return &s->run_next;
-}
 
 /* ---------------------------------------------------------------- waiting */
 
@@ -117,229 +74,23 @@ static void stream_wait(cpu_stream *s, uint64_t count, bool idle)
     pthread_mutex_lock(&s->mu);
     s->waiters++;
     while (atomic_load_explicit(&s->done, memory_order_relaxed) < count ||
-           (idle && atomic_load_explicit(&s->sched, memory_order_relaxed) != ST_IDLE))
+           (idle && atomic_load_explicit(&s->sched, memory_order_relaxed) != CPU__ST_IDLE))
         pthread_cond_wait(&s->cv_done, &s->mu);
     s->waiters--;
     pthread_mutex_unlock(&s->mu);
 }
 
-/* --------------------------------------------------------------- parking */
-
-#define PARKED_STREAM(p) ((cpu_stream *)((char *)(p)-offsetof(cpu_stream, park)))
-
-/* Take from *list, under the lock that guards it, the streams whose
- * `until` is <= reached; wake them after unlocking. */
-static cpu_parked *parked_take(cpu_parked **list, uint64_t reached)
-{
-    cpu_parked *taken = NULL;
-    for (cpu_parked **pp = list; *pp != NULL;) {
-        cpu_parked *p = *pp;
-        if (p->until <= reached) {
-            *pp = p->next;
-            p->next = taken;
-            taken = p;
-        } else {
-            pp = &p->next;
-        }
-    }
-    return taken;
-}
-
-/* Queue a stream whose wait is over; one still RUNNING (it linked itself
- * and has not parked yet) is told to look again. */
-static void parked_wake(cpu_parked *taken)
-{
-    while (taken != NULL) {
-        cpu_parked *next = taken->next;
-        cpu_stream *s = PARKED_STREAM(taken);
-        pthread_mutex_lock(&s->mu);
-        bool push = atomic_load_explicit(&s->sched, memory_order_relaxed) == ST_PARKED;
-        if (push)
-            atomic_store_explicit(&s->sched, ST_QUEUED, memory_order_relaxed);
-        else
-            s->rewake = true;
-        pthread_mutex_unlock(&s->mu);
-        if (push)
-            cpu__pool_push(s);
-        taken = next;
-    }
-}
-
-/* c heads s and waits: true when what it waits for is done; otherwise s is
- * linked on it, to be woken.  Called without s->mu (the target's lock is
- * taken instead, never both). */
-static bool wait_ready(cpu_stream *s, const cmd *c)
-{
-    cpu_stream *t = c->u.after.s;
-    uint64_t count = c->u.after.count;
-    if (atomic_load_explicit(&t->done, memory_order_acquire) >= count)
-        return true;
-    pthread_mutex_lock(&t->mu);
-    bool done = atomic_load_explicit(&t->done, memory_order_relaxed) >= count;
-    if (!done) {
-        s->park.until = count;
-        s->park.next = t->parked;
-        t->parked = &s->park;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return done;
-}
-
-/* --------------------------------------------------------------- workers */
-
-static void run(const cmd *c)
-{
-    switch (c->kind) {
-    case CMD_COPY:
-        memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
-        break;
-    case CMD_FILL:
-        memset(c->u.fill.dst, c->u.fill.value, c->u.fill.n);
-        break;
-    case CMD_HOST_FN:
-        cpu__pool_fn_enter();
-        cpu__call_host_fn(c->u.host.fn, c->u.host.user);
-        cpu__pool_fn_leave();
-        break;
-    case CMD_RECORD:
-        cpu__event_complete(c->u.ev.e, c->u.ev.gen);
-        break;
-    case CMD_AFTER:
-        break; /* wait_ready said it is over */
-    case CMD_ORDER:
-        break; /* never queued */
-    }
-}
-
-/* What a completed command held. */
-static void finish(const cmd *c)
-{
-    if (c->kind == CMD_RECORD)
-        cpu__event_put(c->u.ev.e);
-    else if (c->kind == CMD_AFTER)
-        cpu__stream_put(c->u.after.s);
-}
-
-void cpu__stream_run(cpu_stream *s)
-{
-    pthread_mutex_lock(&s->mu);
-    atomic_store_explicit(&s->sched, ST_RUNNING, memory_order_relaxed);
-    for (int turn = 0;; turn++) {
-        if (s->count == 0) {
-            /* Release: a caller that claims the stream without the mutex
-             * sees every command's effects. */
-            atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
-            if (s->waiters > 0)
-                pthread_cond_broadcast(&s->cv_done); /* stream_free waits for IDLE */
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-        if (turn >= TURN) {
-            /* Others may be waiting for a worker: to the back of the queue. */
-            atomic_store_explicit(&s->sched, ST_QUEUED, memory_order_relaxed);
-            pthread_mutex_unlock(&s->mu);
-            cpu__pool_push(s);
-            return;
-        }
-        cmd c = s->ring[s->first];
-        pthread_mutex_unlock(&s->mu);
-        if (c.kind == CMD_AFTER && !wait_ready(s, &c)) {
-            pthread_mutex_lock(&s->mu);
-            if (s->rewake) { /* it ended while we were linking */
-                s->rewake = false;
-                turn--;
-                continue;
-            }
-            atomic_store_explicit(&s->sched, ST_PARKED, memory_order_relaxed);
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-        run(&c);
-        finish(&c);
-        pthread_mutex_lock(&s->mu);
-        /* Dequeued only after running, so `done` counts finished work. */
-        s->first = (s->first + 1) & (s->cap - 1);
-        s->count--;
-        uint64_t done = atomic_load_explicit(&s->done, memory_order_relaxed) + 1;
-        atomic_store_explicit(&s->done, done, memory_order_release);
-        /* Lowered after `done`: whoever reads 0 here sees every count
-         * reached, and the work's effects. */
-        atomic_fetch_sub_explicit(&s->dev->pending, 1, memory_order_release);
-        if (s->waiters > 0)
-            pthread_cond_broadcast(&s->cv_done);
-        if (s->parked != NULL) {
-            cpu_parked *wake = parked_take(&s->parked, done);
-            if (wake != NULL) {
-                pthread_mutex_unlock(&s->mu);
-                parked_wake(wake);
-                pthread_mutex_lock(&s->mu);
-            }
-        }
-    }
-}
-
-/* ------------------------------------------------------------- ordering */
-
-/* A stream to wait for, and the count it must reach. */
-typedef struct after {
-    struct after *next;
-    cpu_stream *s;
-    uint64_t count;
-} after;
-
-static void free_afters(after *w, bool release)
-{
-    while (w != NULL) {
-        after *next = w->next;
-        if (release)
-            cpu__stream_put(w->s);
-        free(w);
-        w = next;
-    }
-}
-
-enum pending_set {
-    FOR_DEFAULT, /* blocking streams the default stream does not yet wait for */
-    FOR_SYNC,    /* a synchronous copy: blocking streams and the default one */
-    FOR_DEVICE,  /* a device synchronize: every stream */
-};
+/* ------------------------------------------------------------- queueing */
 
 /* The streams of d in `set` that have work not yet completed, with the
- * count to reach (each holding its stream); -1 out of memory. */
-static int pending_streams(cpu_device *d, enum pending_set set, after **out)
+ * count to reach (each holding its stream); -1 out of memory.  Nothing
+ * queued on any stream of d (the usual case) takes no lock. */
+static int pending_streams(cpu_device *d, enum cpu__busy_set set, cpu_after **out)
 {
-    after *list = NULL;
     *out = NULL;
     if (atomic_load_explicit(&d->pending, memory_order_acquire) == 0)
-        return 0; /* nothing queued on any stream of d (the usual case): no lock */
-    pthread_mutex_lock(&d->lock);
-    for (cpu_stream *s = d->streams; s != NULL; s = s->next) {
-        bool member = set == FOR_DEVICE || s->blocking || (set == FOR_SYNC && s->is_default);
-        if (!member)
-            continue;
-        uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
-        if (atomic_load_explicit(&s->done, memory_order_acquire) >= q)
-            continue;
-        if (set == FOR_DEFAULT) {
-            pthread_mutex_lock(&s->mu);
-            bool covered = q <= s->covered;
-            pthread_mutex_unlock(&s->mu);
-            if (covered)
-                continue;
-        }
-        after *w = malloc(sizeof *w);
-        if (w == NULL) {
-            pthread_mutex_unlock(&d->lock);
-            free_afters(list, true);
-            return -1;
-        }
-        cpu__stream_hold(s);
-        *w = (after){list, s, q};
-        list = w;
-    }
-    pthread_mutex_unlock(&d->lock);
-    *out = list;
-    return 0;
+        return 0;
+    return cpu__busy_walk(d, set, out);
 }
 
 /* Under s->mu: room for `more` commands (the ring doubles when full). */
@@ -353,7 +104,7 @@ static bool ring_reserve(cpu_stream *s, uint32_t more)
             return false;
         cap *= 2;
     }
-    cmd *r = malloc((size_t)cap * sizeof *r);
+    cpu_cmd *r = malloc((size_t)cap * sizeof *r);
     if (r == NULL)
         return false;
     for (uint32_t i = 0; i < s->count; i++)
@@ -366,7 +117,7 @@ static bool ring_reserve(cpu_stream *s, uint32_t more)
 }
 
 /* Under s->mu, with room reserved. */
-static void ring_push(cpu_stream *s, const cmd *c)
+static void ring_push(cpu_stream *s, const cpu_cmd *c)
 {
     s->ring[(s->first + s->count) & (s->cap - 1)] = *c;
     s->count++;
@@ -378,54 +129,67 @@ static void ring_push(cpu_stream *s, const cmd *c)
 /* A copy or fill small enough to run on the caller's thread: handing it to
  * a worker would cost the caller more than the work (a wake-up, and a
  * handoff back at the synchronize). */
-static bool small_work(const cmd *t)
+static bool small_work(const cpu_cmd *t)
 {
-    return (t->kind == CMD_COPY && t->u.copy.n <= CPU__CALLER_RUN_MAX) ||
-           (t->kind == CMD_FILL && t->u.fill.n <= CPU__CALLER_RUN_MAX);
+    return (t->kind == CPU__CMD_COPY && t->u.copy.n <= CPU__CALLER_RUN_MAX) ||
+           (t->kind == CPU__CMD_FILL && t->u.fill.n <= CPU__CALLER_RUN_MAX);
+}
+
+/* Small work, on the caller's thread. */
+static void run_small(const cpu_cmd *t)
+{
+    if (t->kind == CPU__CMD_COPY)
+        memmove(t->u.copy.dst, t->u.copy.src, t->u.copy.n);
+    else
+        memset(t->u.fill.dst, t->u.fill.value, t->u.fill.n);
 }
 
 /* Run *t on the caller's thread if s is IDLE: claimed with one
  * compare-and-swap (acquire: after the effects of what ran before), given
  * back with a store (release: its effects before whatever runs next). */
-static bool caller_run(cpu_stream *s, const cmd *t)
+static bool caller_run(cpu_stream *s, const cpu_cmd *t)
 {
-    int idle = ST_IDLE;
-    if (!atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_CALLER, memory_order_acquire,
+    int idle = CPU__ST_IDLE;
+    if (!atomic_compare_exchange_strong_explicit(&s->sched, &idle, CPU__ST_CALLER, memory_order_acquire,
                                                  memory_order_relaxed))
         return false;
-    run(t);
-    atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
+    run_small(t);
+    atomic_store_explicit(&s->sched, CPU__ST_IDLE, memory_order_release);
     return true;
 }
 
 /* Under s->mu: the state once no caller runs work on s (one that does
- * ends within a copy of CPU__CALLER_RUN_MAX bytes). */
+ * ends within a copy of CPU__CALLER_RUN_MAX bytes, unless its thread lost
+ * its core: then the spin gives its own up now and then). */
 static int settled(cpu_stream *s)
 {
     int st;
-    while ((st = atomic_load_explicit(&s->sched, memory_order_acquire)) == ST_CALLER)
+    for (unsigned i = 1; (st = atomic_load_explicit(&s->sched, memory_order_acquire)) == CPU__ST_CALLER; i++) {
         CPU__RELAX();
+        if ((i & 1023) == 0)
+            sched_yield();
+    }
     return st;
 }
 
 /* Queue *t on s under s->mu, behind `waits` (the default stream's: each
  * blocking stream's work, held) and `one` (a blocking stream's: the default
  * stream's work). */
-static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, after one)
+static infiniStatus_t enqueue_locked(cpu_stream *s, const cpu_cmd *t, cpu_after *waits, cpu_after one)
 {
     pthread_mutex_lock(&s->mu);
     /* Decided under s->mu, in one section with appending *t, so a command
      * that skips the wait comes after the one that queued it. */
     bool need_one = one.s != NULL && one.count > s->after_default;
-    uint32_t n = (t->kind != CMD_ORDER ? 1 : 0) + (need_one ? 1 : 0);
-    for (after *w = waits; w != NULL; w = w->next)
+    uint32_t n = (t->kind != CPU__CMD_ORDER ? 1 : 0) + (need_one ? 1 : 0);
+    for (cpu_after *w = waits; w != NULL; w = w->next)
         n++;
-    if (n == 0) { /* CMD_ORDER, and the stream already waits for the default one's work */
+    if (n == 0) { /* CPU__CMD_ORDER, and the stream already waits for the default one's work */
         pthread_mutex_unlock(&s->mu);
         return INFINI_STATUS_SUCCESS;
     }
     int st = settled(s);
-    if (n == 1 && s->count == 0 && t->kind == CMD_RECORD) {
+    if (n == 1 && s->count == 0 && t->kind == CPU__CMD_RECORD) {
         /* Nothing pending (IDLE, or a worker between its last command and
          * IDLE): complete now, after s->mu is let go: completing may
          * queue streams parked on the event, and one stream lock is never
@@ -440,8 +204,8 @@ static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, 
          * (commands leave the ring only once finished).  A worker between
          * its last command and IDLE needs s->mu to go on, so the work runs
          * under it; an IDLE stream is claimed as caller_run does. */
-        if (st == ST_RUNNING) {
-            run(t);
+        if (st == CPU__ST_RUNNING) {
+            run_small(t);
             pthread_mutex_unlock(&s->mu);
             return INFINI_STATUS_SUCCESS;
         }
@@ -454,41 +218,42 @@ static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, 
      * could run would hang its synchronize. */
     if (cpu__pool_ready() != INFINI_STATUS_SUCCESS || !ring_reserve(s, n)) {
         pthread_mutex_unlock(&s->mu);
-        free_afters(waits, true);
+        cpu__afters_free(waits, true);
         return INFINI_STATUS_OUT_OF_MEMORY;
     }
     /* An idle stream is the pool's from here on, before anything is in its
      * ring: no caller may run small work on it any more. */
     bool push = false;
-    while (st == ST_IDLE) {
-        int idle = ST_IDLE;
-        push = atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_QUEUED, memory_order_acquire,
+    while (st == CPU__ST_IDLE) {
+        int idle = CPU__ST_IDLE;
+        push = atomic_compare_exchange_strong_explicit(&s->sched, &idle, CPU__ST_QUEUED, memory_order_acquire,
                                                        memory_order_relaxed);
-        st = push ? ST_QUEUED : settled(s);
+        st = push ? CPU__ST_QUEUED : settled(s);
     }
     if (need_one) {
         s->after_default = one.count;
         cpu__stream_hold(one.s);
-        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {one.s, one.count}});
+        ring_push(s, &(cpu_cmd){.kind = CPU__CMD_AFTER, .u.after = {one.s, one.count}});
     }
-    for (after *w = waits; w != NULL; w = w->next)
-        ring_push(s, &(cmd){.kind = CMD_AFTER, .u.after = {w->s, w->count}});
+    for (cpu_after *w = waits; w != NULL; w = w->next)
+        ring_push(s, &(cpu_cmd){.kind = CPU__CMD_AFTER, .u.after = {w->s, w->count}});
     /* What the queued command holds is taken last, when nothing can fail:
      * a record's generation is never left without a completion.  The
      * record is the event's latest from here on, at the count s reaches
      * once it has run: what a wait or a synchronize made from now on
      * waits for (and nothing can run it before s->mu is let go). */
-    if (t->kind != CMD_ORDER) {
-        cmd c = *t;
-        if (c.kind == CMD_RECORD) {
+    if (t->kind != CPU__CMD_ORDER) {
+        cpu_cmd c = *t;
+        if (c.kind == CPU__CMD_RECORD) {
             atomic_fetch_add(&c.u.ev.e->refs, 1);
             c.u.ev.gen = cpu__event_queued(c.u.ev.e, s, atomic_load_explicit(&s->queued, memory_order_relaxed) + 1);
         }
         ring_push(s, &c);
     }
+    bool walk_now = cpu__busy_note(s);
     /* Only now (the waits are queued, and cannot complete while we hold
      * s->mu) may other default-stream commands skip those streams. */
-    for (after *w = waits; w != NULL; w = w->next) {
+    for (cpu_after *w = waits; w != NULL; w = w->next) {
         pthread_mutex_lock(&w->s->mu);
         if (w->count > w->s->covered)
             w->s->covered = w->count;
@@ -497,7 +262,11 @@ static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, 
     pthread_mutex_unlock(&s->mu);
     if (push)
         cpu__pool_push(s);
-    free_afters(waits, false); /* their references went to the commands */
+    cpu__afters_free(waits, false); /* their references went to the commands */
+    if (walk_now) {
+        cpu_after *none;
+        cpu__busy_walk(s->dev, CPU__FOR_NONE, &none);
+    }
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -505,26 +274,26 @@ static infiniStatus_t enqueue_locked(cpu_stream *s, const cmd *t, after *waits, 
  * for.  With nothing queued on any stream of the device (`pending` 0)
  * there is no order to keep: a record completes here, and a small copy or
  * fill on an idle stream runs here, without s->mu (caller_run). */
-static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
+static infiniStatus_t enqueue(cpu_stream *s, const cpu_cmd *t)
 {
     cpu_device *d = s->dev;
-    after *waits = NULL;         /* the default stream's */
-    after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
+    cpu_after *waits = NULL;         /* the default stream's */
+    cpu_after one = {NULL, NULL, 0}; /* a blocking stream's wait for the default one */
     if (atomic_load_explicit(&d->pending, memory_order_acquire) != 0) {
         if (s->is_default) {
-            if (pending_streams(d, FOR_DEFAULT, &waits) != 0)
+            if (pending_streams(d, CPU__FOR_DEFAULT, &waits) != 0)
                 return INFINI_STATUS_OUT_OF_MEMORY;
         } else if (s->blocking) {
             cpu_stream *D = atomic_load_explicit(&d->default_stream, memory_order_acquire);
             if (D != NULL) {
                 uint64_t q = atomic_load_explicit(&D->queued, memory_order_acquire);
                 if (atomic_load_explicit(&D->done, memory_order_acquire) < q)
-                    one = (after){NULL, D, q};
+                    one = (cpu_after){NULL, D, q};
             }
         }
     }
     if (waits == NULL && one.s == NULL) {
-        if (t->kind == CMD_RECORD) {
+        if (t->kind == CPU__CMD_RECORD) {
             /* Nothing queued on s and nothing to wait for: the record is
              * complete now, without s->mu.  `done` is read before
              * `queued` and never passes it, so equal values mean the
@@ -536,7 +305,7 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
                 cpu__event_record_now(t->u.ev.e);
                 return INFINI_STATUS_SUCCESS;
             }
-        } else if (t->kind == CMD_ORDER) {
+        } else if (t->kind == CPU__CMD_ORDER) {
             return INFINI_STATUS_SUCCESS; /* nothing pending to order against */
         } else if (small_work(t) && caller_run(s, t)) {
             return INFINI_STATUS_SUCCESS;
@@ -545,7 +314,7 @@ static infiniStatus_t enqueue(cpu_stream *s, const cmd *t)
     return enqueue_locked(s, t, waits, one);
 }
 
-static infiniStatus_t submit(int dev, void *stream, const cmd *t)
+static infiniStatus_t submit(int dev, void *stream, const cpu_cmd *t)
 {
     if (stream == NULL && cpu__device(dev) == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
@@ -556,11 +325,11 @@ static infiniStatus_t submit(int dev, void *stream, const cmd *t)
 }
 
 /* Wait on the host for the streams of a pending_streams list. */
-static void wait_afters(after *list)
+static void wait_afters(cpu_after *list)
 {
-    for (after *w = list; w != NULL; w = w->next)
+    for (cpu_after *w = list; w != NULL; w = w->next)
         stream_wait(w->s, w->count, false);
-    free_afters(list, true);
+    cpu__afters_free(list, true);
 }
 
 /* ------------------------------------------------------------ operations */
@@ -571,16 +340,16 @@ static void wait_afters(after *list)
  * to keep), and s idle.  give_back ends the claim. */
 static inline bool claim_now(cpu_stream *s, size_t n)
 {
-    int idle = ST_IDLE;
+    int idle = CPU__ST_IDLE;
     return s != NULL && n <= CPU__CALLER_RUN_MAX &&
            atomic_load_explicit(&s->dev->pending, memory_order_acquire) == 0 &&
-           atomic_compare_exchange_strong_explicit(&s->sched, &idle, ST_CALLER, memory_order_acquire,
+           atomic_compare_exchange_strong_explicit(&s->sched, &idle, CPU__ST_CALLER, memory_order_acquire,
                                                    memory_order_relaxed);
 }
 
 static inline void give_back(cpu_stream *s)
 {
-    atomic_store_explicit(&s->sched, ST_IDLE, memory_order_release);
+    atomic_store_explicit(&s->sched, CPU__ST_IDLE, memory_order_release);
 }
 
 static infiniStatus_t copy(int dev, void *stream, void *dst, const void *src, size_t n)
@@ -590,7 +359,7 @@ static infiniStatus_t copy(int dev, void *stream, void *dst, const void *src, si
         give_back(stream);
         return INFINI_STATUS_SUCCESS;
     }
-    cmd t = {.kind = CMD_COPY, .u.copy = {dst, src, n}};
+    cpu_cmd t = {.kind = CPU__CMD_COPY, .u.copy = {dst, src, n}};
     return submit(dev, stream, &t);
 }
 
@@ -601,19 +370,19 @@ static infiniStatus_t fill(int dev, void *stream, void *dst, int value, size_t n
         give_back(stream);
         return INFINI_STATUS_SUCCESS;
     }
-    cmd t = {.kind = CMD_FILL, .u.fill = {dst, value, n}};
+    cpu_cmd t = {.kind = CPU__CMD_FILL, .u.fill = {dst, value, n}};
     return submit(dev, stream, &t);
 }
 
 static infiniStatus_t host_fn(int dev, void *stream, infinirtPluginHostFn fn, void *user)
 {
-    cmd t = {.kind = CMD_HOST_FN, .u.host = {fn, user}};
+    cpu_cmd t = {.kind = CPU__CMD_HOST_FN, .u.host = {fn, user}};
     return submit(dev, stream, &t);
 }
 
 static infiniStatus_t record(int dev, void *stream, cpu_event *e)
 {
-    cmd t = {.kind = CMD_RECORD, .u.ev = {e, 0}};
+    cpu_cmd t = {.kind = CPU__CMD_RECORD, .u.ev = {e, 0}};
     return submit(dev, stream, &t);
 }
 
@@ -635,7 +404,7 @@ static infiniStatus_t wait_event(int dev, void *stream, cpu_event *e)
          * wait for an event never recorded queues nothing. */
         if (atomic_load_explicit(&e->recorded, memory_order_acquire) == 0)
             return INFINI_STATUS_SUCCESS;
-        cmd t = {.kind = CMD_ORDER};
+        cpu_cmd t = {.kind = CPU__CMD_ORDER};
         return submit(dev, stream, &t);
     }
     if (stream == NULL && cpu__device(dev) == NULL) {
@@ -651,10 +420,10 @@ static infiniStatus_t wait_event(int dev, void *stream, cpu_event *e)
         /* Queued on this very stream (its order waits), or run since: the
          * wait is still an action of s (R2, as above). */
         cpu__stream_put(on);
-        cmd t = {.kind = CMD_ORDER};
+        cpu_cmd t = {.kind = CPU__CMD_ORDER};
         return enqueue(s, &t);
     }
-    cmd t = {.kind = CMD_AFTER, .u.after = {on, at}}; /* the command takes our reference */
+    cpu_cmd t = {.kind = CPU__CMD_AFTER, .u.after = {on, at}}; /* the command takes our reference */
     infiniStatus_t st = enqueue(s, &t);
     if (st != INFINI_STATUS_SUCCESS)
         cpu__stream_put(on);
@@ -693,8 +462,8 @@ static void event_wait(cpu_event *e)
  * on one of them may itself queue work (which takes d->lock). */
 static infiniStatus_t drain(cpu_device *d, enum cpu__drain what)
 {
-    after *list;
-    if (pending_streams(d, what == CPU__DRAIN_DEVICE ? FOR_DEVICE : FOR_SYNC, &list) != 0)
+    cpu_after *list;
+    if (pending_streams(d, what == CPU__DRAIN_DEVICE ? CPU__FOR_DEVICE : CPU__FOR_SYNC, &list) != 0)
         return INFINI_STATUS_OUT_OF_MEMORY;
     wait_afters(list);
     return INFINI_STATUS_SUCCESS;
@@ -702,7 +471,8 @@ static infiniStatus_t drain(cpu_device *d, enum cpu__drain what)
 
 /* ---------------------------------------------------------- stream objects */
 
-/* Listed on its device, for the default stream's order and the drains. */
+/* Nothing of the device is touched: a stream is listed only once work is
+ * queued in its ring (cpu__busy_note). */
 static infiniStatus_t stream_open(cpu_stream *s)
 {
     /* Adaptive: a caller queueing while the worker takes a command
@@ -715,26 +485,14 @@ static infiniStatus_t stream_open(cpu_stream *s)
     pthread_mutex_init(&s->mu, &ma);
     pthread_mutexattr_destroy(&ma);
     pthread_cond_init(&s->cv_done, NULL);
-    cpu_device *d = s->dev;
-    pthread_mutex_lock(&d->lock);
-    s->next = d->streams;
-    d->streams = s;
-    pthread_mutex_unlock(&d->lock);
     return INFINI_STATUS_SUCCESS;
 }
 
+/* Its work first, and until no worker holds it; a busy list holding it
+ * lets it go at its next walk.  No device lock, whatever the number of
+ * streams. */
 static void stream_close(cpu_stream *s)
 {
-    cpu_device *d = s->dev;
-    pthread_mutex_lock(&d->lock);
-    for (cpu_stream **pp = &d->streams; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    /* Its work first, and until no worker holds it. */
     stream_wait(s, atomic_load_explicit(&s->queued, memory_order_acquire), true);
 }
 
@@ -745,18 +503,25 @@ static void stream_free(cpu_stream *s)
     free(s->ring);
 }
 
+/* Each device's default stream and busy list, once their work is done;
+ * then the workers.  Streams never destroyed stay the caller's. */
 static void queue_shutdown(void)
 {
     for (int i = 0; i < cpu__device_count(); i++) {
         cpu_device *d = cpu__device(i);
+        cpu_stream *s = atomic_exchange(&d->default_stream, NULL);
+        if (s != NULL) {
+            stream_wait(s, atomic_load(&s->queued), true);
+            cpu__stream_put(s);
+        }
         pthread_mutex_lock(&d->lock);
-        cpu_stream *s = d->streams;
-        d->streams = NULL;
-        atomic_store(&d->default_stream, NULL);
+        s = atomic_exchange(&d->busy, NULL);
+        atomic_store(&d->listed, 0);
         pthread_mutex_unlock(&d->lock);
         while (s != NULL) {
-            cpu_stream *next = s->next;
+            cpu_stream *next = s->busy_next;
             stream_wait(s, atomic_load(&s->queued), true);
+            atomic_store(&s->on_busy, false);
             cpu__stream_put(s);
             s = next;
         }

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -451,5 +452,54 @@ int test_cpu_caller_runs_one_at_a_time(void)
     ASSERT(st.buf[0] == 0x11 || st.buf[0] == 0x22);
     ASSERT_OK(infinirtFree(st.buf));
     ASSERT_OK(infinirtStreamDestroy(s));
+    return TEST_OK;
+}
+
+/* Heap bytes in use (glibc's count), or 0 where there is none to read. */
+static size_t heap_in_use(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    return mallinfo2().uordblks;
+#else
+    return 0;
+#endif
+}
+
+static void nothing_fn(void *arg)
+{
+    (void)arg;
+}
+
+/* n streams made, given work in their ring (a host function), waited for
+ * and destroyed, one after the other. */
+static int churn_streams(int n)
+{
+    for (int i = 0; i < n; i++) {
+        infinirtStream_t s;
+        ASSERT_OK(infinirtStreamCreate(&s));
+        ASSERT_OK(infinirtLaunchHostFunc(s, nothing_fn, NULL));
+        ASSERT_OK(infinirtStreamSynchronize(s));
+        ASSERT_OK(infinirtStreamDestroy(s));
+    }
+    return TEST_OK;
+}
+
+/* A stream that had work in its ring sits on its device's busy list, which
+ * holds it past its destroy until the list is next walked (cpu_busy.c).
+ * A program that never waits on the device (no device synchronize, no
+ * synchronous copy while work is pending, no NULL-stream work) must still
+ * have its destroyed streams let go of: 20000 of them may not keep their
+ * memory (about 15 MB if nothing let them go). */
+int test_cpu_destroyed_streams_let_go(void)
+{
+    cpu_config("async");
+    CHECK(tc_use_device(0));
+    ASSERT_OK(infinirtInit());
+    CHECK(churn_streams(500)); /* the loader's and the pool's first allocations */
+    size_t before = heap_in_use();
+    CHECK(churn_streams(20000));
+    size_t after = heap_in_use();
+    if (after > before && after - before > (4u << 20))
+        TEST_FAILED_("20000 destroyed streams still hold %zu bytes", after - before);
     return TEST_OK;
 }
