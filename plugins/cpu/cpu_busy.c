@@ -140,4 +140,3 @@ int cpu__busy_walk(cpu_device *d, enum cpu__busy_set set, cpu_after **out)
     *out = list;
     return rc;
 }
-

@@ -8,9 +8,9 @@
  * only its public table (infinirt_cpu.h).
  *
  * Template: the queue of a backend whose work is done when the call
- * returns.  With cpu_queue.c and cpu_pool.c deleted it is the only one
- * (plugins/README.md); a backend with its own queues replaces the calls
- * through cpu__queue in the entries with its driver's.
+ * returns.  With cpu_queue.c, cpu_busy.c and cpu_pool.c deleted it is the
+ * only one (plugins/README.md); a backend with its own queues replaces the
+ * calls through cpu__queue in the entries with its driver's.
  */
 #include "cpu_internal.h"
 

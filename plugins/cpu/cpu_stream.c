@@ -4,7 +4,7 @@
  * functions, and the stream entries (create, destroy, synchronize, query,
  * wait for an event, launch a host function).  How a stream's work is done
  * is the queue's (cpu__queue, chosen by init): inline (cpu_inline.c) or on
- * worker threads (cpu_queue.c, cpu_pool.c; the scheme is in
+ * worker threads (cpu_queue.c, cpu_busy.c, cpu_pool.c; the scheme is in
  * cpu_internal.h).
  *
  * Template: a vendor's <p>_stream.c holds the same entries over the
