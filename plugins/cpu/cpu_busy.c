@@ -91,7 +91,7 @@ int cpu__busy_walk(cpu_device *d, enum cpu__busy_set set, cpu_after **out)
         cpu_stream *next = s->busy_next; /* before on_busy goes: a push may relink s */
         uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
         if (atomic_load_explicit(&s->done, memory_order_acquire) >= q) {
-            atomic_store_explicit(&s->on_busy, false, memory_order_relaxed);
+            atomic_store_explicit(&s->on_busy, false, memory_order_release); /* after reading busy_next */
             atomic_thread_fence(memory_order_seq_cst); /* see cpu__busy_note */
             q = atomic_load_explicit(&s->queued, memory_order_acquire);
             bool off = false;
