@@ -218,12 +218,58 @@ static void resolve_path(const reader *r, const char *value, char *out, size_t o
         snprintf(out, outsz, "%s/%s", r->dir, value);
 }
 
+/* The plugins by name: a hash table of indices into cfg->plugins (which
+ * moves as it grows), so that each [plugin.NAME] section, plugin file and
+ * listed name is found in constant time and a config of many sections is
+ * read in linear time. */
+struct infinirt__plugin_names {
+    size_t *slots;    /* index + 1; 0 = empty */
+    size_t cap, used; /* cap: a power of two */
+};
+
+/* The slot of name: its entry, or the empty one where it would go. */
+static size_t *names_find(const infinirt__config *cfg, const struct infinirt__plugin_names *t, const char *name)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = (size_t)hash_text(name) & mask;; i = (i + 1) & mask)
+        if (t->slots[i] == 0 || strcmp(cfg->plugins[t->slots[i] - 1].name, name) == 0)
+            return &t->slots[i];
+}
+
 infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const char *name)
 {
-    for (size_t i = 0; i < cfg->nplugins; i++)
-        if (strcmp(cfg->plugins[i].name, name) == 0)
-            return &cfg->plugins[i];
-    return NULL;
+    const struct infinirt__plugin_names *t = cfg->plugin_names;
+    if (t == NULL)
+        return NULL;
+    size_t *s = names_find(cfg, t, name);
+    return *s != 0 ? &cfg->plugins[*s - 1] : NULL;
+}
+
+/* Record that cfg->plugins[index] is named name (not there yet). */
+static void names_add(infinirt__config *cfg, const char *name, size_t index)
+{
+    struct infinirt__plugin_names *t = cfg->plugin_names;
+    if (t == NULL)
+        t = cfg->plugin_names = calloc(1, sizeof *t);
+    if (t != NULL && 2 * (t->used + 1) > t->cap) { /* keep it at most half full */
+        struct infinirt__plugin_names grown = {calloc(t->cap ? 2 * t->cap : 64, sizeof(size_t)),
+                                               t->cap ? 2 * t->cap : 64, t->used};
+        if (grown.slots == NULL) {
+            t = NULL;
+        } else {
+            for (size_t i = 0; i < t->cap; i++)
+                if (t->slots[i] != 0)
+                    *names_find(cfg, &grown, cfg->plugins[t->slots[i] - 1].name) = t->slots[i];
+            free(t->slots);
+            *t = grown;
+        }
+    }
+    if (t == NULL) {
+        INFINIRT__ERROR("out of memory reading the config");
+        abort();
+    }
+    *names_find(cfg, t, name) = index + 1;
+    t->used++;
 }
 
 infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name)
@@ -232,10 +278,11 @@ infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const 
     if (pc != NULL)
         return pc;
     cfg->plugins = infinirt__config_grow(cfg->plugins, &cfg->capplugins, cfg->nplugins, sizeof *cfg->plugins);
-    pc = &cfg->plugins[cfg->nplugins++];
+    pc = &cfg->plugins[cfg->nplugins];
     memset(pc, 0, sizeof *pc);
     snprintf(pc->name, sizeof pc->name, "%s", name);
     pc->enabled = true;
+    names_add(cfg, pc->name, cfg->nplugins++);
     return pc;
 }
 
@@ -460,29 +507,11 @@ void infinirt__config_warn_key(const infinirt__config *cfg, const infinirt__plug
                    kv->value, what);
 }
 
-/* Whether name is in the comma list. */
-static bool in_list(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; *p != '\0';) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e != '\0' && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
-        if ((size_t)(t - p) == n && strncmp(p, name, n) == 0)
-            return true;
-        p = e;
-    }
-    return false;
-}
-
 /* [loader] plugins = LIST: only these load; every other plugin found is
  * reported as not loaded, with the reason.  A listed name that is nowhere
- * is added, so the report says its file was not found. */
+ * is added, so the report says its file was not found.  One pass over the
+ * list, each name looked up by hash, then one over the plugins: linear in
+ * both, however long either is. */
 void infinirt__config_apply_only(infinirt__config *cfg)
 {
     if (cfg->only == NULL)
@@ -492,12 +521,11 @@ void infinirt__config_apply_only(infinirt__config *cfg)
         snprintf(where, sizeof where, "[loader] plugins = %.120s (%s:%d)", cfg->only, cfg->only_file, cfg->only_line);
     else
         snprintf(where, sizeof where, "INFINIRT_PLUGINS=%.120s", cfg->only);
-    for (size_t i = 0; i < cfg->nplugins; i++) {
-        infinirt__plugin_conf *pc = &cfg->plugins[i];
-        if (pc->enabled && !in_list(cfg->only, pc->name)) {
-            pc->enabled = false;
-            snprintf(pc->why_off, sizeof pc->why_off, "not in %s", where);
-        }
+    size_t found = cfg->nplugins; /* the plugins found before the list is applied */
+    bool *listed = calloc(found ? found : 1, sizeof *listed);
+    if (listed == NULL) {
+        INFINIRT__ERROR("out of memory reading the config");
+        abort();
     }
     char *list = infinirt__config_strdup(cfg->only), *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -508,15 +536,26 @@ void infinirt__config_apply_only(infinirt__config *cfg)
             tok[--n] = '\0';
         if (n == 0)
             continue;
+        infinirt__plugin_conf *pc = NULL;
         if (!infinirt__config_plugin_name_ok(tok) && cfg->only_file != NULL)
             INFINIRT__CONFIG_WARN(cfg, "%s:%d: [loader] plugins: '%.80s' is not a plugin name; ignored",
                                   cfg->only_file, cfg->only_line, tok);
         else if (!infinirt__config_plugin_name_ok(tok))
             INFINIRT__CONFIG_WARN(cfg, "INFINIRT_PLUGINS: '%.80s' is not a plugin name; ignored", tok);
-        else if (infinirt__config_find_plugin(cfg, tok) == NULL)
-            infinirt__config_add_plugin(cfg, tok);
+        else if ((pc = infinirt__config_find_plugin(cfg, tok)) == NULL)
+            infinirt__config_add_plugin(cfg, tok); /* listed: enabled */
+        else if ((size_t)(pc - cfg->plugins) < found)
+            listed[pc - cfg->plugins] = true;
     }
     free(list);
+    for (size_t i = 0; i < found; i++) {
+        infinirt__plugin_conf *pc = &cfg->plugins[i];
+        if (pc->enabled && !listed[i]) {
+            pc->enabled = false;
+            snprintf(pc->why_off, sizeof pc->why_off, "not in %s", where);
+        }
+    }
+    free(listed);
 }
 
 size_t infinirt__config_parse(infinirt__config *cfg, const char *file, const char *dir, const char *text, size_t len,

@@ -75,6 +75,9 @@ typedef struct {
     infinirt__alloc_config alloc;
     infinirt__plugin_conf *plugins;
     size_t nplugins, capplugins;
+    /* plugins by name (config_keys.c): a config of many [plugin.NAME]
+     * sections is read in linear time. */
+    struct infinirt__plugin_names *plugin_names;
     char *only;            /* [loader] plugins = LIST or INFINIRT_PLUGINS (comma list), NULL = every plugin found */
     const char *only_file; /* where it was set: a file (with only_line), or NULL for INFINIRT_PLUGINS */
     int only_line;
