@@ -281,7 +281,7 @@ static void scan_plugins(infinirt__config *cfg, const char *dir, const char *nam
     }
     int used = 0;
     for (long i = 0; i < n; i++) {
-        char name[256], path[sizeof cfg->plugins->library];
+        char name[256], path[PATH_MAX + 256];
         size_t len = strlen(names[i]) - 12 - 3;
         snprintf(name, sizeof name, "%.*s", (int)len, names[i] + 12);
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -292,18 +292,18 @@ static void scan_plugins(infinirt__config *cfg, const char *dir, const char *nam
         } else if (pc == NULL) {
             /* Found and not named in a file: loaded with its defaults. */
             pc = infinirt__config_add_plugin(cfg, name);
-            snprintf(pc->library, sizeof pc->library, "%s", path);
+            infinirt__config_set_library(pc, path);
             used++;
-        } else if (pc->library[0] == '\0') {
+        } else if (pc->library == NULL) {
             /* Named in a file without `library`: this is its file. */
-            snprintf(pc->library, sizeof pc->library, "%s", path);
+            infinirt__config_set_library(pc, path);
             used++;
         } else if (from_env && pc->library_file != NULL) {
             INFINIRT__CONFIG_WARN(cfg,
                                   "INFINIRT_PLUGIN_PATH: plugin %s is loaded from %s, not from the file "
                                   "%s:%d's [plugin.%s] library = %s (the environment wins)",
                                   name, path, pc->library_file, pc->library_line, name, pc->library);
-            snprintf(pc->library, sizeof pc->library, "%s", path);
+            infinirt__config_set_library(pc, path);
             pc->library_file = NULL;
             pc->library_line = 0;
             used++;
@@ -494,8 +494,11 @@ int infinirt__config_load(infinirt__config *cfg)
      * says its file in plugin_dir was not found. */
     for (size_t i = 0; i < cfg->nplugins; i++) {
         infinirt__plugin_conf *pc = &cfg->plugins[i];
-        if (pc->library[0] == '\0')
-            snprintf(pc->library, sizeof pc->library, "%s/libinfinirt_%s.so", cfg->plugin_dir, pc->name);
+        if (pc->library == NULL) {
+            char lib[sizeof cfg->plugin_dir + 96];
+            snprintf(lib, sizeof lib, "%s/libinfinirt_%s.so", cfg->plugin_dir, pc->name);
+            infinirt__config_set_library(pc, lib);
+        }
     }
     infinirt__config_env_visible(cfg);
     infinirt__config_env_rest(cfg);

@@ -15,6 +15,7 @@
 #include "config_int.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -286,6 +287,24 @@ infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const 
     return pc;
 }
 
+void infinirt__config_set_library(infinirt__plugin_conf *pc, const char *path)
+{
+    char *copy = infinirt__config_strdup(path);
+    free(pc->library);
+    pc->library = copy;
+}
+
+void infinirt__config_set_why_off(infinirt__plugin_conf *pc, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(pc->why_off);
+    pc->why_off = infinirt__config_strdup(buf);
+}
+
 /* A plugin name becomes part of a file name (libinfinirt_NAME.so). */
 bool infinirt__config_plugin_name_ok(const char *name)
 {
@@ -444,7 +463,9 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
         if (value[0] == '\0')
             bad_value(r, line, section, name, value, "empty", "<plugin_dir>/libinfinirt_NAME.so");
         else {
-            resolve_path(r, value, pc->library, sizeof pc->library);
+            char path[PATH_MAX];
+            resolve_path(r, value, path, sizeof path);
+            infinirt__config_set_library(pc, path);
             pc->library_file = r->path;
             pc->library_line = line;
         }
@@ -454,7 +475,7 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
             bad_value(r, line, section, name, value, "not true or false", pc->enabled ? "true" : "false");
         } else {
             pc->enabled = b;
-            snprintf(pc->why_off, sizeof pc->why_off, "enabled = %s (%s:%d)", value, r->path, line);
+            infinirt__config_set_why_off(pc, "enabled = %s (%s:%d)", value, r->path, line);
         }
     } else {
         /* The plugin's own key: the plugin checks it, and reports problems
@@ -552,7 +573,7 @@ void infinirt__config_apply_only(infinirt__config *cfg)
         infinirt__plugin_conf *pc = &cfg->plugins[i];
         if (pc->enabled && !listed[i]) {
             pc->enabled = false;
-            snprintf(pc->why_off, sizeof pc->why_off, "not in %s", where);
+            infinirt__config_set_why_off(pc, "not in %s", where);
         }
     }
     free(listed);

@@ -40,15 +40,19 @@ typedef struct {
 } infinirt__kv;
 
 typedef struct {
-    char name[64];      /* NAME of [plugin.NAME] */
-    char library[1024]; /* resolved path; "" = default <plugin_dir>/libinfinirt_NAME.so */
+    char name[64]; /* NAME of [plugin.NAME] */
+    /* The resolved path (owned); NULL while no key or folder set it, then
+     * the default <plugin_dir>/libinfinirt_NAME.so once the config is read.
+     * Held by pointer, as why_off: a config of many sections costs a few
+     * bytes for each, not kilobytes. */
+    char *library;
     /* Where library was set: the key's file and line (NULL, 0 when no key
      * set it: found in a plugin folder, or the default), so a file that
      * cannot be loaded is reported with the line that named it. */
     const char *library_file;
     int library_line;
     bool enabled;
-    char why_off[256];  /* why it is not loaded when !enabled (the report's message) */
+    char *why_off;      /* why it is not loaded when !enabled (the report's message; owned), or NULL */
     infinirt__kv *keys; /* keys other than library/enabled, passed to the plugin */
     size_t nkeys, capkeys;
 } infinirt__plugin_conf;
@@ -148,10 +152,10 @@ typedef enum {
 
 struct infinirt__plugin {
     char name[64];
-    char path[1024];
+    const char *path; /* its conf's library */
     infinirtPluginStatus_t status;
     char message[512];
-    char warning[512]; /* an unsafe file or folder: shown with the report's message */
+    char *warning; /* an unsafe file or folder (owned; NULL: none): shown with the report's message */
     void *dl;
     /* &table once the handshake passed: the loader's own complete copy of
      * the plugin's entries, NULL ones replaced by NOT_IMPLEMENTED stubs, so

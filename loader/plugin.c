@@ -149,8 +149,11 @@ static int check_ownership(infinirt__plugin *p, const struct stat *file)
         set_status(p, INFINIRT_PLUGIN_DLOPEN_ERROR, "%s: refused in a setuid/setgid process", what);
         return -1;
     }
-    snprintf(p->warning, sizeof p->warning, "warning: %s; anyone who can change it controls this process", what);
-    INFINIRT__WARN("plugin %s (%s): %s", p->name, p->path, p->warning);
+    char warning[sizeof what + 96];
+    snprintf(warning, sizeof warning, "warning: %s; anyone who can change it controls this process", what);
+    free(p->warning);
+    p->warning = strdup(warning); /* NULL without memory: the log line below still says it */
+    INFINIRT__WARN("plugin %s (%s): %s", p->name, p->path, warning);
     return 0;
 }
 
@@ -310,7 +313,7 @@ infinirt__pool *infinirt__device_pool_slow(infinirt__device *d)
 static void claim_one(infinirt__plugin *p, const infinirt__plugin_conf *pc)
 {
     if (!pc->enabled) {
-        set_status(p, INFINIRT_PLUGIN_DISABLED, "%s", pc->why_off[0] ? pc->why_off : "enabled = false");
+        set_status(p, INFINIRT_PLUGIN_DISABLED, "%s", pc->why_off ? pc->why_off : "enabled = false");
         return;
     }
     if (open_and_handshake(p) != 0)
@@ -354,7 +357,7 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
     }
     if (count <= 0) {
         set_status(p, INFINIRT_PLUGIN_NO_DEVICES, "%s%s%s", msg[0] ? msg : "the plugin found no device",
-                   p->warning[0] ? "; " : "", p->warning);
+                   p->warning ? "; " : "", p->warning ? p->warning : "");
         return;
     }
     if (count > INFINIRT__MAX_PLUGIN_DEVICES) {
@@ -403,8 +406,9 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         return;
     }
     p->device_count = shown;
-    snprintf(p->message, sizeof p->message, "%s%s%s%s%s", msg, msg[0] && p->warning[0] ? "; " : "", p->warning,
-             (msg[0] || p->warning[0]) && visible[0] ? "; " : "", visible);
+    const char *warning = p->warning ? p->warning : "";
+    snprintf(p->message, sizeof p->message, "%s%s%s%s%s", msg, msg[0] && warning[0] ? "; " : "", warning,
+             (msg[0] || warning[0]) && visible[0] ? "; " : "", visible);
     p->status = INFINIRT_PLUGIN_LOADED;
     INFINIRT__INFO("plugin %s (%s): loaded, %d %s device(s)%s%s", p->name, p->path, shown,
                    infinirtGetDeviceTypeName(p->type), visible[0] ? "; " : "", visible);
@@ -475,7 +479,7 @@ int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugi
     for (size_t i = 0; i < cfg->nplugins; i++) {
         infinirt__plugin *p = &all[i];
         snprintf(p->name, sizeof p->name, "%s", cfg->plugins[i].name);
-        snprintf(p->path, sizeof p->path, "%s", cfg->plugins[i].library);
+        p->path = cfg->plugins[i].library; /* set for every plugin once the config is read */
         p->type = INFINI_DEVICE_TYPE_COUNT;
         p->conf = &cfg->plugins[i];
         atomic_init(&p->started, 1); /* claim_one clears it for a plugin to start */
