@@ -9,17 +9,25 @@
  *   infinirt-info            human-readable
  *   infinirt-info --json     one JSON object, for scripts
  *   infinirt-info -l|--list  one line per device (see list_devices)
+ *   infinirt-info --wait=S   wait at most S seconds for the plugins to start
  *   infinirt-info --help     the usage, on stdout
  *   infinirt-info --version  "infinirt-info infinirt X.Y.Z"
  *
  * Exits 1, saying so on stderr, when no plugin reports any device: there is
- * nothing a program could run on.  A wrong option: the usage on stderr,
- * exit 2.  The manual is man/infinirt-info.1.
+ * nothing a program could run on.  Exits 3, naming it, when a plugin was
+ * still starting when the wait ended (a driver whose start-up hangs): the
+ * report shows it "starting", and the other types' devices.  A wrong
+ * option: the usage on stderr, exit 2.  The manual is man/infinirt-info.1.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "infinirt.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void json_string(const char *s)
 {
@@ -46,29 +54,118 @@ static int device_types(infiniDevice_t *types)
     return n < MAX_TYPES ? n : MAX_TYPES;
 }
 
-/* Every device of every type, counted. */
-static int total_devices(void)
+/* ------------------------------------------------ starting the plugins */
+
+/* Each device type starts (its plugin's init: a driver's start-up) in a
+ * thread of its own, and the default device is asked for in another: the
+ * report waits for them at most --wait seconds, so a driver whose start-up
+ * hangs is reported as starting instead of hanging the tool.  A thread
+ * still starting then is left behind (the process exits around it). */
+typedef struct {
+    infiniDevice_t type;
+    int count;       /* written before done */
+    atomic_int done; /* its start ended: count is final */
+} type_probe;
+
+static type_probe g_types[MAX_TYPES];
+static int g_ntypes;
+static struct {
+    infiniDevice_t type;
+    int id, present;
+    atomic_int done;
+} g_default;
+static double g_wait = 30; /* --wait */
+
+static void *probe_type(void *arg)
 {
-    infiniDevice_t types[MAX_TYPES];
-    int ntypes = device_types(types), total = 0;
-    for (int k = 0; k < ntypes; k++) {
-        int count = 0;
-        if (infinirtGetDeviceCount(types[k], &count) == INFINI_STATUS_SUCCESS && count > 0)
-            total += count;
-    }
-    return total;
+    type_probe *t = arg;
+    int count = 0;
+    t->count = infinirtGetDeviceCount(t->type, &count) == INFINI_STATUS_SUCCESS && count > 0 ? count : 0;
+    atomic_store(&t->done, 1);
+    return NULL;
 }
 
 /* The device this thread starts on, asked before any infinirtSetDevice:
- * the config's [loader] default_device where that device exists, else cpu:0.
- * Sets *present to whether it exists. */
+ * the config's [loader] default_device where that device exists, else cpu:0
+ * (asking starts the default's type). */
+static void *probe_default(void *arg)
+{
+    (void)arg;
+    infiniDevice_t type = INFINI_DEVICE_CPU;
+    int id = 0, count = 0;
+    infinirtGetDevice(&type, &id);
+    g_default.present = infinirtGetDeviceCount(type, &count) == INFINI_STATUS_SUCCESS && id < count;
+    g_default.type = type;
+    g_default.id = id;
+    atomic_store(&g_default.done, 1);
+    return NULL;
+}
+
+/* Start every type and the default device, each in its own thread; wait
+ * for them, --wait seconds at most.  Returns whether all ended. */
+static int start_all(void)
+{
+    infiniDevice_t types[MAX_TYPES];
+    g_ntypes = device_types(types);
+    pthread_attr_t detached;
+    pthread_attr_init(&detached);
+    pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+    for (int k = 0; k <= g_ntypes; k++) {
+        pthread_t t;
+        void *(*fn)(void *) = k < g_ntypes ? probe_type : probe_default;
+        if (k < g_ntypes)
+            g_types[k].type = types[k];
+        if (pthread_create(&t, &detached, fn, k < g_ntypes ? (void *)&g_types[k] : NULL) != 0)
+            fn(k < g_ntypes ? (void *)&g_types[k] : NULL); /* no thread: in this one, without a limit */
+    }
+    pthread_attr_destroy(&detached);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int all = atomic_load(&g_default.done);
+        for (int k = 0; k < g_ntypes; k++)
+            all &= atomic_load(&g_types[k].done);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (all || (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= g_wait)
+            return all;
+        nanosleep(&(struct timespec){0, 5000000L}, NULL);
+    }
+}
+
+/* The devices of type k: its count, or -1 while its plugin is starting. */
+static int type_count(int k)
+{
+    return atomic_load(&g_types[k].done) ? g_types[k].count : -1;
+}
+
+/* Every device of every type that has started, counted. */
+static int total_devices(void)
+{
+    int total = 0;
+    for (int k = 0; k < g_ntypes; k++)
+        total += type_count(k) > 0 ? type_count(k) : 0;
+    return total;
+}
+
+/* The plugin of `type` whose start has not ended, into *pi: 1, or 0. */
+static int starting_plugin(infiniDevice_t type, infinirtPluginInfo_t *pi)
+{
+    int n = 0;
+    infinirtGetPluginCount(&n);
+    for (int i = 0; i < n; i++)
+        if (infinirtPeekPluginInfo(i, pi) == INFINI_STATUS_SUCCESS && pi->device_type == type &&
+            pi->status == INFINIRT_PLUGIN_STARTING)
+            return 1;
+    return 0;
+}
+
+/* The default device, once asked; *present -1 while its plugin starts. */
 static void default_device(infiniDevice_t *type, int *id, int *present)
 {
-    int count = 0;
-    *type = INFINI_DEVICE_CPU;
-    *id = 0;
-    infinirtGetDevice(type, id);
-    *present = infinirtGetDeviceCount(*type, &count) == INFINI_STATUS_SUCCESS && *id < count;
+    int done = atomic_load(&g_default.done);
+    *type = done ? g_default.type : INFINI_DEVICE_CPU;
+    *id = done ? g_default.id : 0;
+    *present = done ? g_default.present : -1;
 }
 
 static double mib(size_t b)
@@ -152,8 +249,11 @@ static int print_text(void)
     infiniDevice_t dt;
     int did, dpresent;
     default_device(&dt, &did, &dpresent);
-    printf("default device: %s:%d%s\n", infinirtGetDeviceTypeName(dt), did,
-           dpresent ? " (every thread starts on it; [loader] default_device)" : " (not present)");
+    if (dpresent < 0)
+        printf("default device: not known yet (its plugin is still starting)\n");
+    else
+        printf("default device: %s:%d%s\n", infinirtGetDeviceTypeName(dt), did,
+               dpresent ? " (every thread starts on it; [loader] default_device)" : " (not present)");
     infinirtAllocatorSettings_t as;
     if (infinirtGetAllocatorSettings(&as) == INFINI_STATUS_SUCCESS)
         printf("allocator: %s, granularity %zu B, max_cached %zu B%s, max_split_size %zu B%s, release_on_free %s\n\n",
@@ -161,14 +261,17 @@ static int print_text(void)
                as.max_cached_bytes ? "" : " (no cap)", as.max_split_size, as.max_split_size ? "" : " (no limit)",
                as.release_on_free ? "true" : "false");
 
-    infiniDevice_t types[MAX_TYPES];
-    int ntypes = device_types(types);
     printf("Devices:\n");
     int any = 0;
-    for (int k = 0; k < ntypes; k++) {
-        infiniDevice_t t = types[k];
-        int count = 0;
-        infinirtGetDeviceCount(t, &count);
+    for (int k = 0; k < g_ntypes; k++) {
+        infiniDevice_t t = g_types[k].type;
+        int count = type_count(k);
+        infinirtPluginInfo_t sp;
+        if (count < 0 && starting_plugin(t, &sp)) {
+            printf("  %s: plugin %s is still starting (%s): its devices are not listed\n",
+                   infinirtGetDeviceTypeName(t), sp.name, sp.message);
+            any = 1;
+        }
         for (int i = 0; i < count; i++) {
             infinirtDeviceProperties_t p;
             size_t f = 0, tot = 0;
@@ -199,8 +302,8 @@ static int print_text(void)
     infinirtGetPluginCount(&n);
     printf("\nPlugins considered (%d):\n", n);
     for (int i = 0; i < n; i++) {
-        infinirtPluginInfo_t pi;
-        if (infinirtGetPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
+        infinirtPluginInfo_t pi; /* as it stands: a plugin still starting is not waited for */
+        if (infinirtPeekPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
             continue;
         printf("  %-8s %s", pi.name, infinirtGetPluginStatusString(pi.status));
         if (pi.status == INFINIRT_PLUGIN_LOADED)
@@ -225,8 +328,11 @@ static int print_json(void)
     infiniDevice_t dt;
     int did, dpresent;
     default_device(&dt, &did, &dpresent);
-    printf(",\"default_device\":{\"type\":\"%s\",\"id\":%d,\"present\":%s}", infinirtGetDeviceTypeName(dt), did,
-           dpresent ? "true" : "false");
+    if (dpresent < 0) /* its plugin still starting */
+        printf(",\"default_device\":null");
+    else
+        printf(",\"default_device\":{\"type\":\"%s\",\"id\":%d,\"present\":%s}", infinirtGetDeviceTypeName(dt), did,
+               dpresent ? "true" : "false");
     infinirtAllocatorSettings_t as;
     memset(&as, 0, sizeof as);
     infinirtGetAllocatorSettings(&as);
@@ -235,12 +341,10 @@ static int print_json(void)
            as.enabled ? "true" : "false", as.granularity, as.max_cached_bytes, as.max_split_size,
            as.release_on_free ? "true" : "false");
     printf(",\"devices\":[");
-    infiniDevice_t types[MAX_TYPES];
-    int ntypes = device_types(types), first = 1;
-    for (int k = 0; k < ntypes; k++) {
-        infiniDevice_t t = types[k];
-        int count = 0;
-        infinirtGetDeviceCount(t, &count);
+    int first = 1;
+    for (int k = 0; k < g_ntypes; k++) {
+        infiniDevice_t t = g_types[k].type;
+        int count = type_count(k); /* -1: still starting, not listed */
         for (int i = 0; i < count; i++) {
             infinirtDeviceProperties_t p;
             size_t f = 0, tot = 0;
@@ -272,7 +376,7 @@ static int print_json(void)
     infinirtGetPluginCount(&n);
     for (int i = 0; i < n; i++) {
         infinirtPluginInfo_t pi;
-        if (infinirtGetPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
+        if (infinirtPeekPluginInfo(i, &pi) != INFINI_STATUS_SUCCESS)
             continue;
         printf("%s{\"name\":", i ? "," : "");
         json_string(pi.name);
@@ -303,16 +407,14 @@ static int print_json(void)
  * on stdout, so `infinirt-info -l | wc -l` counts the devices. */
 static int print_list(void)
 {
-    infiniDevice_t types[MAX_TYPES];
-    int ntypes = device_types(types);
-    for (int k = 0; k < ntypes; k++) {
-        int count = 0;
-        infinirtGetDeviceCount(types[k], &count);
+    for (int k = 0; k < g_ntypes; k++) {
+        infiniDevice_t t = g_types[k].type;
+        int count = type_count(k); /* -1: still starting, not listed */
         for (int i = 0; i < count; i++) {
             infinirtDeviceProperties_t p;
-            if (infinirtGetDeviceProperties(types[k], i, &p) != INFINI_STATUS_SUCCESS)
+            if (infinirtGetDeviceProperties(t, i, &p) != INFINI_STATUS_SUCCESS)
                 continue;
-            printf("%s:%d: %s [plugin %s]", infinirtGetDeviceTypeName(types[k]), i, p.name, p.plugin);
+            printf("%s:%d: %s [plugin %s]", infinirtGetDeviceTypeName(t), i, p.name, p.plugin);
             if (p.uuid[0] != '\0')
                 printf(" (UUID: %s)", p.uuid);
             putchar('\n');
@@ -324,17 +426,20 @@ static int print_list(void)
 static void usage(FILE *to, const char *prog)
 {
     fprintf(to,
-            "usage: %s [--json | -l | --list]\n"
+            "usage: %s [--json | -l | --list] [--wait=SECONDS]\n"
             "       %s --help | --version\n"
             "What the infinirt loader sees: devices, plugins and why each is or is not\n"
             "serving, the config file read, the default device, the allocator.\n"
-            "  (no option)    the report, for people\n"
-            "  --json         the same report as one JSON object\n"
-            "  -l, --list     one line per device: TYPE:ID: NAME [plugin P] (UUID: U)\n"
-            "  -h, --help     this text\n"
-            "  -V, --version  the name and the library's version\n"
+            "  (no option)     the report, for people\n"
+            "  --json          the same report as one JSON object\n"
+            "  -l, --list      one line per device: TYPE:ID: NAME [plugin P] (UUID: U)\n"
+            "  --wait=SECONDS  wait at most this long for the plugins to start (30);\n"
+            "                  one still starting then is reported as starting\n"
+            "  -h, --help      this text\n"
+            "  -V, --version   the name and the library's version\n"
             "Exit status: 0; 1 when no device is found or infinirt does not start;\n"
-            "2 for a wrong option.  See infinirt-info(1), infinirt.ini(5).\n",
+            "2 for a wrong option; 3 when a plugin was still starting.\n"
+            "See infinirt-info(1), infinirt.ini(5).\n",
             prog, prog);
 }
 
@@ -371,6 +476,16 @@ int main(int argc, char **argv)
             want = JSON;
         } else if (strcmp(a, "-l") == 0 || strcmp(a, "--list") == 0) {
             want = LIST;
+        } else if (strncmp(a, "--wait=", 7) == 0 || (strcmp(a, "--wait") == 0 && i + 1 < argc)) {
+            const char *v = a[6] == '=' ? a + 7 : argv[++i];
+            char *end = NULL;
+            g_wait = strtod(v, &end);
+            if (end == v || *end != '\0' || !(g_wait >= 0 && g_wait <= 1e6)) {
+                fprintf(stderr, "%s: --wait takes a number of seconds, not '%s'\n", prog, v);
+                usage(stderr, prog);
+                return 2;
+            }
+            continue;
         } else {
             fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
             usage(stderr, prog);
@@ -387,7 +502,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "infinirt failed to initialise\n");
         return 1;
     }
+    int complete = start_all();
     int rc = mode == JSON ? print_json() : mode == LIST ? print_list() : print_text();
+    fflush(stdout);
+    if (!complete) {
+        int n = 0;
+        infinirtGetPluginCount(&n);
+        for (int i = 0; i < n; i++) {
+            infinirtPluginInfo_t pi;
+            if (infinirtPeekPluginInfo(i, &pi) == INFINI_STATUS_SUCCESS && pi.status == INFINIRT_PLUGIN_STARTING)
+                fprintf(stderr,
+                        "infinirt-info: plugin %s (%s devices) is still starting after %g s (%s): its devices are "
+                        "not listed (--wait=SECONDS waits longer)\n",
+                        pi.name, infinirtGetDeviceTypeName(pi.device_type), g_wait, pi.message);
+        }
+        return 3;
+    }
     if (rc == 0 && total_devices() == 0) {
         fflush(stdout);
         fprintf(stderr, "infinirt-info: no device found: no loaded plugin reports a device (see each plugin's "

@@ -135,9 +135,12 @@ typedef enum {
  * the first call that needs its device type - SetDevice, GetDeviceCount of
  * that type, the first call on the default device - so a program that
  * only uses the CPU never waits for an OpenCL platform scan or a GPU
- * driver.  infinirtGetAllDeviceCount and the plugin report
- * (infinirtGetPluginCount/Info) start every plugin: their answers are
- * complete.  Starting is thread-safe and happens once.
+ * driver.  infinirtGetAllDeviceCount starts every plugin, and
+ * infinirtGetPluginInfo the plugin it describes: their answers are
+ * complete.  Starting is thread-safe and happens once per device type;
+ * each type starts on its own, so a call never waits for the start of a
+ * type it does not use (a slow or hung driver holds up only the calls on
+ * its devices; infinirtPeekPluginInfo says which plugin is starting). 
  * Returns SUCCESS, also when some or all plugins failed to load (see
  * infinirtGetPluginInfo); DEVICE_NOT_INITIALIZED only if the loader itself
  * could not be set up. */
@@ -727,6 +730,13 @@ typedef enum {
     INFINIRT_PLUGIN_INIT_FAILED = 6,
     INFINIRT_PLUGIN_NO_DEVICES = 7,     /* loaded, zero devices; message says why */
     INFINIRT_PLUGIN_DUPLICATE_TYPE = 8, /* another plugin already serves the type */
+    /* (ours) Only from infinirtPeekPluginInfo, for a plugin whose start
+     * has not finished: no call has needed its device type yet
+     * (NOT_STARTED), or its init is running now, or it waits for an
+     * earlier plugin of its type whose init is (STARTING; the message says
+     * which, and for how long). */
+    INFINIRT_PLUGIN_NOT_STARTED = 9,
+    INFINIRT_PLUGIN_STARTING = 10,
 } infinirtPluginStatus_t;
 
 typedef struct {
@@ -739,12 +749,24 @@ typedef struct {
     uint32_t abi_major, abi_minor; /* as the plugin declared them; 0 if unknown */
 } infinirtPluginInfo_t;
 
-/* Number of plugins the loader considered (loaded or not) into *count. */
+/* Number of plugins the loader considered (loaded or not) into *count.
+ * Known once the config is read: starts no plugin. */
 INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count);
 
-/* The report entry of plugin `index` in [0, count) into *info.
+/* The report entry of plugin `index` in [0, count) into *info, final: the
+ * plugin's device type is started first if no call has started it yet
+ * (waiting for its init, however long that takes).
  * Returns SUCCESS, NULL_POINTER, BAD_PARAM (index out of range). */
 INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info);
+
+/* (ours) The report entry of plugin `index` as it stands now: as
+ * infinirtGetPluginInfo, but it never starts a plugin and never waits for
+ * one.  A plugin whose start has not finished has status
+ * INFINIRT_PLUGIN_NOT_STARTED or INFINIRT_PLUGIN_STARTING (the message
+ * says why, and how long its init has been running) and device_count 0.
+ * What infinirt-info shows of a driver whose start-up hangs.
+ * Returns SUCCESS, NULL_POINTER, BAD_PARAM (index out of range). */
+INFINIRT_API infiniStatus_t infinirtPeekPluginInfo(int index, infinirtPluginInfo_t *info);
 
 /* A static description of a plugin status ("dlopen error"). */
 INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t status);

@@ -85,6 +85,10 @@ INFINIRT_API const char *infinirtGetPluginStatusString(infinirtPluginStatus_t st
         return "zero devices";
     case INFINIRT_PLUGIN_DUPLICATE_TYPE:
         return "duplicate device type";
+    case INFINIRT_PLUGIN_NOT_STARTED:
+        return "not started";
+    case INFINIRT_PLUGIN_STARTING:
+        return "starting";
     }
     return "unknown";
 }

@@ -386,10 +386,13 @@ static infiniStatus_t host_fence_take_all(void *ctx, infinirt__fence **out)
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     infinirt__device *devs[MAX_COVERED];
     int ndevs = 0;
-    for (int k = 0; k < infinirt__rt.nplugins && st == INFINI_STATUS_SUCCESS; k++) {
-        infinirt__plugin *p = &infinirt__rt.plugins[k];
-        /* A plugin not started yet has no device that could use the block. */
-        if (!atomic_load_explicit(&p->started, memory_order_acquire) || p->status != INFINIRT_PLUGIN_LOADED)
+    for (int k = 0; k < INFINIRT__TYPE_SLOTS && st == INFINI_STATUS_SUCCESS; k++) {
+        /* The plugin serving each type: a type not started yet has no
+         * device that could use the block (nor does a plugin that serves
+         * none), and one starting is not waited for.  One look per type,
+         * however many plugins the config names. */
+        infinirt__plugin *p = infinirt__plugin_of_slot_if_started(k);
+        if (p == NULL)
             continue;
         for (int i = 0; i < p->device_count && st == INFINI_STATUS_SUCCESS; i++) {
             st = fence_device(&p->devices[i], &f, &cap);

@@ -173,8 +173,9 @@ struct infinirt__plugin {
     /* Plugins start on first use (infinirt__plugin_start): infinirtInit
      * only reads the config and does each plugin's handshake, so a
      * CPU-only program never waits for an OpenCL platform scan.  `started`
-     * is set, with release, once status, device_count, devices and
-     * host_pool are final. */
+     * is set, with release, once status, message, device_count, devices
+     * and host_pool are final: only then are they read without the
+     * type's start lock (plugin.c). */
     const infinirt__plugin_conf *conf;
     atomic_int started;
 };
@@ -203,14 +204,16 @@ size_t infinirt__dispatch_table_size(uint32_t minor);
 int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugins);
 /* Start p's device type: the type's plugins, in config order, until one
  * starts with devices (the rest are duplicates), once (any thread; later
- * callers wait for the first).  Afterwards p->status is final. */
+ * callers wait for the first; another type's start never waits for this
+ * one).  Afterwards p->status is final. */
 void infinirt__plugin_start(infinirt__plugin *p);
-/* Start every plugin: what a complete answer needs (the report, every
- * device count). */
-void infinirt__plugins_start_all(void);
 /* The started plugin serving device type slot `slot`, or NULL when none
- * does (none claimed it, or its start failed or found no device). */
+ * does (none claimed it, or its start failed or found no device); starts
+ * the type first if no call has yet. */
 infinirt__plugin *infinirt__plugin_of_slot(int slot);
+/* The same, without starting or waiting: NULL too while the type has not
+ * finished starting (then none of its devices can hold anything yet). */
+infinirt__plugin *infinirt__plugin_of_slot_if_started(int slot);
 
 /* ------------------------------------------------------------- devices */
 
@@ -537,6 +540,8 @@ typedef struct {
     infinirt__config cfg;
     infinirt__plugin *plugins; /* every plugin considered, in order */
     int nplugins;
+    /* The device a thread starts on: set once, when a thread first needs
+     * it (runtime.c, default_device). */
     infiniDevice_t default_type;
     int default_id;
     char config_path[1024];

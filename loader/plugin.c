@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The most devices one plugin may declare.  A count beyond it is a broken
@@ -414,19 +415,42 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
                    infinirtGetDeviceTypeName(p->type), visible[0] ? "; " : "", visible);
 }
 
-/* Starting is rare and may take long (a driver's init): one lock for all,
- * and a flag per device type read without it. */
-static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int g_slot_ready[INFINIRT__TYPE_SLOTS];
-/* By infinirt__type_slot: the plugin serving the type (loaded, with devices)
- * or NULL; written under g_start_lock before g_slot_ready[slot] is set, read
- * through infinirt__plugin_of_slot. */
-static infinirt__plugin *g_by_type[INFINIRT__TYPE_SLOTS];
+/*
+ * Each device type starts on its own: its plugins, in config order, until
+ * one serves.  Starting is rare and may take long (a driver's init scans
+ * its devices; PoCL takes 80-190 ms, a GPU driver seconds, a broken one
+ * for ever), so each type has its own lock, held while its plugins start:
+ * a call that needs the CPU never waits for OpenCL's start, and a hung
+ * init holds up only the calls that need its type.  `ready` is read
+ * without the lock on every look-up.  A plugin's init must not call back
+ * into infinirt for another type (two such plugins starting at once could
+ * wait for each other).
+ */
+typedef struct {
+    pthread_mutex_t lock;
+    atomic_int ready;          /* serving is final */
+    infinirt__plugin *serving; /* loaded, with devices; or NULL.  Written under lock before ready. */
+    /* The plugin whose init runs now (NULL: none), and since when
+     * (CLOCK_MONOTONIC ns): what infinirtPeekPluginInfo reports. */
+    _Atomic(infinirt__plugin *) running;
+    atomic_uint_fast64_t since_ns;
+} type_start;
+
+static type_start g_types[INFINIRT__TYPE_SLOTS];
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static void resolve_slot(int slot)
 {
-    pthread_mutex_lock(&g_start_lock);
-    if (!atomic_load_explicit(&g_slot_ready[slot], memory_order_relaxed)) {
+    type_start *ts = &g_types[slot];
+    pthread_mutex_t *lock = &ts->lock; /* this type's only */
+    pthread_mutex_lock(lock);
+    if (!atomic_load_explicit(&ts->ready, memory_order_relaxed)) {
         infinirt__plugin *serving = NULL;
         for (int k = 0; k < infinirt__rt.nplugins; k++) {
             infinirt__plugin *p = &infinirt__rt.plugins[k];
@@ -437,16 +461,19 @@ static void resolve_slot(int slot)
                            infinirtGetDeviceTypeName(p->type), serving->name, serving->path);
                 unload(p); /* its init never ran */
             } else {
+                atomic_store_explicit(&ts->since_ns, monotonic_ns(), memory_order_relaxed);
+                atomic_store_explicit(&ts->running, p, memory_order_release);
                 start_one(p, p->conf, &infinirt__rt.cfg);
+                atomic_store_explicit(&ts->running, NULL, memory_order_release);
                 if (p->status == INFINIRT_PLUGIN_LOADED)
                     serving = p;
             }
             atomic_store_explicit(&p->started, 1, memory_order_release);
         }
-        g_by_type[slot] = serving;
-        atomic_store_explicit(&g_slot_ready[slot], 1, memory_order_release);
+        ts->serving = serving;
+        atomic_store_explicit(&ts->ready, 1, memory_order_release);
     }
-    pthread_mutex_unlock(&g_start_lock);
+    pthread_mutex_unlock(lock);
 }
 
 void infinirt__plugin_start(infinirt__plugin *p)
@@ -455,21 +482,23 @@ void infinirt__plugin_start(infinirt__plugin *p)
         resolve_slot(infinirt__type_slot(p->type));
 }
 
-void infinirt__plugins_start_all(void)
-{
-    for (int k = 0; k < infinirt__rt.nplugins; k++)
-        infinirt__plugin_start(&infinirt__rt.plugins[k]);
-}
-
 infinirt__plugin *infinirt__plugin_of_slot(int slot)
 {
-    if (!atomic_load_explicit(&g_slot_ready[slot], memory_order_acquire))
+    if (!atomic_load_explicit(&g_types[slot].ready, memory_order_acquire))
         resolve_slot(slot);
-    return g_by_type[slot];
+    return g_types[slot].serving;
+}
+
+infinirt__plugin *infinirt__plugin_of_slot_if_started(int slot)
+{
+    return atomic_load_explicit(&g_types[slot].ready, memory_order_acquire) ? g_types[slot].serving : NULL;
 }
 
 int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugins)
 {
+    /* Once, before any type can start (infinirtInit's once). */
+    for (int s = 0; s < INFINIRT__TYPE_SLOTS; s++)
+        pthread_mutex_init(&g_types[s].lock, NULL);
     infinirt__plugin *all = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *all);
     *plugins = all;
     if (all == NULL) {
@@ -497,31 +526,86 @@ INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count)
         return st;
     if (count == NULL)
         return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "count is NULL");
-    infinirt__plugins_start_all(); /* the report is complete */
+    /* Known once the config is read: no plugin is started for it (each
+     * entry is, by infinirtGetPluginInfo). */
     *count = infinirt__rt.nplugins;
     return INFINI_STATUS_SUCCESS;
 }
 
-INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info)
+/* p's entry, p started (its status final). */
+static void report_final(const infinirt__plugin *p, infinirtPluginInfo_t *info)
 {
-    infiniStatus_t st = infinirt__ensure_init();
-    if (st != INFINI_STATUS_SUCCESS)
-        return st;
-    if (info == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "info is NULL");
-    if (index < 0 || index >= infinirt__rt.nplugins)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "plugin index %d outside [0, %d)", index,
-                              infinirt__rt.nplugins);
+    snprintf(info->message, sizeof info->message, "%s", p->message);
+    info->status = p->status;
+    info->device_count = p->status == INFINIRT_PLUGIN_LOADED ? p->device_count : 0;
+}
+
+/* The report call's checks; the plugin, or NULL with *st set. */
+static infinirt__plugin *report_entry(int index, infinirtPluginInfo_t *info, const char *fn, infiniStatus_t *st)
+{
+    if ((*st = infinirt__ensure_init()) != INFINI_STATUS_SUCCESS)
+        return NULL;
+    if (info == NULL) {
+        *st = infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "info is NULL");
+        return NULL;
+    }
+    if (index < 0 || index >= infinirt__rt.nplugins) {
+        *st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "plugin index %d outside [0, %d)", index,
+                             infinirt__rt.nplugins);
+        return NULL;
+    }
     infinirt__plugin *p = &infinirt__rt.plugins[index];
-    infinirt__plugin_start(p); /* its status is final */
+    /* What never changes once the handshake is done. */
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "%s", p->name);
     snprintf(info->path, sizeof info->path, "%s", p->path);
-    snprintf(info->message, sizeof info->message, "%s", p->message);
-    info->status = p->status;
     info->device_type = p->type;
-    info->device_count = p->status == INFINIRT_PLUGIN_LOADED ? p->device_count : 0;
     info->abi_major = p->abi_major;
     info->abi_minor = p->abi_minor;
+    return p;
+}
+
+INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info)
+{
+    infiniStatus_t st;
+    infinirt__plugin *p = report_entry(index, info, __func__, &st);
+    if (p == NULL)
+        return st;
+    infinirt__plugin_start(p); /* its status is final */
+    report_final(p, info);
+    return INFINI_STATUS_SUCCESS;
+}
+
+INFINIRT_API infiniStatus_t infinirtPeekPluginInfo(int index, infinirtPluginInfo_t *info)
+{
+    infiniStatus_t st;
+    infinirt__plugin *p = report_entry(index, info, __func__, &st);
+    if (p == NULL)
+        return st;
+    if (atomic_load_explicit(&p->started, memory_order_acquire)) {
+        report_final(p, info);
+        return INFINI_STATUS_SUCCESS;
+    }
+    /* Its handshake passed (else it would count as started): its type is
+     * known.  Which plugin of the type is starting, if any. */
+    type_start *ts = &g_types[infinirt__type_slot(p->type)];
+    infinirt__plugin *run = atomic_load_explicit(&ts->running, memory_order_acquire);
+    double secs = (double)(monotonic_ns() - atomic_load_explicit(&ts->since_ns, memory_order_relaxed)) / 1e9;
+    if (run == NULL && atomic_load_explicit(&p->started, memory_order_acquire)) {
+        report_final(p, info); /* it finished meanwhile */
+        return INFINI_STATUS_SUCCESS;
+    }
+    const char *type = infinirtGetDeviceTypeName(p->type);
+    if (run == p) {
+        info->status = INFINIRT_PLUGIN_STARTING;
+        snprintf(info->message, sizeof info->message, "its init has been running for %.1f s", secs);
+    } else if (run != NULL) {
+        info->status = INFINIRT_PLUGIN_STARTING;
+        snprintf(info->message, sizeof info->message,
+                 "waits for plugin %s (also %s), whose init has been running for %.1f s", run->name, type, secs);
+    } else {
+        info->status = INFINIRT_PLUGIN_NOT_STARTED;
+        snprintf(info->message, sizeof info->message, "not started: no call has needed %s devices yet", type);
+    }
     return INFINI_STATUS_SUCCESS;
 }

@@ -44,6 +44,30 @@ static void mark_forked(void)
     atomic_store_explicit(&infinirt__ready, 0, memory_order_release);
 }
 
+/* The device a thread starts on: the config's default_device where it
+ * exists, else cpu:0.  Checked once, by the first thread that needs it
+ * (a configured default other than cpu:0 starts its plugin then). */
+static pthread_once_t g_default_once = PTHREAD_ONCE_INIT;
+
+static void default_device(void)
+{
+    infinirt__rt.default_type = INFINI_DEVICE_CPU;
+    infinirt__rt.default_id = 0;
+    infiniDevice_t t = infinirt__rt.cfg.default_type;
+    int id = infinirt__rt.cfg.default_id;
+    if (t == INFINI_DEVICE_CPU && id == 0)
+        return;
+    int slot = infinirt__type_slot(t);
+    infinirt__plugin *p = slot >= 0 ? infinirt__plugin_of_slot(slot) : NULL;
+    if (p != NULL && id < p->device_count) {
+        infinirt__rt.default_type = t;
+        infinirt__rt.default_id = id;
+    } else {
+        INFINIRT__WARN("default_device %s:%d does not exist (%d %s device(s)); using cpu:0",
+                       infinirtGetDeviceTypeName(t), id, p ? p->device_count : 0, infinirtGetDeviceTypeName(t));
+    }
+}
+
 static void do_init(void)
 {
     /* First, so that a fork taken during initialisation is caught too; glibc
@@ -57,22 +81,9 @@ static void do_init(void)
     infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
     snprintf(infinirt__rt.config_path, sizeof infinirt__rt.config_path, "%s", infinirt__rt.cfg.path);
     infinirt__rt.nplugins = infinirt__plugins_load(&infinirt__rt.cfg, &infinirt__rt.plugins);
-
-    infinirt__rt.default_type = INFINI_DEVICE_CPU;
-    infinirt__rt.default_id = 0;
-    infiniDevice_t t = infinirt__rt.cfg.default_type;
-    int id = infinirt__rt.cfg.default_id;
-    int slot = infinirt__type_slot(t);
-    /* Checking a configured default device starts its plugin; cpu:0 is
-     * checked when first used. */
-    infinirt__plugin *p = slot >= 0 && (t != INFINI_DEVICE_CPU || id != 0) ? infinirt__plugin_of_slot(slot) : NULL;
-    if (p != NULL && id < p->device_count) {
-        infinirt__rt.default_type = t;
-        infinirt__rt.default_id = id;
-    } else if (t != INFINI_DEVICE_CPU || id != 0) {
-        INFINIRT__WARN("default_device %s:%d does not exist (%d %s device(s)); using cpu:0",
-                       infinirtGetDeviceTypeName(t), id, p ? p->device_count : 0, infinirtGetDeviceTypeName(t));
-    }
+    /* No plugin starts here: the default device is checked when a thread
+     * first needs it (default_device), so a slow or hung plugin holds up
+     * only the calls that need its type, never infinirtInit. */
     atexit(mark_shut_down);
     int starting = RT_STARTING;
     if (atomic_compare_exchange_strong(&g_state, &starting, RT_READY))
@@ -127,6 +138,7 @@ _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__current infin
 
 static void current_init(void)
 {
+    pthread_once(&g_default_once, default_device);
     infinirt__tl_current.set = true;
     infinirt__tl_current.type = infinirt__rt.default_type;
     infinirt__tl_current.id = infinirt__rt.default_id;

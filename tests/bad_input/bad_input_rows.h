@@ -325,6 +325,9 @@
     X(infinirtGetPluginInfo, index_negative, BP_, 0, infinirtGetPluginInfo(-1, &OUT_->info))                         \
     X(infinirtGetPluginInfo, index_count, BP_, 0, infinirtGetPluginInfo(f->nplugins, &OUT_->info))                   \
     X(infinirtGetPluginInfo, index_int_max, BP_, 0, infinirtGetPluginInfo(INT_MAX, &OUT_->info))                     \
+    X(infinirtPeekPluginInfo, null_out, NP_, 0, infinirtPeekPluginInfo(0, NULL))                                     \
+    X(infinirtPeekPluginInfo, index_negative, BP_, 0, infinirtPeekPluginInfo(-1, &OUT_->info))                       \
+    X(infinirtPeekPluginInfo, index_count, BP_, 0, infinirtPeekPluginInfo(f->nplugins, &OUT_->info))                 \
     /* Out of range: the header says nothing; "unknown", as GetDeviceTypeName. */                                    \
     X(infinirtGetPluginStatusString, status_99, OK_, BI_STR,                                                         \
       bi_str(infinirtGetPluginStatusString((infinirtPluginStatus_t)99), "unknown"))                                  \

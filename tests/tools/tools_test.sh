@@ -29,6 +29,11 @@
 #                         problems, in text and JSON (its own config)
 #   info-env-table README infinirt-info lists the variables of the README's
 #                         environment table, in its order, text and JSON
+#   info-starting CPU_PLUGIN FAKE_PLUGIN   a plugin whose init never returns
+#                         (the fake held on a gate that never opens):
+#                         infinirt-info --wait=1 reports it starting, lists
+#                         the CPU device, names it on stderr and exits 3, in
+#                         text, JSON and -l; with the gate open, all of it
 set -u
 check=$1
 prog=$2
@@ -215,6 +220,33 @@ info-env-table)
     run "$prog" --json
     got=$(grep -o '{"name":"[A-Z_]*","value":' "$T/out" | sed 's/{"name":"\([A-Z_]*\)".*/\1/')
     [ "$want" = "$got" ] || fail "the README's environment table lists $(echo $want), infinirt-info --json $(echo $got)"
+    ;;
+info-starting)
+    cpu=$3 fake=$4
+    printf '[loader]\nplugins = cpu, slow\n[plugin.cpu]\nlibrary = %s\n[plugin.slow]\nlibrary = %s\nanswer = 42\ninit_gate = %s\n' \
+        "$cpu" "$fake" "$T/gate" >"$T/c.ini"
+    export INFINIRT_CONFIG="$T/c.ini"
+    unset INFINIRT_PLUGINS INFINIRT_PLUGIN_PATH INFINIRT_VISIBLE_DEVICES
+    run "$prog" --wait=1
+    [ "$rc" -eq 3 ] || fail "infinirt-info does not exit 3 with a plugin still starting"
+    grep -q "^  ascend: plugin slow is still starting (its init has been running for [0-9.]* s)" "$T/out" ||
+        fail "infinirt-info does not say that the ascend plugin is still starting"
+    grep -q "^  slow  *starting$" "$T/out" || fail "the plugin report does not show slow as starting"
+    grep -q "^  cpu:0  " "$T/out" || fail "infinirt-info does not list the CPU device"
+    grep -q "^infinirt-info: plugin slow (ascend devices) is still starting after 1 s" "$T/err" ||
+        fail "infinirt-info does not name the starting plugin on stderr"
+    run "$prog" --json --wait 1
+    [ "$rc" -eq 3 ] || fail "infinirt-info --json does not exit 3 with a plugin still starting"
+    grep -q '{"name":"slow","path":"[^"]*","status":"starting","loaded":false,"device_type":"ascend"' "$T/out" ||
+        fail "infinirt-info --json does not show slow as starting"
+    grep -q '"type":"cpu","type_id":0,"id":0,' "$T/out" || fail "infinirt-info --json does not list the CPU device"
+    run "$prog" -l --wait=1
+    [ "$rc" -eq 3 ] || fail "infinirt-info -l does not exit 3 with a plugin still starting"
+    [ "$(cat "$T/out" | wc -l)" -eq 1 ] && grep -q "^cpu:0: " "$T/out" || fail "infinirt-info -l lists not just cpu:0"
+    : >"$T/gate"
+    run "$prog" --wait=60
+    [ "$rc" -eq 0 ] || fail "infinirt-info fails once the plugin can start"
+    grep -q "^  slow  *loaded (2 ascend devices)$" "$T/out" || fail "slow is not loaded once its gate is open"
     ;;
 *)
     echo "tools_test.sh: unknown check $check" >&2
