@@ -601,6 +601,10 @@ static void first_call(void)
 #define CPU_PLUGIN ""
 #endif
 
+/* The loader's rows (cpu_bench_loader.c). */
+int cpu_bench_loader_child(int argc, char **argv);
+int cpu_bench_loader_rows(const char *self, int quick);
+
 static const char *write_config(const char *name, const char *body)
 {
     static char path[8][256];
@@ -750,6 +754,8 @@ int main(int argc, char **argv)
             g_passes = (int)v;
         }
     }
+    if (argc > 1 && strncmp(argv[1], "--loader-", 9) == 0)
+        return cpu_bench_loader_child(argc, argv);
     if (argc > 1 && strcmp(argv[1], "--first-call") == 0) {
         first_call();
         return 0;
@@ -850,6 +856,7 @@ int main(int argc, char **argv)
     if (with_cl >= 0)
         printf("%-46s %10.2f ms %8.2fx %-19s goal <= 1.50x or <= 2 ms: %s\n", "first CPU call, cpu and opencl",
                with_cl, with_cl / cpu_only, "cpu only", with_cl <= 1.5 * cpu_only || with_cl <= 2 ? "met" : "MISSED");
+    g_missing |= cpu_bench_loader_rows(self, g_scale > 1);
     if (g_missing)
         fprintf(stderr, "cpu-bench: rows missing from every pass (above)\n");
     return g_missing;
