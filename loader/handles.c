@@ -89,16 +89,22 @@ typedef struct {
 _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__HINTS];
 _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hint_next;
 
-/* Remember that key maps to val, whose slot is sl. */
-static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
+/* Remember that key, which no hint names (`absent`) or may name, maps to
+ * val, whose slot is sl. */
+static inline void hint_put(uint32_t kind, uintptr_t key, uint64_t val, slot *sl, bool absent)
 {
-    infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
+    infinirt__handle_hint *hn = absent ? NULL : infinirt__hint_find(kind, key);
     if (hn == NULL) {
         unsigned n;
         hn = infinirt__hints(kind, &n);
         hn += n > 1 ? infinirt__tl_hint_next++ % n : 0;
     }
     *hn = (infinirt__handle_hint){.key = key, .sl = sl, .idx = (uint32_t)val, .hi = INFINIRT__HSLOT_HI(val >> 32)};
+}
+
+static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
+{
+    hint_put(kind, key, val, sl, false);
 }
 
 static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */
@@ -453,7 +459,7 @@ void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handl
                 (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id ||
                  (infinirt__solo_is_one(w0) && infinirt__solo_read() == w0))) {
                 if (hn == NULL)
-                    hint_set(kind, key, val, sl);
+                    hint_put(kind, key, val, sl, true); /* looked for above */
                 *use = i;
                 return sl->obj;
             }

@@ -72,16 +72,24 @@ static inline __attribute__((always_inline)) infinirt__handle_hint *infinirt__hi
     return &infinirt__tl_hint[INFINIRT__HINT_STREAM_WAYS + kind - 2u];
 }
 
-/* The hint for key (not 0) of this kind, or NULL. */
+/* The hint for key (not 0) of this kind, or NULL.  The stream ways are
+ * compared one after the other, not in a loop: a look-up that misses them
+ * all (a thread taking turns over more streams than there are ways) tries
+ * them twice or three times on its way to the map, and the loop cost more
+ * than the map. */
+_Static_assert(INFINIRT__HINT_STREAM_WAYS == 4, "infinirt__hint_find compares four stream ways");
 static inline __attribute__((always_inline)) infinirt__handle_hint *infinirt__hint_find(uint32_t kind, uintptr_t key)
 {
-    unsigned n;
-    infinirt__handle_hint *h = infinirt__hints(kind, &n);
-    for (unsigned i = 0; i < n; i++) {
-        if (h[i].key == key)
-            return &h[i];
+    infinirt__handle_hint *h = infinirt__tl_hint;
+    if (kind != INFINIRT__KIND_STREAM) {
+        h += INFINIRT__HINT_STREAM_WAYS + kind - 2u;
+        return h->key == key ? h : NULL;
     }
-    return NULL;
+    return h[0].key == key   ? &h[0]
+           : h[1].key == key ? &h[1]
+           : h[2].key == key ? &h[2]
+           : h[3].key == key ? &h[3]
+                             : NULL;
 }
 
 /* The map's value for a hint (generation << 32 | slot index). */
