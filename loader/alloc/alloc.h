@@ -66,7 +66,19 @@ typedef struct infinirt__pool_backend {
     char label[64];        /* "cpu:0", "cuda host" - for log lines */
     int device_type;       /* infiniDevice_t, reported by lookup */
     int device_id;         /* -1 for host pools */
+    /* Optional (NULL: none): told what a trace shows (INFINIRT__POOL_NOTE_*,
+     * the bytes and the segment where there is one), on the thread that
+     * did it and with no allocator lock held. */
+    void (*note)(infinirt__pool *pool, int what, size_t bytes, const void *ptr);
 } infinirt__pool_backend;
+
+/* What infinirt__pool_backend.note is told. */
+enum {
+    INFINIRT__POOL_NOTE_RESERVE,   /* a segment obtained from the backend */
+    INFINIRT__POOL_NOTE_RELEASE,   /* a segment given back */
+    INFINIRT__POOL_NOTE_TRIM,      /* the cache released, bytes in all */
+    INFINIRT__POOL_NOTE_OOM_RETRY, /* the backend refused bytes: release the cache and retry */
+};
 
 typedef struct {
     int enabled;             /* 0: pass-through, every alloc is a raw alloc */
@@ -361,6 +373,8 @@ static inline __attribute__((always_inline)) int infinirt__pool_lookup_inline(co
 int infinirt__pool_holds(const void *ptr);
 
 void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *stats);
+/* The backend's label ("cpu:0", "cuda host"). */
+const char *infinirt__pool_label(const infinirt__pool *pool);
 void infinirt__pool_reset_peak(infinirt__pool *pool);
 /* Release every fully free segment, after waiting for its fences. */
 infiniStatus_t infinirt__pool_trim(infinirt__pool *pool);

@@ -253,6 +253,8 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s)
         INFINIRT__WARN("%s: giving %zu bytes at %p back to the backend failed (%d)", pool->be.label, size, p,
                        (int)st);
     atomic_fetch_add(&pool->raw_frees, 1);
+    if (pool->be.note != NULL)
+        pool->be.note(pool, INFINIRT__POOL_NOTE_RELEASE, size, p);
 }
 
 infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool large, infinirt__seg **out)
@@ -268,6 +270,8 @@ infiniStatus_t infinirt__raw_segment(infinirt__pool *pool, size_t size, bool lar
         pool->be.raw_free(pool->be.ctx, p);
         return INFINI_STATUS_OUT_OF_MEMORY;
     }
+    if (pool->be.note != NULL)
+        pool->be.note(pool, INFINIRT__POOL_NOTE_RESERVE, size, p);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -351,6 +355,8 @@ size_t infinirt__release_cached(infinirt__pool *pool)
         infinirt__spin_unlock(&a->lock);
         freed += destroy_list(pool, out);
     }
+    if (freed != 0 && pool->be.note != NULL)
+        pool->be.note(pool, INFINIRT__POOL_NOTE_TRIM, freed, NULL);
     return freed;
 }
 
@@ -433,6 +439,11 @@ void infinirt__pool_stats(infinirt__pool *pool, infinirtAllocatorStats_t *st)
     st->retries = atomic_load(&pool->retries);
     st->oom_count = atomic_load(&pool->oom);
     st->cached_free_bytes = st->reserved_bytes > st->allocated_bytes ? st->reserved_bytes - st->allocated_bytes : 0;
+}
+
+const char *infinirt__pool_label(const infinirt__pool *pool)
+{
+    return pool->be.label;
 }
 
 void infinirt__pool_reset_peak(infinirt__pool *pool)

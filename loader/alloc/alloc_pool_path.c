@@ -164,6 +164,8 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
             /* Give back what the cache holds and ask for exactly what is
              * needed; then wait for the work in flight and try once more. */
             atomic_fetch_add(&pool->retries, 1);
+            if (pool->be.note != NULL)
+                pool->be.note(pool, INFINIRT__POOL_NOTE_OOM_RETRY, grow, NULL);
             learn_capacity(pool, grow);
             infinirt__release_cached(pool);
             st = infinirt__raw_segment(pool, exact, !small, &s);
