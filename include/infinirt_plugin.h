@@ -60,7 +60,7 @@
 #include <stdlib.h>
 
 #define INFINIRT_PLUGIN_ABI_MAJOR 1
-#define INFINIRT_PLUGIN_ABI_MINOR 6
+#define INFINIRT_PLUGIN_ABI_MINOR 7
 #define INFINIRT_PLUGIN_ENTRY_NAME "infinirtPluginEntry"
 
 #ifdef __cplusplus
@@ -92,6 +92,31 @@ typedef struct {
     const char *value;
 } infinirtPluginKeyValue;
 
+/* ABI 1.7: tracing (docs/tracing.md).  When a trace is written the
+ * loader gives each plugin one of these at init (InitArgs.trace), valid for
+ * the life of the process; NULL otherwise, so a plugin tests one pointer.
+ *
+ * The loader shows on each stream's track the work it queues through an
+ * entry (memcpy_async, memset_async, launch_host_func, event_record,
+ * stream_wait_event, graph_launch, memcpy, memset).  A plugin that can
+ * tell when such work really ran sets INFINIRT_PLUGIN_TRACE_REPORTS in
+ * plugin_flags during init, and then, in the entry that queues the work,
+ * on the calling thread, calls work_id() once for each piece of work it
+ * leaves queued, keeps the id with the work, and calls work_ran(id, begin,
+ * end) once the work has run (any thread, CLOCK_MONOTONIC nanoseconds; a
+ * device clock converted to it).  Work it does within the entry, it takes
+ * no id for: the loader times the entry for it.  A plugin that does not
+ * report has its queued work shown from the entry to when the loader
+ * next sees the stream complete (a synchronize).  work_id returns 0 (no
+ * report wanted) when the loader is not tracing that call. */
+#define INFINIRT_PLUGIN_TRACE_REPORTS 0x1u
+typedef struct infinirtPluginTrace {
+    uint32_t struct_size;  /* sizeof as the loader knows it */
+    uint32_t plugin_flags; /* set by the plugin during init: INFINIRT_PLUGIN_TRACE_* */
+    uint64_t (*work_id)(void);
+    void (*work_ran)(uint64_t id, uint64_t begin_ns, uint64_t end_ns);
+} infinirtPluginTrace;
+
 /* What the loader gives the plugin at init.  Valid during init only, except
  * `log`, which may be called at any time from any thread. */
 typedef struct infinirtPluginInitArgs {
@@ -118,7 +143,17 @@ typedef struct infinirtPluginInitArgs {
      * falls back to `log` with an older loader.  A bad value should not fail
      * init: warn and use the default, as the loader does for its own keys. */
     void (*config_warnv)(const struct infinirtPluginInitArgs *args, size_t index, const char *fmt, va_list ap);
+    /* ABI 1.7: the tracing functions (above) while a trace is written, else
+     * NULL.  Read it through infinirtPluginTraceOf, which gives NULL with an
+     * older loader. */
+    infinirtPluginTrace *trace;
 } infinirtPluginInitArgs;
+
+/* args->trace, or NULL when the loader is older than ABI 1.7. */
+static inline infinirtPluginTrace *infinirtPluginTraceOf(const infinirtPluginInitArgs *args)
+{
+    return args->struct_size >= offsetof(infinirtPluginInitArgs, trace) + sizeof args->trace ? args->trace : NULL;
+}
 
 /* Report a problem with args->config[index] (see config_warnv). */
 static inline void infinirtPluginConfigWarn(const infinirtPluginInitArgs *args, const char *plugin_name, size_t index,
@@ -529,6 +564,8 @@ typedef struct infinirtPluginOps {
 #define INFINIRT_PLUGIN_OPS_SIZE_1_5 (offsetof(infinirtPluginOps, get_device_flags) + sizeof(void (*)(void)))
 /* The same for ABI 1.6. */
 #define INFINIRT_PLUGIN_OPS_SIZE_1_6 (offsetof(infinirtPluginOps, device_query) + sizeof(void (*)(void)))
+/* ABI 1.7 appends no entry (it adds trace to infinirtPluginInitArgs): a
+ * 1.7 table needs INFINIRT_PLUGIN_OPS_SIZE_1_6. */
 
 /*
  * The entry.  Called once by the loader.  Set *ops to the plugin's table and

@@ -168,6 +168,10 @@ struct cpu_stream {
 };
 
 extern void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
+/* The loader's tracing functions while it writes a trace (async mode), else
+ * NULL: a queued command takes an id and the worker reports when it ran
+ * (cpu_queue.c, cpu_pool.c).  Set once by init. */
+extern const infinirtPluginTrace *cpu__trace;
 
 /* [plugin.cpu] (cpu_config.c): a bad value is reported and its default kept. */
 typedef struct {
@@ -216,6 +220,7 @@ enum { CPU__ST_IDLE, CPU__ST_CALLER, CPU__ST_QUEUED, CPU__ST_RUNNING, CPU__ST_PA
 enum cpu_cmd_kind { CPU__CMD_COPY, CPU__CMD_FILL, CPU__CMD_HOST_FN, CPU__CMD_RECORD, CPU__CMD_AFTER, CPU__CMD_ORDER };
 typedef struct cpu_cmd {
     enum cpu_cmd_kind kind;
+    uint64_t trace_id; /* the loader's id for the trace, 0 when none (cpu__trace) */
     union {
         struct {
             void *dst;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 void (*cpu__log)(int level, const char *plugin, const char *fmt, ...);
+const infinirtPluginTrace *cpu__trace;
 /* Set by init, before any entry that uses it can be called. */
 const cpu__queue_ops *cpu__queue = &cpu__queue_inline;
 
@@ -74,6 +75,13 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
     /* Chosen once: no entry asks the mode again. */
     cpu__queue = cfg.inline_mode ? &cpu__queue_inline : &cpu__queue_async;
     cpu__settings = cfg;
+    /* Tracing (ABI 1.7): async streams report when each command ran;
+     * inline work is done within its entry, which the loader times. */
+    infinirtPluginTrace *trace = infinirtPluginTraceOf(args);
+    if (trace != NULL && !cfg.inline_mode) {
+        trace->plugin_flags |= INFINIRT_PLUGIN_TRACE_REPORTS;
+        cpu__trace = trace;
+    }
     read_cpu_model();
     cpu__devices_init(count);
     *device_count = count;

@@ -295,7 +295,10 @@ static void stream_run(cpu_stream *s)
             pthread_mutex_unlock(&s->mu);
             return;
         }
+        uint64_t began = c.trace_id != 0 ? now_ns() : 0;
         run(&c);
+        if (c.trace_id != 0)
+            cpu__trace->work_ran(c.trace_id, began, now_ns());
         finish(&c);
         pthread_mutex_lock(&s->mu);
         /* Dequeued only after running, so `done` counts finished work. */

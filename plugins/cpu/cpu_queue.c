@@ -244,6 +244,8 @@ static infiniStatus_t enqueue_locked(cpu_stream *s, const cpu_cmd *t, cpu_after 
      * waits for (and nothing can run it before s->mu is let go). */
     if (t->kind != CPU__CMD_ORDER) {
         cpu_cmd c = *t;
+        if (cpu__trace != NULL) /* left queued: the worker reports when it ran */
+            c.trace_id = cpu__trace->work_id();
         if (c.kind == CPU__CMD_RECORD) {
             atomic_fetch_add(&c.u.ev.e->refs, 1);
             c.u.ev.gen = cpu__event_queued(c.u.ev.e, s, atomic_load_explicit(&s->queued, memory_order_relaxed) + 1);
