@@ -866,4 +866,17 @@ INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int de
  * DEVICE_TYPE_NOT_SUPPORTED. */
 INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id);
 
+/* ----------------------------------------------------------------- tracing */
+
+/* (ours) Write the events recorded so far, by every thread, to the trace
+ * file (INFINIRT_TRACE or [loader] trace; docs/tracing.md) before
+ * returning, so that the file is a complete trace of everything up to this
+ * call - for a program about to crash or be killed, or one that reads its
+ * own trace.  The file is also written as the program runs (a writer
+ * thread, a few times a second) and at exit.  Work still queued on
+ * streams is written once it has run.  Thread-safe; may block while
+ * writing.  Returns SUCCESS, also when no trace is being written (nothing
+ * to do), or DEVICE_NOT_INITIALIZED. */
+INFINIRT_API infiniStatus_t infinirtTraceFlush(void);
+
 #endif /* __INFINIRT_API_H__ */

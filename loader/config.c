@@ -406,6 +406,7 @@ int infinirt__config_load(infinirt__config *cfg)
     cfg->log_level = -1;
     cfg->default_type = INFINI_DEVICE_CPU;
     cfg->default_id = 0;
+    cfg->trace_max_mb = 256;
     infinirt__alloc_config_default(&cfg->alloc);
     infinirt__config_env_begin(cfg);
 

@@ -22,6 +22,7 @@
 static const char *const k_vars[] = {
     "INFINIRT_CONFIG", "INFINIRT_PLUGINS",  "INFINIRT_PLUGIN_PATH", "INFINIRT_VISIBLE_DEVICES",
     "INFINIRT_LOG",    "INFINIRT_LOG_FILE", "XDG_CONFIG_HOME",      "HOME",
+    "INFINIRT_TRACE",
 };
 #define NVARS (sizeof k_vars / sizeof k_vars[0])
 
@@ -332,8 +333,37 @@ int infinirt__config_visible(const infinirt__config *cfg, infiniDevice_t type, i
 
 /* ------------------------------------------------ the rest */
 
+/* INFINIRT_TRACE over [loader] trace: it wins, and a different file in a
+ * config file is reported naming both. */
+static void env_trace(infinirt__config *cfg)
+{
+    const char *v = infinirt__config_getenv(cfg, "INFINIRT_TRACE");
+    if (v == NULL)
+        return;
+    infinirt__config_entry *e = infinirt__config_env_entry(cfg, "INFINIRT_TRACE");
+    if (strlen(v) >= sizeof cfg->trace) {
+        infinirt__config_entry_say(e, 1, "longer than 1023 bytes: ignored");
+        INFINIRT__CONFIG_WARN(cfg, "INFINIRT_TRACE is longer than 1023 bytes; ignored");
+        return;
+    }
+    if (cfg->trace_file != NULL && strcmp(cfg->trace, v) != 0) {
+        INFINIRT__CONFIG_WARN(cfg,
+                              "INFINIRT_TRACE=%.200s overrides [loader] trace = %.200s (%s:%d): the "
+                              "environment wins",
+                              v, cfg->trace, cfg->trace_file, cfg->trace_line);
+        infinirt__config_entry_say(e, 0, "the trace file; overrides [loader] trace = %.200s (%s:%d)", cfg->trace,
+                                   cfg->trace_file, cfg->trace_line);
+    } else {
+        infinirt__config_entry_say(e, 0, "the trace file (docs/tracing.md)");
+    }
+    snprintf(cfg->trace, sizeof cfg->trace, "%s", v);
+    cfg->trace_file = NULL;
+    cfg->trace_line = 0;
+}
+
 void infinirt__config_env_rest(infinirt__config *cfg)
 {
+    env_trace(cfg);
     const char *lv = infinirt__config_getenv(cfg, "INFINIRT_LOG");
     if (lv != NULL) {
         if (infinirt__log_parse_level(lv) < 0)

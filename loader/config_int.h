@@ -75,8 +75,9 @@ void infinirt__config_env_plugins(infinirt__config *cfg);
 /* INFINIRT_VISIBLE_DEVICES: parsed into cfg->visible, a malformed value
  * reported (it then shows no device of any type). */
 void infinirt__config_env_visible(infinirt__config *cfg);
-/* The report entries of INFINIRT_LOG, INFINIRT_LOG_FILE (log.c obeys
- * them), XDG_CONFIG_HOME and HOME. */
+/* INFINIRT_TRACE over [loader] trace; the report entries of
+ * INFINIRT_LOG, INFINIRT_LOG_FILE (log.c obeys them), XDG_CONFIG_HOME and
+ * HOME. */
 void infinirt__config_env_rest(infinirt__config *cfg);
 
 #endif /* INFINIRT_LOADER_CONFIG_INT_H_ */

@@ -413,8 +413,27 @@ static void loader_key(reader *r, int line, const char *name, const char *value)
             cfg->default_type = (infiniDevice_t)t;
             cfg->default_id = id;
         }
+    } else if (strcmp(name, "trace") == 0) {
+        /* An output file: relative to the working directory, as
+         * INFINIRT_TRACE is (docs/tracing.md). */
+        if (value[0] == '\0' || strlen(value) >= sizeof cfg->trace) {
+            bad_value(r, line, "loader", name, value, value[0] ? "longer than 1023 bytes" : "empty",
+                      cfg->trace[0] ? "the earlier value" : "no trace");
+            return;
+        }
+        snprintf(cfg->trace, sizeof cfg->trace, "%s", value);
+        cfg->trace_file = r->path;
+        cfg->trace_line = line;
+    } else if (strcmp(name, "trace_max_mb") == 0) {
+        long mb = 0;
+        char used[64];
+        snprintf(used, sizeof used, "%zu", cfg->trace_max_mb);
+        if (infinirtPluginParseCount(value, 1, 1048576, &mb) != 0)
+            bad_value(r, line, "loader", name, value, "not a whole number of MiB from 1 to 1048576", used);
+        else
+            cfg->trace_max_mb = (size_t)mb;
     } else {
-        unknown_key(r, line, "loader", name, "log_level, plugin_dir, plugins, default_device");
+        unknown_key(r, line, "loader", name, "log_level, plugin_dir, plugins, default_device, trace, trace_max_mb");
     }
 }
 

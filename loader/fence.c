@@ -504,6 +504,7 @@ void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device
         .total_memory = dev->info.total_memory,
         .device_type = (int)dev->plugin->type,
         .device_id = dev->id,
+        .note = infinirt__trace_enabled() ? infinirt__trace_pool_note : NULL,
     };
     snprintf(be->label, sizeof be->label, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
 }
@@ -527,6 +528,7 @@ void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *
         .total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0,
         .device_type = (int)host_plugin->type,
         .device_id = -1,
+        .note = infinirt__trace_enabled() ? infinirt__trace_pool_note : NULL,
     };
     snprintf(be->label, sizeof be->label, "%s host", infinirtGetDeviceTypeName(host_plugin->type));
 }

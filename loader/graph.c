@@ -299,7 +299,7 @@ static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     if (dev->plugin->type == INFINI_DEVICE_CPU) {
         atomic_fetch_add(&x->ops->refs, 1);
-        st = ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops);
+        INFINIRT__TRACE_WORK(st, s, "graph launch", 0, ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops));
         infinirt__stream_note_submit(s);
         *queued = st == INFINI_STATUS_SUCCESS;
         if (st != INFINI_STATUS_SUCCESS) {
@@ -316,13 +316,15 @@ static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
         infinirt__note_peer(op->touched[1], dev);
         switch (op->kind) {
         case INFINIRT__GOP_COPY:
-            st = ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps);
+            INFINIRT__TRACE_WORK(st, s, infinirt__trace_copy_name(op->arg), op->size,
+                                 ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps));
             break;
         case INFINIRT__GOP_SET:
-            st = ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps);
+            INFINIRT__TRACE_WORK(st, s, "fill", op->size,
+                                 ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps));
             break;
         case INFINIRT__GOP_HOSTFN:
-            st = ops->launch_host_func(dev->index, s->ps, op->fn, op->ud);
+            INFINIRT__TRACE_WORK(st, s, "host function", 0, ops->launch_host_func(dev->index, s->ps, op->fn, op->ud));
             break;
         }
         if (st != INFINI_STATUS_SUCCESS) {
@@ -360,7 +362,7 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
                             infinirt__dev_name(dev, a, sizeof a), stream, infinirt__dev_name(s->dev, b, sizeof b));
     } else if (x->native != NULL) {
         /* The backend orders launches of one exec itself (CUDA does). */
-        st = dev->plugin->ops->graph_launch(dev->index, x->native, s->ps);
+        INFINIRT__TRACE_WORK(st, s, "graph launch", 0, dev->plugin->ops->graph_launch(dev->index, x->native, s->ps));
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "graph_launch");

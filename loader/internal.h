@@ -13,6 +13,7 @@
 #define INFINIRT_LOADER_INTERNAL_H_
 
 #include "alloc.h"
+#include "api_list.h"
 #include "handles.h"
 #include "infinirt.h"
 #include "infinirt_plugin.h"
@@ -30,6 +31,18 @@ typedef struct infinirt__device infinirt__device;
 typedef struct infinirt__stream infinirt__stream;
 typedef struct infinirt__event infinirt__event;
 typedef struct infinirt__capture infinirt__capture;
+
+/* The loader's definitions of the public functions are the symbols
+ * infinirt__impl_NAME (hidden); trace_api.c defines each public NAME,
+ * which traces the call when a trace is written (api_list.h).  Calls
+ * between the loader's files go straight to the definitions. */
+#ifndef INFINIRT__API_WRAPPERS
+#define INFINIRT__RENAME_S(name, params, args, desc) infiniStatus_t name params __asm__("infinirt__impl_" #name);
+#define INFINIRT__RENAME_C(name, params, args, desc) const char *name params __asm__("infinirt__impl_" #name);
+INFINIRT__API_LIST(INFINIRT__RENAME_S, INFINIRT__RENAME_C)
+#undef INFINIRT__RENAME_S
+#undef INFINIRT__RENAME_C
+#endif
 
 /* ------------------------------------------------------------- config */
 
@@ -94,6 +107,12 @@ typedef struct {
     size_t nentries, capentries;
     size_t nproblems;            /* WARNING entries, and those the report did not keep */
     struct infinirt__seen *seen; /* while reading: the keys seen (config_keys.c) */
+    /* [loader] trace = FILE, or INFINIRT_TRACE, which wins: "" = no trace
+     * (trace.c, docs/tracing.md); where the key was set (NULL: not by a file). */
+    char trace[1024];
+    const char *trace_file;
+    int trace_line;
+    size_t trace_max_mb; /* [loader] trace_max_mb: the trace file's limit, MiB */
 } infinirt__config;
 
 /* Find and read the config (search order: the README's configuration section).  Returns 0;
@@ -170,6 +189,9 @@ struct infinirt__plugin {
     int declared_count;        /* the plugin's own count (INFINIRT_VISIBLE_DEVICES may show fewer) */
     infinirt__device *devices; /* device_count entries */
     infinirt__pool *host_pool; /* MallocHost memory of this plugin */
+    /* The tracing functions it was given at init (ABI 1.7), with the flags
+     * it set in them; unused when no trace is written. */
+    infinirtPluginTrace trace;
     /* Plugins start on first use (infinirt__plugin_start): infinirtInit
      * only reads the config and does each plugin's handshake, so a
      * CPU-only program never waits for an OpenCL platform scan.  `started`
@@ -235,6 +257,9 @@ struct infinirt__device {
      * each fence, so the loader's calls are not counted on the device (a
      * counter every stream of the device would fight over). */
     bool native_work;
+    /* A trace is written and the plugin reports when the work it leaves
+     * queued ran (INFINIRT_PLUGIN_TRACE_REPORTS; trace.c). */
+    bool trace_reports;
     /* Created on first use (infinirt__device_pool): a device that is never
      * used costs no allocator. */
     _Atomic(infinirt__pool *) pool;
@@ -289,6 +314,11 @@ struct infinirt__stream {
      * only if loader calls queued work after that drain. */
     atomic_bool destroy_drained;
     infinirt__stream *prev, *next; /* in dev->streams */
+    /* The trace (trace.c): the stream's track (0 until its first work),
+     * and the newest work of a plugin that does not report, whose span
+     * ends when the stream is next seen idle (0: none). */
+    atomic_uint trace_tid;
+    _Atomic uint64_t trace_open;
 };
 
 struct infinirt__event {
@@ -608,5 +638,7 @@ infiniStatus_t infinirt__plugin_failed(infiniStatus_t st, const infinirt__device
  * destroy or register: plugin-abi.md, "Handle values") and return
  * INFINI_STATUS_INTERNAL_ERROR, which the create then fails with. */
 infiniStatus_t infinirt__plugin_gave_null(const infinirt__device *dev, const char *entry, const char *what);
+
+#include "trace.h"
 
 #endif /* INFINIRT_LOADER_INTERNAL_H_ */

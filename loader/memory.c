@@ -383,7 +383,9 @@ static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, in
  * last step of both paths of infinirtMemcpy. */
 static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, int kind)
 {
-    infiniStatus_t st = owner->plugin->ops->memcpy(owner->index, dst, src, size, kind);
+    infiniStatus_t st;
+    INFINIRT__TRACE_SYNC_WORK(st, owner->default_stream, infinirt__trace_copy_name(kind), size,
+                              owner->plugin->ops->memcpy(owner->index, dst, src, size, kind));
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__plugin_failed(st, owner, "memcpy") : st;
 }
 
@@ -393,7 +395,9 @@ static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, con
 static inline infiniStatus_t queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind)
 {
     infinirt__device *dev = str->dev;
-    infiniStatus_t st = dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps);
+    infiniStatus_t st;
+    INFINIRT__TRACE_WORK(st, str, infinirt__trace_copy_name(kind), size,
+                         dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps));
     infinirt__stream_note_submit(str);
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         infinirt__plugin_failed(st, dev, "memcpy_async");
@@ -649,7 +653,8 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
     infinirt__device *dev = p.dev;
     if ((st = infinirt__capture_sync_check(dev, true, __func__)) != INFINI_STATUS_SUCCESS)
         return st;
-    st = dev->plugin->ops->memset(dev->index, ptr, value, count);
+    INFINIRT__TRACE_SYNC_WORK(st, dev->default_stream, "fill", count,
+                              dev->plugin->ops->memset(dev->index, ptr, value, count));
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
     return st;
@@ -701,7 +706,8 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
             }
         }
         infinirt__note_peer(known(&p), dev);
-        st = dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps);
+        INFINIRT__TRACE_WORK(st, s, "fill", count,
+                             dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps));
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memset_async");

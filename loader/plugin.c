@@ -281,6 +281,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int id, int in
     d->done_at_return = p->ops->get_device_flags(index, &flags) == INFINI_STATUS_SUCCESS &&
                         (flags & INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN);
     d->native_work = INFINIRT__NATIVE_WORK(p);
+    d->trace_reports = infinirt__trace_enabled() && (p->trace.plugin_flags & INFINIRT_PLUGIN_TRACE_REPORTS) != 0;
     d->default_stream = calloc(1, sizeof *d->default_stream);
     if (d->default_stream == NULL)
         return -1;
@@ -347,6 +348,10 @@ static void start_one(infinirt__plugin *p, const infinirt__plugin_conf *pc, cons
         .message_size = sizeof msg,
         .config_warnv = config_warnv,
     };
+    if (infinirt__trace_enabled()) {
+        infinirt__trace_plugin_hooks(&p->trace);
+        x.args.trace = &p->trace;
+    }
     int count = 0;
     infiniStatus_t st = p->ops->init(args_p, &count);
     free(kv);
@@ -463,7 +468,9 @@ static void resolve_slot(int slot)
             } else {
                 atomic_store_explicit(&ts->since_ns, monotonic_ns(), memory_order_relaxed);
                 atomic_store_explicit(&ts->running, p, memory_order_release);
+                uint64_t t0 = infinirt__trace_now();
                 start_one(p, p->conf, &infinirt__rt.cfg);
+                infinirt__trace_startup(p, t0);
                 atomic_store_explicit(&ts->running, NULL, memory_order_release);
                 if (p->status == INFINIRT_PLUGIN_LOADED)
                     serving = p;

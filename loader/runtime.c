@@ -79,6 +79,7 @@ static void do_init(void)
     if (infinirt__config_load(&infinirt__rt.cfg) != 0)
         return; /* the file INFINIRT_CONFIG names cannot be used (logged); every call fails */
     infinirt__log_set_default_level(infinirt__rt.cfg.log_level);
+    infinirt__trace_start(&infinirt__rt.cfg); /* before any plugin starts: their start-up is traced */
     snprintf(infinirt__rt.config_path, sizeof infinirt__rt.config_path, "%s", infinirt__rt.cfg.path);
     infinirt__rt.nplugins = infinirt__plugins_load(&infinirt__rt.cfg, &infinirt__rt.plugins);
     /* No plugin starts here: the default device is checked when a thread
@@ -93,6 +94,7 @@ static void do_init(void)
 infiniStatus_t infinirt__init_slow(void)
 {
     pthread_once(&g_once, do_init);
+    infinirt__trace_settle();
     if (atomic_load_explicit(&infinirt__ready, memory_order_acquire))
         return INFINI_STATUS_SUCCESS;
     switch (atomic_load(&g_state)) {

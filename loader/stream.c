@@ -373,7 +373,8 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
             return st;
         }
     }
-    st = dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data);
+    INFINIRT__TRACE_WORK(st, s, "host function", 0,
+                         dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data));
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "launch_host_func");

@@ -349,6 +349,8 @@
       infinirtGetHostAllocatorStats(UNSERVED_, &OUT_->stats))                                                        \
     X(infinirtGetAllocatorSettings, null_out, NP_, 0, infinirtGetAllocatorSettings(NULL))                            \
     BI_DEVICE_ROWS(X, infinirtResetPeakStats, )                                                                      \
-    BI_DEVICE_ROWS(X, infinirtTrimCache, )
+    BI_DEVICE_ROWS(X, infinirtTrimCache, )                                                                           \
+    /* ------------------------------------------------------------- tracing */                                      \
+    X(infinirtTraceFlush, no_args, OK_, 0, infinirtTraceFlush()) /* no arguments; no trace: nothing to do */
 
 #endif /* INFINIRT_BAD_INPUT_ROWS_H_ */

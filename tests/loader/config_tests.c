@@ -795,7 +795,8 @@ int test_config_report_calls(void)
     ASSERT_OK(infinirtGetConfigEntryCount(&n));
     static const char *const vars[] = {
         "INFINIRT_CONFIG", "INFINIRT_PLUGINS",  "INFINIRT_PLUGIN_PATH", "INFINIRT_VISIBLE_DEVICES",
-        "INFINIRT_LOG",    "INFINIRT_LOG_FILE", "XDG_CONFIG_HOME",      "HOME"};
+        "INFINIRT_LOG",    "INFINIRT_LOG_FILE", "XDG_CONFIG_HOME",      "HOME",
+        "INFINIRT_TRACE"};
     infinirtConfigEntry_t e;
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         ASSERT_EQ(report_entry(INFINIRT_CONFIG_ENTRY_ENVIRONMENT, vars[i], NULL, &e), (int)i);

@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * trace_test.c - the trace INFINIRT_TRACE writes (docs/tracing.md), read
+ * back and checked.
+ *
+ *   trace-test NAME    run one test (trace_list.h has the list)
+ *
+ * Each test runs its workload in a child process, which writes the trace
+ * and exits (exit: the trace is finished by an atexit handler), and reads
+ * the file in the parent with the small JSON reader below, so that what is
+ * checked is the file a user opens in Perfetto.  The device is
+ * INFINIRT_TEST_DEVICE's, the config INFINIRT_CONFIG's.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+#include "trace_list.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N_BYTES 4096
+
+TRACE_BACKEND_LIST(TEST_DECLARE)
+TRACE_LOADER_LIST(TEST_DECLARE)
+
+/* ------------------------------------------------------------- JSON */
+
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
+typedef struct jv {
+    jtype t;
+    double num;
+    char *str;
+    struct jv *items; /* J_ARR, J_OBJ */
+    char **keys;      /* J_OBJ */
+    size_t n;
+} jv;
+
+typedef struct {
+    const char *p, *end;
+    const char *err;
+} jreader;
+
+static void skip_ws(jreader *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+static bool jparse(jreader *r, jv *out, int depth);
+
+static char *jstring(jreader *r)
+{
+    if (r->p >= r->end || *r->p != '"') {
+        r->err = "expected a string";
+        return NULL;
+    }
+    r->p++;
+    size_t cap = 16, n = 0;
+    char *s = malloc(cap);
+    while (r->p < r->end && *r->p != '"') {
+        char c = *r->p++;
+        if ((unsigned char)c < 0x20) {
+            r->err = "control character in a string";
+            free(s);
+            return NULL;
+        }
+        if (c == '\\') {
+            if (r->p >= r->end)
+                break;
+            char e = *r->p++;
+            switch (e) {
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'u':
+                if (r->end - r->p < 4) {
+                    r->err = "short \\u escape";
+                    free(s);
+                    return NULL;
+                }
+                c = (char)strtol((char[5]){r->p[0], r->p[1], r->p[2], r->p[3], 0}, NULL, 16);
+                r->p += 4;
+                break;
+            case '"':
+            case '\\':
+            case '/':
+                c = e;
+                break;
+            default:
+                r->err = "bad escape";
+                free(s);
+                return NULL;
+            }
+        }
+        if (n + 2 > cap)
+            s = realloc(s, cap *= 2);
+        s[n++] = c;
+    }
+    if (r->p >= r->end) {
+        r->err = "unterminated string";
+        free(s);
+        return NULL;
+    }
+    r->p++;
+    s[n] = '\0';
+    return s;
+}
+
+static bool jparse(jreader *r, jv *out, int depth)
+{
+    memset(out, 0, sizeof *out);
+    skip_ws(r);
+    if (depth > 64 || r->p >= r->end) {
+        r->err = depth > 64 ? "too deep" : "unexpected end";
+        return false;
+    }
+    char c = *r->p;
+    if (c == '{' || c == '[') {
+        bool obj = c == '{';
+        out->t = obj ? J_OBJ : J_ARR;
+        r->p++;
+        size_t cap = 0;
+        skip_ws(r);
+        if (r->p < r->end && *r->p == (obj ? '}' : ']')) {
+            r->p++;
+            return true;
+        }
+        for (;;) {
+            if (out->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                out->items = realloc(out->items, cap * sizeof *out->items);
+                if (obj)
+                    out->keys = realloc(out->keys, cap * sizeof *out->keys);
+            }
+            if (obj) {
+                skip_ws(r);
+                if ((out->keys[out->n] = jstring(r)) == NULL)
+                    return false;
+                skip_ws(r);
+                if (r->p >= r->end || *r->p != ':') {
+                    r->err = "expected ':'";
+                    return false;
+                }
+                r->p++;
+            }
+            if (!jparse(r, &out->items[out->n], depth + 1))
+                return false;
+            out->n++;
+            skip_ws(r);
+            if (r->p < r->end && *r->p == ',') {
+                r->p++;
+                continue;
+            }
+            if (r->p < r->end && *r->p == (obj ? '}' : ']')) {
+                r->p++;
+                return true;
+            }
+            r->err = obj ? "expected ',' or '}'" : "expected ',' or ']'";
+            return false;
+        }
+    }
+    if (c == '"') {
+        out->t = J_STR;
+        return (out->str = jstring(r)) != NULL;
+    }
+    if (c == '-' || isdigit((unsigned char)c)) {
+        char *e;
+        out->t = J_NUM;
+        out->num = strtod(r->p, &e);
+        if (e == r->p) {
+            r->err = "bad number";
+            return false;
+        }
+        r->p = e;
+        return true;
+    }
+    static const struct {
+        const char *w;
+        jtype t;
+        double v;
+    } words[] = {{"true", J_BOOL, 1}, {"false", J_BOOL, 0}, {"null", J_NULL, 0}};
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strlen(words[i].w);
+        if ((size_t)(r->end - r->p) >= l && memcmp(r->p, words[i].w, l) == 0) {
+            out->t = words[i].t;
+            out->num = words[i].v;
+            r->p += l;
+            return true;
+        }
+    }
+    r->err = "unexpected character";
+    return false;
+}
+
+static const jv *jget(const jv *o, const char *k)
+{
+    if (o == NULL || o->t != J_OBJ)
+        return NULL;
+    for (size_t i = 0; i < o->n; i++)
+        if (strcmp(o->keys[i], k) == 0)
+            return &o->items[i];
+    return NULL;
+}
+
+static const char *jstr(const jv *o, const char *k)
+{
+    const jv *v = jget(o, k);
+    return v != NULL && v->t == J_STR ? v->str : NULL;
+}
+
+static bool jnum(const jv *o, const char *k, double *out)
+{
+    const jv *v = jget(o, k);
+    if (v == NULL || v->t != J_NUM)
+        return false;
+    *out = v->num;
+    return true;
+}
+
+static bool is(const char *a, const char *b)
+{
+    return a != NULL && strcmp(a, b) == 0;
+}
+
+/* The whole file parsed; the test fails (with where) when it is not JSON. */
+static jv g_doc;
+static const jv *g_events;
+static char *read_whole(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got; (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int load_trace(const char *path)
+{
+    const char *text = read_whole(path);
+    if (text == NULL) {
+        fprintf(stderr, "trace file %s could not be read\n", path);
+        ASSERT_PTR_NE(text, NULL);
+    }
+    jreader r = {text, text + strlen(text), NULL};
+    bool ok = jparse(&r, &g_doc, 0);
+    skip_ws(&r);
+    if (!ok || r.p != r.end) {
+        fprintf(stderr, "%s is not JSON: %s at byte %ld\n", path, r.err ? r.err : "text after the end",
+                (long)(r.p - text));
+        ASSERT(false);
+    }
+    ASSERT_EQ((int)g_doc.t, (int)J_OBJ);
+    ASSERT_STR_EQ(jstr(&g_doc, "displayTimeUnit"), "ns");
+    g_events = jget(&g_doc, "traceEvents");
+    ASSERT_PTR_NE(g_events, NULL);
+    ASSERT_EQ((int)g_events->t, (int)J_ARR);
+    const jv *other = jget(&g_doc, "otherData");
+    ASSERT_PTR_NE(other, NULL);
+    ASSERT_PTR_NE(jstr(other, "infinirt_version"), NULL);
+    double d;
+    ASSERT(jnum(other, "dropped_events", &d));
+    return TEST_OK;
+}
+
+static const jv *ev(size_t i)
+{
+    return &g_events->items[i];
+}
+
+static size_t count_where(const char *ph, const char *cat, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g_events->n; i++)
+        if ((ph == NULL || is(jstr(ev(i), "ph"), ph)) && (cat == NULL || is(jstr(ev(i), "cat"), cat)) &&
+            (name == NULL || is(jstr(ev(i), "name"), name)))
+            n++;
+    return n;
+}
+
+static double num(const jv *o, const char *k)
+{
+    double v = -1;
+    if (!jnum(o, k, &v))
+        return -1;
+    return v;
+}
+
+/* ------------------------------------------------------------ children */
+
+static const char *trace_path(const char *name)
+{
+    static char p[1024];
+    snprintf(p, sizeof p, "%s/%s", tc_temp_dir(), name);
+    return p;
+}
+
+/* Run fn in a child (INFINIRT_TRACE=path unless path is NULL) that exits
+ * with its result; the test fails unless it exits 0. */
+static int run_child(int (*fn)(void), const char *path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        if (path != NULL)
+            tc_setenv("INFINIRT_TRACE", path);
+        exit(fn());
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "the traced child failed (status 0x%x)\n", status);
+    ASSERT(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ workload */
+
+static void host_fn(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* Handles of the workload, for the parent's checks (written by the child
+ * into a file beside the trace). */
+typedef struct {
+    void *s1, *s2;
+    int graphs; /* 1 when the backend captured and launched a graph */
+} workload_ids;
+
+static int workload(void)
+{
+    infiniDevice_t type = tc_device_type();
+    ASSERT_OK(infinirtSetDevice(type, 0));
+    infinirtStream_t s1, s2;
+    ASSERT_OK(infinirtStreamCreate(&s1));
+    ASSERT_OK(infinirtStreamCreate(&s2));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *a = NULL, *b = NULL, *h = NULL;
+    ASSERT_OK(infinirtMallocAsync(&a, N_BYTES, s1));
+    ASSERT_OK(infinirtMallocAsync(&b, N_BYTES, s2));
+    ASSERT_OK(infinirtMallocHost(&h, N_BYTES));
+    /* s1 fills a; s2 waits for it (an event between the streams), copies
+     * it to b and back to the host, then runs a host function. */
+    ASSERT_OK(infinirtMemsetAsync(a, 0x5a, N_BYTES, s1));
+    ASSERT_OK(infinirtEventRecord(e, s1));
+    ASSERT_OK(infinirtStreamWaitEvent(s2, e));
+    ASSERT_OK(infinirtMemcpyAsync(b, a, N_BYTES, INFINIRT_MEMCPY_D2D, s2));
+    ASSERT_OK(infinirtMemcpyAsync(h, b, N_BYTES, INFINIRT_MEMCPY_D2H, s2));
+    int calls = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(s2, host_fn, &calls));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    ASSERT_EQ(calls, 1);
+    ASSERT_EQ(((unsigned char *)h)[N_BYTES - 1], 0x5a);
+    /* A graph: captured on s1, launched twice. */
+    workload_ids ids = {s1, s2, 0};
+    infiniStatus_t st = infinirtStreamBeginCapture(s1, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL);
+    if (st == INFINI_STATUS_SUCCESS) {
+        infinirtGraph_t g;
+        infinirtGraphExec_t x;
+        ASSERT_OK(infinirtMemsetAsync(a, 0x11, N_BYTES, s1));
+        ASSERT_OK(infinirtMemcpyAsync(b, a, N_BYTES, INFINIRT_MEMCPY_D2D, s1));
+        ASSERT_OK(infinirtStreamEndCapture(s1, &g));
+        ASSERT_OK(infinirtGraphInstantiate(&x, g, NULL, NULL, 0));
+        ASSERT_OK(infinirtGraphLaunch(x, s1));
+        ASSERT_OK(infinirtGraphLaunch(x, s1));
+        ASSERT_OK(infinirtStreamSynchronize(s1));
+        ASSERT_OK(infinirtGraphExecDestroy(x));
+        ASSERT_OK(infinirtGraphDestroy(g));
+        ids.graphs = 1;
+    } else {
+        ASSERT_STATUS(st, INFINI_STATUS_NOT_IMPLEMENTED);
+    }
+    ASSERT_OK(infinirtFreeAsync(a, s1));
+    ASSERT_OK(infinirtFreeAsync(b, s2));
+    ASSERT_OK(infinirtStreamSynchronize(s1));
+    ASSERT_OK(infinirtStreamSynchronize(s2));
+    ASSERT_OK(infinirtFreeHost(h));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(s1));
+    ASSERT_OK(infinirtStreamDestroy(s2));
+    FILE *f = fopen(trace_path("ids"), "w");
+    ASSERT_PTR_NE(f, NULL);
+    fprintf(f, "%p %p %d\n", ids.s1, ids.s2, ids.graphs);
+    fclose(f);
+    return 0;
+}
+
+/* The track (tid) named "stream ... HEX" for handle h; -1 when none, -2
+ * when more than one. */
+static double stream_track(const void *h)
+{
+    char want[64];
+    snprintf(want, sizeof want, " %p", h);
+    double tid = -1;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *e = ev(i);
+        const jv *args = jget(e, "args");
+        const char *name = jstr(args, "name");
+        if (!is(jstr(e, "ph"), "M") || !is(jstr(e, "name"), "thread_name") || name == NULL ||
+            strncmp(name, "stream ", 7) != 0)
+            continue;
+        size_t l = strlen(name), wl = strlen(want);
+        if (l >= wl && strcmp(name + l - wl, want) == 0)
+            tid = tid == -1 ? num(e, "tid") : -2;
+    }
+    return tid;
+}
+
+/* Whether stream work `name` is on track tid. */
+static bool work_on(double tid, const char *name)
+{
+    for (size_t i = 0; i < g_events->n; i++)
+        if (is(jstr(ev(i), "cat"), "stream") && is(jstr(ev(i), "name"), name) && num(ev(i), "tid") == tid)
+            return true;
+    return false;
+}
+
+int test_workload(void)
+{
+    const char *path = trace_path("workload.json");
+    CHECK(run_child(workload, path));
+    CHECK(load_trace(path));
+    void *s1, *s2;
+    int graphs;
+    FILE *f = fopen(trace_path("ids"), "r");
+    ASSERT_PTR_NE(f, NULL);
+    ASSERT_EQ(fscanf(f, "%p %p %d", &s1, &s2, &graphs), 3);
+    fclose(f);
+
+    /* Call spans: every call of the workload, with a duration and its
+     * status; each on a thread named by a metadata event. */
+    static const char *const calls[] = {
+        "infinirtSetDevice",     "infinirtStreamCreate",    "infinirtEventCreate",     "infinirtMallocAsync",
+        "infinirtMallocHost",    "infinirtMemsetAsync",     "infinirtEventRecord",     "infinirtStreamWaitEvent",
+        "infinirtMemcpyAsync",   "infinirtLaunchHostFunc",  "infinirtStreamSynchronize", "infinirtFreeAsync",
+        "infinirtFreeHost",      "infinirtDeviceSynchronize", "infinirtEventDestroy",  "infinirtStreamDestroy",
+        "infinirtStreamBeginCapture",
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        if (count_where("X", "call", calls[i]) == 0)
+            fprintf(stderr, "no call span for %s\n", calls[i]);
+        ASSERT_GT(count_where("X", "call", calls[i]), 0);
+    }
+    size_t spans = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *e = ev(i);
+        if (!is(jstr(e, "ph"), "X") || !is(jstr(e, "cat"), "call"))
+            continue;
+        spans++;
+        ASSERT_GE(num(e, "ts"), 0);
+        ASSERT_GE(num(e, "dur"), 0);
+        ASSERT_PTR_NE(jstr(jget(e, "args"), "status"), NULL);
+        if (is(jstr(e, "name"), "infinirtMemsetAsync"))
+            ASSERT_STR_EQ(jstr(jget(e, "args"), "status"), "SUCCESS");
+    }
+    ASSERT_GT(spans, 20);
+    ASSERT_GT(count_where("M", NULL, "thread_name"), 2);
+
+    /* One track per stream, named with its device and handle, carrying
+     * that stream's work. */
+    double t1 = stream_track(s1), t2 = stream_track(s2);
+    ASSERT_GE(t1, 0);
+    ASSERT_GE(t2, 0);
+    ASSERT_NE(t1, t2);
+    ASSERT(work_on(t1, "fill"));
+    ASSERT(work_on(t1, "event record"));
+    ASSERT(work_on(t2, "event wait"));
+    ASSERT(work_on(t2, "copy D2D"));
+    ASSERT(work_on(t2, "copy D2H"));
+    ASSERT(work_on(t2, "host function"));
+    if (graphs && tc_device_type() != INFINI_DEVICE_OPENCL)
+        ASSERT(work_on(t1, "graph launch"));
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *e = ev(i);
+        if (is(jstr(e, "cat"), "stream")) {
+            ASSERT_STR_EQ(jstr(e, "ph"), "X");
+            ASSERT_GE(num(e, "dur"), 0);
+            ASSERT_GE(num(jget(e, "args"), "bytes"), 0);
+        }
+    }
+
+    /* Flows: every start ("s", inside a call span of its thread) has one
+     * end ("f") with its id, on a stream's track, at a span there. */
+    size_t flows = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *s = ev(i);
+        if (!is(jstr(s, "ph"), "s"))
+            continue;
+        flows++;
+        double id = num(s, "id"), ts = num(s, "ts"), tid = num(s, "tid");
+        size_t ends = 0, starts = 0;
+        bool in_call = false;
+        for (size_t j = 0; j < g_events->n; j++) {
+            const jv *o = ev(j);
+            if (is(jstr(o, "ph"), "f") && num(o, "id") == id) {
+                ends++;
+                ASSERT_STR_EQ(jstr(o, "bp"), "e");
+                ASSERT(num(o, "tid") == t1 || num(o, "tid") == t2 || num(o, "tid") >= 1000000);
+            }
+            if (is(jstr(o, "ph"), "s") && num(o, "id") == id)
+                starts++;
+            if (is(jstr(o, "cat"), "call") && num(o, "tid") == tid && num(o, "ts") <= ts &&
+                ts <= num(o, "ts") + num(o, "dur") + 0.001)
+                in_call = true;
+        }
+        if (ends != 1 || !in_call)
+            fprintf(stderr, "flow %.0f: %zu ends, %s a call span\n", id, ends, in_call ? "in" : "not in");
+        ASSERT_EQ(ends, 1);
+        ASSERT_EQ(starts, 1);
+        ASSERT(in_call);
+    }
+    ASSERT_GE(flows, 7);
+    ASSERT_EQ(count_where("f", "flow", NULL), flows);
+
+    /* The allocator: a malloc and a free for each block, and counters
+     * per device that come back to 0 allocated after the frees. */
+    ASSERT_GE(count_where("i", "alloc", "malloc"), 3);
+    ASSERT_EQ(count_where("i", "alloc", "free"), count_where("i", "alloc", "malloc"));
+    ASSERT_GE(count_where("i", "alloc", "segment reserve"), 1);
+    char dev[64];
+    snprintf(dev, sizeof dev, "memory %s:0", infinirtGetDeviceTypeName(tc_device_type()));
+    double last = -1, peak = 0, reserved = -1;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *e = ev(i);
+        if (!is(jstr(e, "ph"), "C") || !is(jstr(e, "name"), dev))
+            continue;
+        const jv *args = jget(e, "args");
+        last = num(args, "allocated");
+        reserved = num(args, "reserved");
+        ASSERT_GE(last, 0);
+        ASSERT_GE(reserved, last);
+        peak = last > peak ? last : peak;
+    }
+    if (last != 0)
+        fprintf(stderr, "counter \"%s\": last allocated %.0f, peak %.0f\n", dev, last, peak);
+    ASSERT_GE(peak, 2 * N_BYTES);
+    ASSERT_EQ(last, 0);
+
+    /* The plugin's start-up. */
+    size_t startups = 0;
+    for (size_t i = 0; i < g_events->n; i++)
+        if (is(jstr(ev(i), "cat"), "startup") && strncmp(jstr(ev(i), "name"), "start plugin ", 13) == 0) {
+            startups++;
+            ASSERT_GE(num(ev(i), "dur"), 0);
+        }
+    ASSERT_GE(startups, 1);
+    ASSERT_EQ(num(jget(&g_doc, "otherData"), "dropped_events"), 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ coverage */
+
+static void noop(void *arg)
+{
+    (void)arg;
+}
+
+/* Every public function once (the status does not matter here). */
+static int every_call(void)
+{
+    infiniDevice_t type = tc_device_type();
+    int counts[INFINI_DEVICE_TYPE_COUNT], n = 0, id = 0;
+    infiniDevice_t types[32], dt;
+    size_t fb, tb;
+    void *p = NULL, *q = NULL, *nat = NULL, *nat2 = NULL;
+    size_t off;
+    infinirtStream_t s = NULL, s2 = NULL;
+    infinirtEvent_t e = NULL, e2 = NULL;
+    infinirtEventStatus_t es;
+    float ms;
+    infinirtDeviceResourceSnapshot_t snap;
+    infinirtDeviceProperties_t props;
+    infinirtPluginInfo_t pinfo;
+    infinirtConfigEntry_t centry;
+    infinirtAllocatorStats_t stats;
+    infinirtAllocatorSettings_t settings;
+    const char *path;
+    int a, b, c;
+    infinirtInit();
+    infinirtGetAllDeviceCount(counts);
+    infinirtGetDeviceTypes(types, 32, &n);
+    infinirtGetDeviceCount(type, &n);
+    infinirtSetDevice(type, 0);
+    infinirtGetDevice(&dt, &id);
+    infinirtGetMemInfo(type, 0, &fb, &tb);
+    infinirtGetDeviceResourceSnapshot(type, 0, &snap);
+    infinirtDeviceSynchronize();
+    infinirtDeviceGetNativeHandle(type, 0, &nat, &nat2);
+    infinirtStreamCreate(&s);
+    infinirtStreamCreateWithFlags(&s2, 0);
+    infinirtStreamGetNativeHandle(s, &nat);
+    infinirtStreamCreateFromNative(&s2, nat); /* refused: already a stream */
+    infinirtEventCreate(&e);
+    infinirtEventCreateWithFlags(&e2, 0);
+    infinirtEventRecord(e, s);
+    infinirtEventRecord(e2, s);
+    infinirtStreamWaitEvent(s, e);
+    infinirtLaunchHostFunc(s, noop, NULL);
+    infinirtEventQuery(e, &es);
+    infinirtEventSynchronize(e2);
+    infinirtEventElapsedTime(&ms, e, e2);
+    infinirtEventGetNativeHandle(e, &nat);
+    infinirtMalloc(&p, 256);
+    infinirtMallocHost(&q, 256);
+    infinirtMemset(p, 0, 256);
+    infinirtMemcpy(q, p, 256, INFINIRT_MEMCPY_D2H);
+    infinirtMemcpyAsync(p, q, 256, INFINIRT_MEMCPY_H2D, s);
+    infinirtMemsetAsync(p, 1, 256, s);
+    infinirtMemGetNativeHandle(p, &nat, &off);
+    void *pa = NULL;
+    infinirtMallocAsync(&pa, 256, s);
+    infinirtFreeAsync(pa, s);
+    infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL);
+    infinirtGraph_t g = NULL;
+    infinirtGraphExec_t x = NULL;
+    infinirtStreamEndCapture(s, &g);
+    infinirtGraphInstantiate(&x, g, NULL, NULL, 0);
+    infinirtGraphLaunch(x, s);
+    infinirtGraphLuanch(x, s);
+    infinirtStreamSynchronize(s);
+    infinirtGraphExecDestroy(x);
+    infinirtGraphDestroy(g);
+    infinirtFree(p);
+    infinirtFreeHost(q);
+    infinirtGetErrorString(INFINI_STATUS_SUCCESS);
+    infinirtGetErrorName(INFINI_STATUS_SUCCESS);
+    infinirtGetDeviceTypeName(type);
+    infinirtGetDeviceProperties(type, 0, &props);
+    infinirtGetPluginCount(&n);
+    infinirtGetPluginInfo(0, &pinfo);
+    infinirtGetPluginStatusString(INFINIRT_PLUGIN_LOADED);
+    infinirtGetConfigPath(&path);
+    infinirtGetConfigEntryCount(&n);
+    infinirtGetConfigEntry(0, &centry);
+    infinirtGetVersion(&a, &b, &c);
+    infinirtGetAllocatorStats(type, 0, &stats);
+    infinirtGetHostAllocatorStats(type, &stats);
+    infinirtGetAllocatorSettings(&settings);
+    infinirtResetPeakStats(type, 0);
+    infinirtTrimCache(type, 0);
+    infinirtTraceFlush();
+    infinirtEventDestroy(e);
+    infinirtEventDestroy(e2);
+    infinirtStreamDestroy(s);
+    infinirtStreamDestroy(s2);
+    return 0;
+}
+
+/* Every function include/infinirt.h declares has a call span once a
+ * workload calls it: none escapes the dispatch (loader/api_list.h). */
+int test_coverage(void)
+{
+    const char *path = trace_path("coverage.json");
+    CHECK(run_child(every_call, path));
+    CHECK(load_trace(path));
+    const char *header = tc_read_file(INFINIRT_INCLUDE_DIR "/infinirt.h");
+    ASSERT_PTR_NE(header, NULL);
+    size_t declared = 0, missing = 0;
+    for (const char *l = header; l != NULL && *l != '\0'; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "INFINIRT_API ", 13) != 0)
+            continue;
+        const char *name = strstr(l, "infinirt");
+        while (name != NULL && !(name[8] >= 'A' && name[8] <= 'Z'))
+            name = strstr(name + 1, "infinirt");
+        const char *paren = name != NULL ? strchr(name, '(') : NULL;
+        ASSERT_PTR_NE(paren, NULL);
+        char fn[128];
+        snprintf(fn, sizeof fn, "%.*s", (int)(paren - name), name);
+        declared++;
+        if (count_where("X", "call", fn) == 0) {
+            fprintf(stderr, "%s is declared in infinirt.h but has no call span in the trace\n", fn);
+            missing++;
+        }
+    }
+    ASSERT_GE(declared, 60);
+    ASSERT_EQ(missing, 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ dropped */
+
+static int many_calls(void)
+{
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *p = NULL;
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    /* Some 600 bytes of trace each: well past 1 MiB. */
+    for (int i = 0; i < 4000; i++)
+        ASSERT_OK(infinirtMemsetAsync(p, i & 0xff, 64, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtFree(p));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return 0;
+}
+
+/* trace_max_mb bounds the file; what does not fit is counted, in
+ * otherData and in an "events dropped" instant, and the file still
+ * parses. */
+int test_dropped(void)
+{
+    tc_use_config("[plugin.cpu]\nlibrary = " CPU_PLUGIN "\n[loader]\nplugins = cpu\ntrace_max_mb = 1\n");
+    const char *path = trace_path("dropped.json");
+    CHECK(run_child(many_calls, path));
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    ASSERT_LE(st.st_size, (1 << 20) + 4096);
+    ASSERT_GT(st.st_size, (1 << 20) - (256 << 10));
+    CHECK(load_trace(path));
+    double dropped = num(jget(&g_doc, "otherData"), "dropped_events");
+    ASSERT_GT(dropped, 0);
+    size_t notes = 0;
+    for (size_t i = 0; i < g_events->n; i++)
+        if (is(jstr(ev(i), "name"), "events dropped")) {
+            notes++;
+            ASSERT_STR_EQ(jstr(ev(i), "ph"), "i");
+            ASSERT_STR_EQ(jstr(ev(i), "s"), "g");
+            ASSERT_EQ(num(jget(ev(i), "args"), "count"), dropped);
+        }
+    ASSERT_EQ(notes, 1);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ config */
+
+static int few_calls(void)
+{
+    int n = 0;
+    ASSERT_OK(infinirtGetDeviceCount(INFINI_DEVICE_CPU, &n));
+    return 0;
+}
+
+/* INFINIRT_TRACE over [loader] trace: the variable's file is written, the
+ * file's is not, and the config report says so. */
+static int few_calls_report(void)
+{
+    CHECK(few_calls());
+    int n = 0;
+    ASSERT_OK(infinirtGetConfigEntryCount(&n));
+    bool said = false;
+    for (int i = 0; i < n; i++) {
+        infinirtConfigEntry_t e;
+        ASSERT_OK(infinirtGetConfigEntry(i, &e));
+        if (strcmp(e.name, "INFINIRT_TRACE") == 0) {
+            ASSERT_STR_CONTAINS(e.message, "overrides [loader] trace");
+            said = true;
+        }
+    }
+    ASSERT(said);
+    return 0;
+}
+
+int test_env_wins(void)
+{
+    char from_file[1024];
+    snprintf(from_file, sizeof from_file, "%s", trace_path("from-file.json"));
+    char text[2048];
+    snprintf(text, sizeof text, "[plugin.cpu]\nlibrary = %s\n[loader]\nplugins = cpu\ntrace = %s\n", CPU_PLUGIN,
+             from_file);
+    tc_use_config(text);
+    unlink(from_file);
+    CHECK(run_child(few_calls_report, trace_path("from-env-%p.json")));
+    ASSERT_NE(access(from_file, F_OK), 0);
+    /* %p is the child's process id: find the file it became. */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^from-env-[0-9]*\\.json$'", tc_temp_dir());
+    FILE *f = popen(cmd, "r");
+    int found = 0;
+    ASSERT_EQ(fscanf(f, "%d", &found), 1);
+    pclose(f);
+    ASSERT_EQ(found, 1);
+    /* And the key alone is obeyed. */
+    CHECK(run_child(few_calls, NULL));
+    CHECK(load_trace(from_file));
+    ASSERT_GT(count_where("X", "call", "infinirtGetDeviceCount"), 0);
+    return TEST_OK;
+}
+
+static int off_calls(void)
+{
+    CHECK(few_calls());
+    ASSERT_OK(infinirtTraceFlush()); /* nothing to do */
+    return 0;
+}
+
+/* No trace configured: no file, and infinirtTraceFlush succeeds. */
+int test_off(void)
+{
+    unsetenv("INFINIRT_TRACE");
+    const char *dir = tc_temp_dir();
+    CHECK(run_child(off_calls, NULL));
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c json", dir);
+    FILE *f = popen(cmd, "r");
+    int found = -1;
+    ASSERT_EQ(fscanf(f, "%d", &found), 1);
+    pclose(f);
+    ASSERT_EQ(found, 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ flush */
+
+static int flush_then_check(void)
+{
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *p = NULL;
+    ASSERT_OK(infinirtMalloc(&p, 128));
+    ASSERT_OK(infinirtTraceFlush());
+    /* The file is complete JSON now, with the calls so far, while the
+     * process still runs. */
+    CHECK(load_trace(trace_path("flush.json")));
+    ASSERT_GT(count_where("X", "call", "infinirtMalloc"), 0);
+    ASSERT_EQ(count_where("X", "call", "infinirtFree"), 0);
+    ASSERT_OK(infinirtFree(p));
+    return 0;
+}
+
+int test_flush(void)
+{
+    CHECK(run_child(flush_then_check, trace_path("flush.json")));
+    CHECK(load_trace(trace_path("flush.json")));
+    ASSERT_GT(count_where("X", "call", "infinirtFree"), 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    static const test_case tests[] = {TRACE_BACKEND_LIST(TEST_ENTRY) TRACE_LOADER_LIST(TEST_ENTRY)};
+    const test_suite suite = {tests, TEST_SUITE_COUNT(tests), NULL, NULL, NULL};
+    return test_main(argc, argv, &suite);
+}
