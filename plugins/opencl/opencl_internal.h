@@ -284,4 +284,17 @@ infiniStatus_t opencl__memcpy_async(int dev, void *dst, const void *src, size_t 
 infiniStatus_t opencl__memset(int dev, void *ptr, int value, size_t size);
 infiniStatus_t opencl__memset_async(int dev, void *ptr, int value, size_t size, void *stream);
 
+/* ------------------------------------------------------------------ tracing */
+
+/* The loader's tracing functions while it writes a trace (ABI 1.7), else
+ * NULL; set by init.  The entries below are the table's: each passes the
+ * call on, and with a trace brackets the work it queues with profiling
+ * markers to report when it ran (opencl_trace.c). */
+extern const infinirtPluginTrace *opencl__trace;
+infiniStatus_t opencl__traced_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
+infiniStatus_t opencl__traced_memset_async(int dev, void *ptr, int value, size_t size, void *stream);
+infiniStatus_t opencl__traced_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
+infiniStatus_t opencl__traced_event_record(int dev, void *event, void *stream);
+infiniStatus_t opencl__traced_stream_wait_event(int dev, void *stream, void *event);
+
 #endif /* INFINIRT_PLUGIN_OPENCL_INTERNAL_H_ */

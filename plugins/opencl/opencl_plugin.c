@@ -81,6 +81,12 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
     if (opencl__g.devices != NULL)
         return INFINI_STATUS_INVALID_STATE; /* init twice without shutdown */
     opencl__g.log = args->log;
+    /* Tracing (ABI 1.7): every entry that queues work reports when it ran. */
+    infinirtPluginTrace *trace = infinirtPluginTraceOf(args);
+    if (trace != NULL) {
+        trace->plugin_flags |= INFINIRT_PLUGIN_TRACE_REPORTS;
+        opencl__trace = trace;
+    }
 
     st = opencl__config_parse(args, &cfg, msg, sizeof msg);
     if (st != INFINI_STATUS_SUCCESS) {
@@ -144,12 +150,12 @@ static const infinirtPluginOps ops = {
     .stream_create = opencl__stream_create,
     .stream_destroy = opencl__stream_destroy,
     .stream_synchronize = opencl__stream_synchronize,
-    .stream_wait_event = opencl__stream_wait_event,
-    .launch_host_func = opencl__launch_host_func,
+    .stream_wait_event = opencl__traced_stream_wait_event,
+    .launch_host_func = opencl__traced_launch_host_func,
 
     .event_create = opencl__event_create,
     .event_destroy = opencl__event_destroy,
-    .event_record = opencl__event_record,
+    .event_record = opencl__traced_event_record,
     .event_query = opencl__event_query,
     .event_synchronize = opencl__event_synchronize,
     .event_elapsed_time = opencl__event_elapsed_time,
@@ -160,9 +166,9 @@ static const infinirtPluginOps ops = {
     .free_host = opencl__free_host,
 
     .memcpy = opencl__memcpy,
-    .memcpy_async = opencl__memcpy_async,
+    .memcpy_async = opencl__traced_memcpy_async,
     .memset = opencl__memset,
-    .memset_async = opencl__memset_async,
+    .memset_async = opencl__traced_memset_async,
 
     /* ABI 1.1.  No event_get_native: OpenCL events are one-shot (each
      * record is a new marker), so an event handle stays the plugin's

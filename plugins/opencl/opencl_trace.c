@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * opencl_trace.c - when the loader writes a trace (ABI 1.7), the work each
+ * entry leaves queued is reported with the times the queue ran it.
+ *
+ * The entry is bracketed by two markers on its in-order queue (made with
+ * profiling on: opencl__queue_create): the first completes when everything
+ * queued before has, so its CL_PROFILING_COMMAND_END is when the work could
+ * start; the second completes when the work has, and its callback reports
+ * [first's END, second's END].  Device timestamps become CLOCK_MONOTONIC
+ * through the first marker's CL_PROFILING_COMMAND_QUEUED, taken when it
+ * was queued, next to a host clock reading.  A queue without profiling (one
+ * the application made, stream_create_from_native) reports the host's view:
+ * from the entry to the callback.  Nothing of it runs when no trace is
+ * written: each entry tests one pointer.
+ */
+#include "opencl_internal.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+const infinirtPluginTrace *opencl__trace;
+
+typedef struct {
+    uint64_t id;
+    uint64_t host_ns; /* CLOCK_MONOTONIC when `before` was queued */
+    cl_event before, after;
+    opencl__stream *s;
+} mark;
+
+static uint64_t host_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void mark_free(mark *m)
+{
+    if (m->before != NULL)
+        clReleaseEvent(m->before);
+    if (m->after != NULL)
+        clReleaseEvent(m->after);
+    free(m);
+}
+
+static void CL_CALLBACK mark_done(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev;
+    mark *m = arg;
+    uint64_t now = host_ns(), begin = m->host_ns, end = now;
+    cl_ulong q = 0, b = 0, e = 0;
+    if (status == CL_COMPLETE &&
+        clGetEventProfilingInfo(m->before, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(m->before, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(m->after, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL) == CL_SUCCESS && q <= b &&
+        b <= e) {
+        begin = m->host_ns + (uint64_t)(b - q);
+        end = m->host_ns + (uint64_t)(e - q);
+    }
+    opencl__trace->work_ran(m->id, begin, end);
+    mark_free(m);
+}
+
+/* Before an entry that queues work on `stream` of dev: its id and the
+ * first marker; NULL when the loader traces no work here (or a marker
+ * cannot be made: the loader then shows the entry's own time). */
+static mark *mark_begin(int dev, void *stream)
+{
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
+    if (d == NULL || opencl__stream_resolve(d, stream, &s) != INFINI_STATUS_SUCCESS)
+        return NULL;
+    uint64_t id = opencl__trace->work_id();
+    if (id == 0)
+        return NULL;
+    mark *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        opencl__trace->work_ran(id, host_ns(), host_ns()); /* no times to give */
+        return NULL;
+    }
+    m->id = id;
+    m->s = s;
+    if (clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m->before) != CL_SUCCESS) {
+        opencl__trace->work_ran(id, host_ns(), host_ns());
+        mark_free(m);
+        return NULL;
+    }
+    m->host_ns = host_ns();
+    return m;
+}
+
+/* After the entry: the second marker and its callback. */
+static void mark_end(mark *m, infiniStatus_t st)
+{
+    if (m == NULL)
+        return;
+    if (st != INFINI_STATUS_SUCCESS) { /* nothing queued: the loader forgets the id */
+        mark_free(m);
+        return;
+    }
+    if (clEnqueueMarkerWithWaitList(m->s->queue, 0, NULL, &m->after) == CL_SUCCESS &&
+        clSetEventCallback(m->after, CL_COMPLETE, mark_done, m) == CL_SUCCESS) {
+        clFlush(m->s->queue);
+        return;
+    }
+    opencl__trace->work_ran(m->id, m->host_ns, host_ns());
+    mark_free(m);
+}
+
+infiniStatus_t opencl__traced_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
+{
+    if (opencl__trace == NULL)
+        return opencl__memcpy_async(dev, dst, src, size, kind, stream);
+    mark *m = mark_begin(dev, stream);
+    infiniStatus_t st = opencl__memcpy_async(dev, dst, src, size, kind, stream);
+    mark_end(m, st);
+    return st;
+}
+
+infiniStatus_t opencl__traced_memset_async(int dev, void *ptr, int value, size_t size, void *stream)
+{
+    if (opencl__trace == NULL)
+        return opencl__memset_async(dev, ptr, value, size, stream);
+    mark *m = mark_begin(dev, stream);
+    infiniStatus_t st = opencl__memset_async(dev, ptr, value, size, stream);
+    mark_end(m, st);
+    return st;
+}
+
+infiniStatus_t opencl__traced_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data)
+{
+    if (opencl__trace == NULL)
+        return opencl__launch_host_func(dev, stream, fn, user_data);
+    mark *m = mark_begin(dev, stream);
+    infiniStatus_t st = opencl__launch_host_func(dev, stream, fn, user_data);
+    mark_end(m, st);
+    return st;
+}
+
+infiniStatus_t opencl__traced_event_record(int dev, void *event, void *stream)
+{
+    if (opencl__trace == NULL)
+        return opencl__event_record(dev, event, stream);
+    mark *m = mark_begin(dev, stream);
+    infiniStatus_t st = opencl__event_record(dev, event, stream);
+    mark_end(m, st);
+    return st;
+}
+
+infiniStatus_t opencl__traced_stream_wait_event(int dev, void *stream, void *event)
+{
+    if (opencl__trace == NULL)
+        return opencl__stream_wait_event(dev, stream, event);
+    mark *m = mark_begin(dev, stream);
+    infiniStatus_t st = opencl__stream_wait_event(dev, stream, event);
+    mark_end(m, st);
+    return st;
+}
