@@ -167,8 +167,8 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
                                  0))
                 st = infinirt__capture_event_record(e, s, __func__, &recorded);
             if (st == INFINI_STATUS_SUCCESS && !recorded) {
-                INFINIRT__TRACE_WORK(st, s, "event record", 0,
-                                     e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps));
+                st = INFINIRT__TRACED(infinirt__traced_event_record(s, e->pe),
+                                      e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps));
                 if (st != INFINI_STATUS_SUCCESS)
                     infinirt__plugin_failed(st, e->dev, "event_record");
             }
@@ -287,8 +287,8 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
                                  0))
                 st = infinirt__capture_wait(s, e, __func__, &recorded);
             if (st == INFINI_STATUS_SUCCESS && !recorded) {
-                INFINIRT__TRACE_WORK(st, s, "event wait", 0,
-                                     dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe));
+                st = INFINIRT__TRACED(infinirt__traced_wait_event(s, e->pe),
+                                      dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe));
                 infinirt__stream_note_submit(s);
                 if (st != INFINI_STATUS_SUCCESS)
                     infinirt__plugin_failed(st, dev, "stream_wait_event");

@@ -383,9 +383,8 @@ static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, in
  * last step of both paths of infinirtMemcpy. */
 static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, int kind)
 {
-    infiniStatus_t st;
-    INFINIRT__TRACE_SYNC_WORK(st, owner->default_stream, infinirt__trace_copy_name(kind), size,
-                              owner->plugin->ops->memcpy(owner->index, dst, src, size, kind));
+    infiniStatus_t st = INFINIRT__TRACED(infinirt__traced_memcpy(owner, dst, src, size, kind),
+                                         owner->plugin->ops->memcpy(owner->index, dst, src, size, kind));
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__plugin_failed(st, owner, "memcpy") : st;
 }
 
@@ -395,9 +394,8 @@ static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, con
 static inline infiniStatus_t queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind)
 {
     infinirt__device *dev = str->dev;
-    infiniStatus_t st;
-    INFINIRT__TRACE_WORK(st, str, infinirt__trace_copy_name(kind), size,
-                         dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps));
+    infiniStatus_t st = INFINIRT__TRACED(infinirt__traced_memcpy_async(str, dst, src, size, kind),
+                                         dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps));
     infinirt__stream_note_submit(str);
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         infinirt__plugin_failed(st, dev, "memcpy_async");
@@ -653,8 +651,8 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
     infinirt__device *dev = p.dev;
     if ((st = infinirt__capture_sync_check(dev, true, __func__)) != INFINI_STATUS_SUCCESS)
         return st;
-    INFINIRT__TRACE_SYNC_WORK(st, dev->default_stream, "fill", count,
-                              dev->plugin->ops->memset(dev->index, ptr, value, count));
+    st = INFINIRT__TRACED(infinirt__traced_memset(dev, ptr, value, count),
+                          dev->plugin->ops->memset(dev->index, ptr, value, count));
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
     return st;
@@ -706,8 +704,8 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
             }
         }
         infinirt__note_peer(known(&p), dev);
-        INFINIRT__TRACE_WORK(st, s, "fill", count,
-                             dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps));
+        st = INFINIRT__TRACED(infinirt__traced_memset_async(s, ptr, value, count),
+                              dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps));
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "memset_async");

@@ -373,8 +373,8 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
             return st;
         }
     }
-    INFINIRT__TRACE_WORK(st, s, "host function", 0,
-                         dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data));
+    st = INFINIRT__TRACED(infinirt__traced_host_fn(s, fn, user_data),
+                          dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data));
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "launch_host_func");

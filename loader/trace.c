@@ -80,7 +80,7 @@ typedef struct {
     bool emitted;
 } pool_follow;
 
-static atomic_bool g_active;   /* a trace is being written */
+static atomic_bool g_active;    /* a trace is being written */
 static atomic_bool g_accepting; /* events are still taken (false once the file is closed) */
 static int g_fd = -1;
 static pid_t g_pid;
@@ -92,7 +92,7 @@ static uint64_t g_drop_written;                                /* the count the 
 static bool g_write_failed;
 static pthread_mutex_t g_list_mu = PTHREAD_MUTEX_INITIALIZER; /* g_rings */
 static ring *_Atomic g_rings;
-static atomic_llong g_budget;    /* file bytes left to hand out */
+static atomic_llong g_budget; /* file bytes left to hand out */
 static atomic_uint_fast64_t g_dropped;
 static pthread_key_t g_key;
 static pthread_t g_writer;
@@ -250,9 +250,10 @@ static ring *ring_mine(void)
     tl_ring = r;
     pthread_setspecific(g_key, r);
     char text[160];
-    int len = snprintf(text, sizeof text,
-                       ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"thread %u\"}}",
-                       (int)g_pid, r->tid, r->tid);
+    int len =
+        snprintf(text, sizeof text,
+                 ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"thread %u\"}}",
+                 (int)g_pid, r->tid, r->tid);
     emit(text, (size_t)len);
     return r;
 }
@@ -350,11 +351,12 @@ static void write_footer(bool final)
     int len = 0;
     uint64_t now = infinirt__trace_now();
     if (final && dropped != 0)
-        len = snprintf(text, sizeof text,
-                       ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"trace\",\"name\":\"events dropped\",\"ts\":%llu.%03llu,"
-                       "\"pid\":%d,\"tid\":%d,\"args\":{\"count\":%llu}}",
-                       (unsigned long long)(now / 1000), (unsigned long long)(now % 1000), (int)g_pid, (int)g_pid,
-                       (unsigned long long)dropped);
+        len =
+            snprintf(text, sizeof text,
+                     ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"trace\",\"name\":\"events dropped\",\"ts\":%llu.%03llu,"
+                     "\"pid\":%d,\"tid\":%d,\"args\":{\"count\":%llu}}",
+                     (unsigned long long)(now / 1000), (unsigned long long)(now % 1000), (int)g_pid, (int)g_pid,
+                     (unsigned long long)dropped);
     len += snprintf(text + len, sizeof text - (size_t)len, "\n]}\n");
     if (g_write_failed || !write_at(text, (size_t)len, g_pos))
         return;
@@ -513,9 +515,10 @@ void infinirt__trace_start(const infinirt__config *cfg)
     }
     const char *prog = program_invocation_short_name != NULL ? program_invocation_short_name : "?";
     char head[512];
-    int n = snprintf(head, sizeof head,
-                     "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"infinirt_version\":\"%d.%d.%d\",\"dropped_events\":",
-                     INFINIRT_VERSION_MAJOR, INFINIRT_VERSION_MINOR, INFINIRT_VERSION_PATCH);
+    int n =
+        snprintf(head, sizeof head,
+                 "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"infinirt_version\":\"%d.%d.%d\",\"dropped_events\":",
+                 INFINIRT_VERSION_MAJOR, INFINIRT_VERSION_MINOR, INFINIRT_VERSION_PATCH);
     g_drop_off = n;
     infinirt__tb b = {head, (size_t)n, sizeof head};
     infinirt__tb_lit(&b, "0                   },\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
@@ -563,7 +566,7 @@ void infinirt__trace_settle(void)
 
 /* -------------------------------------------------------------- events */
 
-#define TB(name) \
+#define TB(name)                \
     char name##_buf[EVENT_MAX]; \
     infinirt__tb name = {name##_buf, 0, sizeof name##_buf}
 
@@ -885,6 +888,57 @@ void infinirt__trace_device_idle(infinirt__device *dev)
     for (infinirt__stream *s = dev->streams; s != NULL; s = s->next)
         infinirt__trace_stream_idle(s);
     pthread_mutex_unlock(&dev->lock);
+}
+
+#define TRACED(s, name, bytes, sync, call)                            \
+    do {                                                              \
+        infinirt__trace_work w;                                       \
+        infinirt__trace_work_begin(&w, (s), (name), (bytes), (sync)); \
+        infiniStatus_t st = (call);                                   \
+        infinirt__trace_work_end(&w, st);                             \
+        return st;                                                    \
+    } while (0)
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_memcpy(infinirt__device *d, void *dst,
+                                                                       const void *src, size_t n, int kind)
+{
+    TRACED(d->default_stream, infinirt__trace_copy_name(kind), n, true,
+           d->plugin->ops->memcpy(d->index, dst, src, n, kind));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_memcpy_async(infinirt__stream *s, void *dst,
+                                                                             const void *src, size_t n, int kind)
+{
+    TRACED(s, infinirt__trace_copy_name(kind), n, false,
+           s->dev->plugin->ops->memcpy_async(s->dev->index, dst, src, n, kind, s->ps));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_memset(infinirt__device *d, void *p, int value,
+                                                                       size_t n)
+{
+    TRACED(d->default_stream, "fill", n, true, d->plugin->ops->memset(d->index, p, value, n));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_memset_async(infinirt__stream *s, void *p, int value,
+                                                                             size_t n)
+{
+    TRACED(s, "fill", n, false, s->dev->plugin->ops->memset_async(s->dev->index, p, value, n, s->ps));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_host_fn(infinirt__stream *s, infinirtHostFn_t fn,
+                                                                        void *user_data)
+{
+    TRACED(s, "host function", 0, false, s->dev->plugin->ops->launch_host_func(s->dev->index, s->ps, fn, user_data));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_event_record(infinirt__stream *s, void *pe)
+{
+    TRACED(s, "event record", 0, false, s->dev->plugin->ops->event_record(s->dev->index, pe, s->ps));
+}
+
+__attribute__((noinline, cold)) infiniStatus_t infinirt__traced_wait_event(infinirt__stream *s, void *pe)
+{
+    TRACED(s, "event wait", 0, false, s->dev->plugin->ops->stream_wait_event(s->dev->index, s->ps, pe));
 }
 
 /* ------------------------------------------------------- the plugin hooks */

@@ -51,12 +51,12 @@ typedef struct {
     size_t n, cap;
 } infinirt__tb;
 void infinirt__tb_raw(infinirt__tb *b, const char *s, size_t n);
-void infinirt__tb_lit(infinirt__tb *b, const char *s);  /* s as is */
-void infinirt__tb_str(infinirt__tb *b, const char *s);  /* s quoted, escaped */
-void infinirt__tb_u64(infinirt__tb *b, uint64_t v);     /* decimal */
-void infinirt__tb_i64(infinirt__tb *b, int64_t v);      /* decimal */
-void infinirt__tb_hex(infinirt__tb *b, const void *v);  /* "0x..." quoted */
-void infinirt__tb_ts(infinirt__tb *b, uint64_t ns);     /* microseconds, 3 decimals */
+void infinirt__tb_lit(infinirt__tb *b, const char *s); /* s as is */
+void infinirt__tb_str(infinirt__tb *b, const char *s); /* s quoted, escaped */
+void infinirt__tb_u64(infinirt__tb *b, uint64_t v);    /* decimal */
+void infinirt__tb_i64(infinirt__tb *b, int64_t v);     /* decimal */
+void infinirt__tb_hex(infinirt__tb *b, const void *v); /* "0x..." quoted */
+void infinirt__tb_ts(infinirt__tb *b, uint64_t ns);    /* microseconds, 3 decimals */
 /* "cpu:0" for a device (the loader's id). */
 void infinirt__tb_dev(infinirt__tb *b, const infinirt__device *dev);
 
@@ -105,17 +105,30 @@ const char *infinirt__trace_copy_name(int kind);
 #define INFINIRT__TRACE_WORK(st, s, name, bytes, call) INFINIRT__TRACE_WORK_(st, s, name, bytes, false, call)
 /* The same for a synchronous entry (memcpy, memset): done when it returns. */
 #define INFINIRT__TRACE_SYNC_WORK(st, s, name, bytes, call) INFINIRT__TRACE_WORK_(st, s, name, bytes, true, call)
-#define INFINIRT__TRACE_WORK_(st, s, name, bytes, sync, call)                                    \
-    do {                                                                                         \
-        if (infinirt__tracing()) {                                                               \
-            infinirt__trace_work trace_w_;                                                       \
-            infinirt__trace_work_begin(&trace_w_, (s), (name), (uint64_t)(bytes), (sync));       \
-            (st) = (call);                                                                       \
-            infinirt__trace_work_end(&trace_w_, (st));                                           \
-        } else {                                                                                 \
-            (st) = (call);                                                                       \
-        }                                                                                        \
+#define INFINIRT__TRACE_WORK_(st, s, name, bytes, sync, call)                              \
+    do {                                                                                   \
+        if (infinirt__tracing()) {                                                         \
+            infinirt__trace_work trace_w_;                                                 \
+            infinirt__trace_work_begin(&trace_w_, (s), (name), (uint64_t)(bytes), (sync)); \
+            (st) = (call);                                                                 \
+            infinirt__trace_work_end(&trace_w_, (st));                                     \
+        } else {                                                                           \
+            (st) = (call);                                                                 \
+        }                                                                                  \
     } while (0)
+/* The plugin calls of the hot paths, traced: each queues its work as the
+ * plain call does, between work_begin and work_end.  Out of line, and
+ * called as `infinirt__tracing() ? traced(...) : plain(...)`
+ * (INFINIRT__TRACED), so that the hot path keeps no value alive for them
+ * and costs one test when no trace is written. */
+#define INFINIRT__TRACED(traced, plain) (infinirt__tracing() ? (traced) : (plain))
+infiniStatus_t infinirt__traced_memcpy(infinirt__device *d, void *dst, const void *src, size_t n, int kind);
+infiniStatus_t infinirt__traced_memcpy_async(infinirt__stream *s, void *dst, const void *src, size_t n, int kind);
+infiniStatus_t infinirt__traced_memset(infinirt__device *d, void *p, int value, size_t n);
+infiniStatus_t infinirt__traced_memset_async(infinirt__stream *s, void *p, int value, size_t n);
+infiniStatus_t infinirt__traced_host_fn(infinirt__stream *s, infinirtHostFn_t fn, void *user_data);
+infiniStatus_t infinirt__traced_event_record(infinirt__stream *s, void *pe);
+infiniStatus_t infinirt__traced_wait_event(infinirt__stream *s, void *pe);
 /* The work queued on s (on every stream of dev) has completed: the spans
  * of work no plugin reports end now. */
 void infinirt__trace_stream_idle(infinirt__stream *s);

@@ -159,24 +159,24 @@ static const char *kind_name(int kind)
 #define TA_MEM(k, p) ta_mem(&c, (k), (p));
 #define TA_FREE(p) ta_free(&c, (p));
 #define TA_CUR ta_cur(&c);
-#define TA_HEX(k, p)                   \
-    key(&c, (k));                      \
+#define TA_HEX(k, p) \
+    key(&c, (k));    \
     infinirt__tb_hex(&c.args, (p));
-#define TA_INT(k, v)                   \
-    key(&c, (k));                      \
+#define TA_INT(k, v) \
+    key(&c, (k));    \
     infinirt__tb_i64(&c.args, (int64_t)(v));
-#define TA_BYTES(n)                    \
-    key(&c, "bytes");                  \
+#define TA_BYTES(n)   \
+    key(&c, "bytes"); \
     infinirt__tb_u64(&c.args, (uint64_t)(n));
-#define TA_KIND(k)                     \
-    key(&c, "kind");                   \
+#define TA_KIND(k)   \
+    key(&c, "kind"); \
     infinirt__tb_str(&c.args, kind_name((int)(k)));
-#define TA_OUT(k, pp)                  \
-    c.out_key = (k);                   \
+#define TA_OUT(k, pp) \
+    c.out_key = (k);  \
     c.out = (void **)(pp);
-#define TA_MALLOC(pp, n)               \
-    c.malloc_call = c.memory = true;   \
-    c.malloc_out = (void **)(pp);      \
+#define TA_MALLOC(pp, n)             \
+    c.malloc_call = c.memory = true; \
+    c.malloc_out = (void **)(pp);    \
     c.bytes = (n);
 #define TA_MEMORY c.memory = true;
 #define TA_SYNCS_STREAM(h) ta_syncs_stream(&c, (h));
@@ -240,36 +240,36 @@ static void call_end(tcall *c, const char *name, uint64_t t0, infiniStatus_t st)
     __attribute__((visibility("hidden"))) const char *infinirt__impl_##name params;
 INFINIRT__API_LIST(DECLARE_S, DECLARE_C)
 
-#define DEFINE_S(name, params, args, desc)                                                   \
-    static __attribute__((noinline, cold)) infiniStatus_t traced_##name params               \
-    {                                                                                        \
-        tcall c;                                                                             \
-        call_begin(&c);                                                                      \
-        desc uint64_t t0 = infinirt__trace_now();                                            \
-        infiniStatus_t r = infinirt__impl_##name args;                                       \
-        call_end(&c, #name, t0, r);                                                          \
-        return r;                                                                            \
-    }                                                                                        \
-    INFINIRT_API infiniStatus_t name params                                                  \
-    {                                                                                        \
-        if (infinirt__tracing())                                                             \
-            return traced_##name args;                                                       \
-        return infinirt__impl_##name args;                                                   \
+#define DEFINE_S(name, params, args, desc)                                     \
+    static __attribute__((noinline, cold)) infiniStatus_t traced_##name params \
+    {                                                                          \
+        tcall c;                                                               \
+        call_begin(&c);                                                        \
+        desc uint64_t t0 = infinirt__trace_now();                              \
+        infiniStatus_t r = infinirt__impl_##name args;                         \
+        call_end(&c, #name, t0, r);                                            \
+        return r;                                                              \
+    }                                                                          \
+    INFINIRT_API infiniStatus_t name params                                    \
+    {                                                                          \
+        if (infinirt__tracing())                                               \
+            return traced_##name args;                                         \
+        return infinirt__impl_##name args;                                     \
     }
-#define DEFINE_C(name, params, args, desc)                                                   \
-    static __attribute__((noinline, cold)) const char *traced_##name params                  \
-    {                                                                                        \
-        tcall c;                                                                             \
-        call_begin(&c);                                                                      \
-        desc uint64_t t0 = infinirt__trace_now();                                            \
-        const char *r = infinirt__impl_##name args;                                          \
-        call_end(&c, #name, t0, INFINI_STATUS_SUCCESS);                                      \
-        return r;                                                                            \
-    }                                                                                        \
-    INFINIRT_API const char *name params                                                     \
-    {                                                                                        \
-        if (infinirt__tracing())                                                             \
-            return traced_##name args;                                                       \
-        return infinirt__impl_##name args;                                                   \
+#define DEFINE_C(name, params, args, desc)                                  \
+    static __attribute__((noinline, cold)) const char *traced_##name params \
+    {                                                                       \
+        tcall c;                                                            \
+        call_begin(&c);                                                     \
+        desc uint64_t t0 = infinirt__trace_now();                           \
+        const char *r = infinirt__impl_##name args;                         \
+        call_end(&c, #name, t0, INFINI_STATUS_SUCCESS);                     \
+        return r;                                                           \
+    }                                                                       \
+    INFINIRT_API const char *name params                                    \
+    {                                                                       \
+        if (infinirt__tracing())                                            \
+            return traced_##name args;                                      \
+        return infinirt__impl_##name args;                                  \
     }
 INFINIRT__API_LIST(DEFINE_S, DEFINE_C)
