@@ -45,7 +45,7 @@
 
 atomic_int infinirt__trace_on = 1;
 
-#define RING_BYTES ((size_t)1 << 20)
+#define RING_BYTES ((size_t)4 << 20)
 #define BUDGET_GRAIN ((size_t)64 << 10)
 #define EVENT_MAX 2048 /* one event's text, at most */
 #define WORK_SLOTS ((uint64_t)1 << 16)
@@ -62,7 +62,9 @@ typedef struct ring {
     atomic_bool dead;          /* its thread has exited */
     atomic_bool woke;          /* it asked the writer for a pass */
     uint32_t tid;
-    size_t budget; /* the owning thread's share of the file budget */
+    size_t budget;    /* the owning thread's share of the file budget */
+    char pid_tid[48]; /* ,"pid":P,"tid":T of its thread, made once */
+    size_t pid_tid_n;
 } ring;
 
 typedef struct {
@@ -78,12 +80,15 @@ typedef struct {
     infinirt__pool *pool;
     size_t allocated, reserved;
     bool emitted;
+    char name[80]; /* "memory LABEL" */
 } pool_follow;
 
 static atomic_bool g_active;    /* a trace is being written */
 static atomic_bool g_accepting; /* events are still taken (false once the file is closed) */
 static int g_fd = -1;
 static pid_t g_pid;
+static char g_pid_text[32]; /* ,"pid":P */
+static size_t g_pid_text_n;
 static char g_path[1100];
 static pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER; /* the file: g_pos, g_fd */
 static off_t g_pos;                                            /* where the next event goes */
@@ -129,7 +134,7 @@ bool infinirt__trace_enabled(void)
 
 void infinirt__tb_raw(infinirt__tb *b, const char *s, size_t n)
 {
-    if (n > b->cap - b->n)
+    if (__builtin_expect(n > b->cap - b->n, 0))
         n = b->cap - b->n; /* cut: the caller checks b->n against cap */
     memcpy(b->p + b->n, s, n);
     b->n += n;
@@ -144,32 +149,48 @@ void infinirt__tb_str(infinirt__tb *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     infinirt__tb_raw(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        char e[6];
-        if (*p == '"' || *p == '\\') {
-            e[0] = '\\';
-            e[1] = (char)*p;
-            infinirt__tb_raw(b, e, 2);
-        } else if (*p < 0x20) {
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[*p >> 4];
-            e[5] = hex[*p & 15];
+    for (const unsigned char *p = (const unsigned char *)s;;) {
+        /* The run of characters that need no escape, in one copy. */
+        const unsigned char *q = p;
+        while (*q >= 0x20 && *q != '"' && *q != '\\')
+            q++;
+        infinirt__tb_raw(b, (const char *)p, (size_t)(q - p));
+        if (*q == '\0')
+            break;
+        char e[6] = {'\\', (char)*q};
+        if (*q < 0x20) {
+            memcpy(e + 1, "u00", 3);
+            e[4] = hex[*q >> 4];
+            e[5] = hex[*q & 15];
             infinirt__tb_raw(b, e, 6);
         } else {
-            infinirt__tb_raw(b, (const char *)p, 1);
+            infinirt__tb_raw(b, e, 2);
         }
+        p = q + 1;
     }
     infinirt__tb_raw(b, "\"", 1);
 }
 
 void infinirt__tb_u64(infinirt__tb *b, uint64_t v)
 {
+    /* Two digits at a time: most of an event's text is numbers. */
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     char d[24];
     int i = (int)sizeof d;
-    do {
-        d[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
+    while (v >= 100) {
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        d[--i] = pairs[k + 1];
+        d[--i] = pairs[k];
+    }
+    if (v >= 10) {
+        d[--i] = pairs[v * 2 + 1];
+        d[--i] = pairs[v * 2];
+    } else {
+        d[--i] = (char)('0' + v);
+    }
     infinirt__tb_raw(b, d + i, sizeof d - (size_t)i);
 }
 
@@ -203,14 +224,24 @@ void infinirt__tb_hex(infinirt__tb *b, const void *v)
 void infinirt__tb_ts(infinirt__tb *b, uint64_t ns)
 {
     infinirt__tb_u64(b, ns / 1000);
-    char f[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10)};
-    infinirt__tb_raw(b, f, 4);
+    unsigned f = (unsigned)(ns % 1000);
+    char t[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
+    infinirt__tb_raw(b, t, 4);
+}
+
+void infinirt__trace_dev_label(char *out, size_t size, infiniDevice_t type, int id)
+{
+    infinirt__tb b = {out, 0, size - 1};
+    infinirt__tb_lit(&b, infinirtGetDeviceTypeName(type));
+    infinirt__tb_raw(&b, ":", 1);
+    infinirt__tb_i64(&b, id);
+    out[b.n] = '\0';
 }
 
 void infinirt__tb_dev(infinirt__tb *b, const infinirt__device *dev)
 {
     char s[48];
-    snprintf(s, sizeof s, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
+    infinirt__trace_dev_label(s, sizeof s, dev->plugin->type, dev->id);
     infinirt__tb_str(b, s);
 }
 
@@ -243,6 +274,7 @@ static ring *ring_mine(void)
         return NULL;
     }
     r->tid = (uint32_t)syscall(SYS_gettid);
+    r->pid_tid_n = (size_t)snprintf(r->pid_tid, sizeof r->pid_tid, ",\"pid\":%d,\"tid\":%u", (int)g_pid, r->tid);
     pthread_mutex_lock(&g_list_mu);
     r->next = atomic_load_explicit(&g_rings, memory_order_relaxed);
     atomic_store_explicit(&g_rings, r, memory_order_release);
@@ -292,7 +324,8 @@ static void emit(const char *s, size_t n)
     size_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
     if (h - t + n > RING_BYTES) {
         drop(); /* the writer is behind */
-        writer_wake();
+        if (!atomic_exchange_explicit(&r->woke, true, memory_order_relaxed))
+            writer_wake();
         return;
     }
     size_t at = h & (RING_BYTES - 1), first = RING_BYTES - at < n ? RING_BYTES - at : n;
@@ -300,7 +333,7 @@ static void emit(const char *s, size_t n)
     memcpy(r->buf, s + first, n - first);
     r->budget -= n;
     atomic_store_explicit(&r->head, h + n, memory_order_release);
-    if (h + n - t > RING_BYTES / 4 && !atomic_load_explicit(&r->woke, memory_order_relaxed)) {
+    if (h + n - t > RING_BYTES / 8 && !atomic_load_explicit(&r->woke, memory_order_relaxed)) {
         atomic_store_explicit(&r->woke, true, memory_order_relaxed);
         writer_wake();
     }
@@ -312,12 +345,6 @@ static void emit_tb(const infinirt__tb *b)
         emit(b->p, b->n);
     else
         drop();
-}
-
-static uint32_t my_tid(void)
-{
-    ring *r = ring_mine();
-    return r != NULL ? r->tid : (uint32_t)syscall(SYS_gettid);
 }
 
 /* ------------------------------------------------------------- the file */
@@ -500,6 +527,7 @@ void infinirt__trace_start(const infinirt__config *cfg)
     if (cfg->trace[0] == '\0')
         return;
     g_pid = getpid();
+    g_pid_text_n = (size_t)snprintf(g_pid_text, sizeof g_pid_text, ",\"pid\":%d", (int)g_pid);
     expand_path(cfg->trace, g_path, sizeof g_path);
     g_work = calloc(WORK_SLOTS, sizeof *g_work);
     if (g_work == NULL || pthread_key_create(&g_key, ring_exit) != 0) {
@@ -521,13 +549,13 @@ void infinirt__trace_start(const infinirt__config *cfg)
                  INFINIRT_VERSION_MAJOR, INFINIRT_VERSION_MINOR, INFINIRT_VERSION_PATCH);
     g_drop_off = n;
     infinirt__tb b = {head, (size_t)n, sizeof head};
-    infinirt__tb_lit(&b, "0                   },\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    INFINIRT__TB_LIT(&b, "0                   },\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
     infinirt__tb_i64(&b, g_pid);
-    infinirt__tb_lit(&b, ",\"args\":{\"name\":");
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"name\":");
     char pname[128];
     snprintf(pname, sizeof pname, "%.100s (infinirt)", prog);
     infinirt__tb_str(&b, pname);
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     if (!write_at(head, b.n, 0)) {
         close(g_fd);
         g_fd = -1;
@@ -570,29 +598,51 @@ void infinirt__trace_settle(void)
     char name##_buf[EVENT_MAX]; \
     infinirt__tb name = {name##_buf, 0, sizeof name##_buf}
 
+/* ,\n{"ph":PH,"cat":CAT,"name":NAME,"ts":TS - the names are the loader's own
+ * words (no escaping needed) unless `escape`. */
+static void head_x(infinirt__tb *b, const char *ph, const char *cat, const char *name, uint64_t ts, bool escape)
+{
+    INFINIRT__TB_LIT(b, ",\n{\"ph\":\"");
+    infinirt__tb_lit(b, ph);
+    INFINIRT__TB_LIT(b, "\",\"cat\":\"");
+    infinirt__tb_lit(b, cat);
+    INFINIRT__TB_LIT(b, "\",\"name\":");
+    if (escape) {
+        infinirt__tb_str(b, name);
+    } else {
+        INFINIRT__TB_LIT(b, "\"");
+        infinirt__tb_lit(b, name);
+        INFINIRT__TB_LIT(b, "\"");
+    }
+    INFINIRT__TB_LIT(b, ",\"ts\":");
+    infinirt__tb_ts(b, ts);
+}
+
 static void head(infinirt__tb *b, const char *ph, const char *cat, const char *name, uint64_t ts)
 {
-    infinirt__tb_lit(b, ",\n{\"ph\":\"");
-    infinirt__tb_lit(b, ph);
-    infinirt__tb_lit(b, "\",\"cat\":\"");
-    infinirt__tb_lit(b, cat);
-    infinirt__tb_lit(b, "\",\"name\":");
-    infinirt__tb_str(b, name);
-    infinirt__tb_lit(b, ",\"ts\":");
-    infinirt__tb_ts(b, ts);
+    head_x(b, ph, cat, name, ts, false);
 }
 
 static void pid_tid(infinirt__tb *b, uint32_t tid)
 {
-    infinirt__tb_lit(b, ",\"pid\":");
-    infinirt__tb_i64(b, g_pid);
-    infinirt__tb_lit(b, ",\"tid\":");
+    infinirt__tb_raw(b, g_pid_text, g_pid_text_n);
+    INFINIRT__TB_LIT(b, ",\"tid\":");
     infinirt__tb_u64(b, tid);
+}
+
+/* ,"pid":P,"tid":T of the calling thread. */
+static void pid_my_tid(infinirt__tb *b)
+{
+    ring *r = ring_mine();
+    if (r != NULL)
+        infinirt__tb_raw(b, r->pid_tid, r->pid_tid_n);
+    else
+        pid_tid(b, (uint32_t)syscall(SYS_gettid));
 }
 
 static void dur(infinirt__tb *b, uint64_t t0, uint64_t t1)
 {
-    infinirt__tb_lit(b, ",\"dur\":");
+    INFINIRT__TB_LIT(b, ",\"dur\":");
     infinirt__tb_ts(b, t1 > t0 ? t1 - t0 : 0);
 }
 
@@ -604,12 +654,12 @@ void infinirt__trace_call(const char *name, uint64_t t0, uint64_t t1, infiniStat
     TB(b);
     head(&b, "X", "call", name, t0);
     dur(&b, t0, t1);
-    pid_tid(&b, my_tid());
-    infinirt__tb_lit(&b, ",\"args\":{\"status\":\"");
+    pid_my_tid(&b);
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"status\":\"");
     infinirt__tb_lit(&b, infinirtGetErrorName(st));
-    infinirt__tb_lit(&b, "\"");
+    INFINIRT__TB_LIT(&b, "\"");
     infinirt__tb_raw(&b, args, args_len);
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     emit_tb(&b);
 }
 
@@ -620,22 +670,36 @@ void infinirt__trace_alloc(const char *what, const char *device, size_t bytes, c
         return;
     TB(b);
     head(&b, "i", "alloc", what, infinirt__trace_now());
-    infinirt__tb_lit(&b, ",\"s\":\"t\"");
-    pid_tid(&b, my_tid());
-    infinirt__tb_lit(&b, ",\"args\":{\"device\":");
+    INFINIRT__TB_LIT(&b, ",\"s\":\"t\"");
+    pid_my_tid(&b);
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"device\":");
     infinirt__tb_str(&b, device);
-    infinirt__tb_lit(&b, ",\"bytes\":");
+    INFINIRT__TB_LIT(&b, ",\"bytes\":");
     infinirt__tb_u64(&b, bytes);
     if (ptr != NULL) {
-        infinirt__tb_lit(&b, ",\"ptr\":");
+        INFINIRT__TB_LIT(&b, ",\"ptr\":");
         infinirt__tb_hex(&b, ptr);
     }
     if (has_stream) {
-        infinirt__tb_lit(&b, ",\"stream\":");
+        INFINIRT__TB_LIT(&b, ",\"stream\":");
         infinirt__tb_hex(&b, stream);
     }
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     emit_tb(&b);
+}
+
+/* pool's entry (g_pool_mu held), made when it is new; NULL when full. */
+static pool_follow *follow(infinirt__pool *pool)
+{
+    for (int i = 0; i < g_npools; i++)
+        if (g_pools[i].pool == pool)
+            return &g_pools[i];
+    if (g_npools == MAX_POOLS)
+        return NULL;
+    pool_follow *f = &g_pools[g_npools++];
+    *f = (pool_follow){.pool = pool};
+    snprintf(f->name, sizeof f->name, "memory %s", infinirt__pool_label(pool));
+    return f;
 }
 
 void infinirt__trace_pool_seen(infinirt__pool *pool)
@@ -643,42 +707,45 @@ void infinirt__trace_pool_seen(infinirt__pool *pool)
     if (pool == NULL || !atomic_load_explicit(&g_active, memory_order_relaxed))
         return;
     pthread_mutex_lock(&g_pool_mu);
-    int i = 0;
-    while (i < g_npools && g_pools[i].pool != pool)
-        i++;
-    if (i == g_npools && g_npools < MAX_POOLS)
-        g_pools[g_npools++] = (pool_follow){.pool = pool};
+    (void)follow(pool);
     pthread_mutex_unlock(&g_pool_mu);
 }
 
-void infinirt__trace_counters(void)
+/* f's counter event, when its figures changed (g_pool_mu held). */
+static void counter(pool_follow *f)
+{
+    infinirtAllocatorStats_t st;
+    infinirt__pool_stats(f->pool, &st);
+    if (f->emitted && st.allocated_bytes == f->allocated && st.reserved_bytes == f->reserved)
+        return;
+    f->emitted = true;
+    f->allocated = st.allocated_bytes;
+    f->reserved = st.reserved_bytes;
+    TB(b);
+    head(&b, "C", "memory", f->name, infinirt__trace_now());
+    infinirt__tb_raw(&b, g_pid_text, g_pid_text_n);
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"allocated\":");
+    infinirt__tb_u64(&b, st.allocated_bytes);
+    INFINIRT__TB_LIT(&b, ",\"reserved\":");
+    infinirt__tb_u64(&b, st.reserved_bytes);
+    INFINIRT__TB_LIT(&b, "}}");
+    emit_tb(&b);
+}
+
+void infinirt__trace_counters(infinirt__pool *pool)
 {
     if (!atomic_load_explicit(&g_active, memory_order_relaxed))
         return;
     /* Under one lock, figures and timestamps in order: a counter track
      * never shows an older figure after a newer one. */
     pthread_mutex_lock(&g_pool_mu);
-    for (int i = 0; i < g_npools; i++) {
-        pool_follow *f = &g_pools[i];
-        infinirtAllocatorStats_t st;
-        infinirt__pool_stats(f->pool, &st);
-        if (f->emitted && st.allocated_bytes == f->allocated && st.reserved_bytes == f->reserved)
-            continue;
-        f->emitted = true;
-        f->allocated = st.allocated_bytes;
-        f->reserved = st.reserved_bytes;
-        char name[96];
-        snprintf(name, sizeof name, "memory %s", infinirt__pool_label(f->pool));
-        TB(b);
-        head(&b, "C", "memory", name, infinirt__trace_now());
-        infinirt__tb_lit(&b, ",\"pid\":");
-        infinirt__tb_i64(&b, g_pid);
-        infinirt__tb_lit(&b, ",\"args\":{\"allocated\":");
-        infinirt__tb_u64(&b, st.allocated_bytes);
-        infinirt__tb_lit(&b, ",\"reserved\":");
-        infinirt__tb_u64(&b, st.reserved_bytes);
-        infinirt__tb_lit(&b, "}}");
-        emit_tb(&b);
+    if (pool != NULL) {
+        pool_follow *f = follow(pool);
+        if (f != NULL)
+            counter(f);
+    } else {
+        for (int i = 0; i < g_npools; i++)
+            counter(&g_pools[i]);
     }
     pthread_mutex_unlock(&g_pool_mu);
 }
@@ -700,16 +767,16 @@ void infinirt__trace_startup(const infinirt__plugin *p, uint64_t t0)
     char name[96];
     snprintf(name, sizeof name, "start plugin %s", p->name);
     TB(b);
-    head(&b, "X", "startup", name, t0);
+    head_x(&b, "X", "startup", name, t0, true);
     dur(&b, t0, t1);
-    pid_tid(&b, my_tid());
-    infinirt__tb_lit(&b, ",\"args\":{\"status\":");
+    pid_my_tid(&b);
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"status\":");
     infinirt__tb_str(&b, infinirtGetPluginStatusString(p->status));
-    infinirt__tb_lit(&b, ",\"devices\":");
+    INFINIRT__TB_LIT(&b, ",\"devices\":");
     infinirt__tb_i64(&b, p->device_count);
-    infinirt__tb_lit(&b, ",\"path\":");
+    INFINIRT__TB_LIT(&b, ",\"path\":");
     infinirt__tb_str(&b, p->path);
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     emit_tb(&b);
 }
 
@@ -731,7 +798,7 @@ static uint32_t stream_tid(infinirt__stream *s)
     if (!atomic_compare_exchange_strong(&s->trace_tid, &t, mine))
         return t;
     char label[48], hex[24];
-    snprintf(label, sizeof label, "%s:%d", infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->id);
+    infinirt__trace_dev_label(label, sizeof label, s->dev->plugin->type, s->dev->id);
     if (s->is_default)
         snprintf(hex, sizeof hex, "NULL");
     else
@@ -739,11 +806,11 @@ static uint32_t stream_tid(infinirt__stream *s)
     char name[96];
     snprintf(name, sizeof name, "stream %s %s", label, hex);
     TB(b);
-    infinirt__tb_lit(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+    INFINIRT__TB_LIT(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
     pid_tid(&b, mine);
-    infinirt__tb_lit(&b, ",\"args\":{\"name\":");
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"name\":");
     infinirt__tb_str(&b, name);
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     emit_tb(&b);
     return mine;
 }
@@ -773,21 +840,21 @@ static void work_span(uint64_t id, const char *name, uint64_t bytes, uint32_t ti
     head(&b, "X", "stream", name, b0);
     dur(&b, b0, b1);
     pid_tid(&b, tid);
-    infinirt__tb_lit(&b, ",\"args\":{\"bytes\":");
+    INFINIRT__TB_LIT(&b, ",\"args\":{\"bytes\":");
     infinirt__tb_u64(&b, bytes);
     if (how != NULL) {
-        infinirt__tb_lit(&b, ",\"end\":");
+        INFINIRT__TB_LIT(&b, ",\"end\":");
         infinirt__tb_str(&b, how);
     }
-    infinirt__tb_lit(&b, "}}");
+    INFINIRT__TB_LIT(&b, "}}");
     emit_tb(&b);
     TB(f);
-    infinirt__tb_lit(&f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
+    INFINIRT__TB_LIT(&f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
     infinirt__tb_u64(&f, id);
     pid_tid(&f, tid);
-    infinirt__tb_lit(&f, ",\"ts\":");
+    INFINIRT__TB_LIT(&f, ",\"ts\":");
     infinirt__tb_ts(&f, b0);
-    infinirt__tb_lit(&f, "}");
+    INFINIRT__TB_LIT(&f, "}");
     emit_tb(&f);
 }
 
@@ -833,12 +900,12 @@ void infinirt__trace_work_end(infinirt__trace_work *w, infiniStatus_t st)
         return;
     }
     TB(b);
-    infinirt__tb_lit(&b, ",\n{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
+    INFINIRT__TB_LIT(&b, ",\n{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
     infinirt__tb_u64(&b, w->id);
-    pid_tid(&b, my_tid());
-    infinirt__tb_lit(&b, ",\"ts\":");
+    pid_my_tid(&b);
+    INFINIRT__TB_LIT(&b, ",\"ts\":");
     infinirt__tb_ts(&b, w->t0);
-    infinirt__tb_lit(&b, "}");
+    INFINIRT__TB_LIT(&b, "}");
     emit_tb(&b);
     if (taken)
         return; /* the plugin reports it (work_ran) */

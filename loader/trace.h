@@ -52,13 +52,16 @@ typedef struct {
 } infinirt__tb;
 void infinirt__tb_raw(infinirt__tb *b, const char *s, size_t n);
 void infinirt__tb_lit(infinirt__tb *b, const char *s); /* s as is */
+/* A string literal as is (its length known at compile time). */
+#define INFINIRT__TB_LIT(b, lit) infinirt__tb_raw((b), "" lit, sizeof(lit) - 1)
 void infinirt__tb_str(infinirt__tb *b, const char *s); /* s quoted, escaped */
 void infinirt__tb_u64(infinirt__tb *b, uint64_t v);    /* decimal */
 void infinirt__tb_i64(infinirt__tb *b, int64_t v);     /* decimal */
 void infinirt__tb_hex(infinirt__tb *b, const void *v); /* "0x..." quoted */
 void infinirt__tb_ts(infinirt__tb *b, uint64_t ns);    /* microseconds, 3 decimals */
-/* "cpu:0" for a device (the loader's id). */
+/* "cpu:0" for a device (the loader's id), quoted; and into out. */
 void infinirt__tb_dev(infinirt__tb *b, const infinirt__device *dev);
+void infinirt__trace_dev_label(char *out, size_t size, infiniDevice_t type, int id);
 
 /* ---- call spans (trace_api.c builds the args) */
 /* One complete event of category "call" on the calling thread: name,
@@ -71,8 +74,9 @@ void infinirt__trace_alloc(const char *what, const char *device, size_t bytes, c
                            const void *stream);
 /* Start following pool's counters (allocated, reserved), under its label. */
 void infinirt__trace_pool_seen(infinirt__pool *pool);
-/* A counter event for every followed pool whose figures changed. */
-void infinirt__trace_counters(void);
+/* A counter event for pool (NULL: every followed pool) when its figures
+ * changed. */
+void infinirt__trace_counters(infinirt__pool *pool);
 /* The allocator's note callback (infinirt__pool_backend.note). */
 void infinirt__trace_pool_note(infinirt__pool *pool, int what, size_t bytes, const void *ptr);
 

@@ -22,6 +22,7 @@ typedef struct {
     void **out;
     /* Allocator events. */
     bool malloc_call, free_call, memory, has_stream;
+    infinirt__pool *counted; /* the pool a malloc or free changed (NULL: every pool) */
     void **malloc_out;
     size_t bytes;
     const void *free_ptr;
@@ -42,20 +43,27 @@ static bool rt_ready(void)
 static void set_dev_label(tcall *c, const infinirt__device *dev)
 {
     if (c->dev[0] == '\0' && dev != NULL)
-        snprintf(c->dev, sizeof c->dev, "%s:%d", infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
+        infinirt__trace_dev_label(c->dev, sizeof c->dev, dev->plugin->type, dev->id);
+}
+
+static void copy_label(tcall *c, const char *label)
+{
+    size_t n = strnlen(label, sizeof c->dev - 1);
+    memcpy(c->dev, label, n);
+    c->dev[n] = '\0';
 }
 
 static void key(tcall *c, const char *k)
 {
-    infinirt__tb_lit(&c->args, ",\"");
+    INFINIRT__TB_LIT(&c->args, ",\"");
     infinirt__tb_lit(&c->args, k);
-    infinirt__tb_lit(&c->args, "\":");
+    INFINIRT__TB_LIT(&c->args, "\":");
 }
 
 static void ta_dev(tcall *c, infiniDevice_t type, int id)
 {
     if (c->dev[0] == '\0' && infinirt__type_slot(type) >= 0)
-        snprintf(c->dev, sizeof c->dev, "%s:%d", infinirtGetDeviceTypeName(type), id);
+        infinirt__trace_dev_label(c->dev, sizeof c->dev, type, id);
 }
 
 static void ta_stream(tcall *c, infinirtStream_t h)
@@ -98,7 +106,7 @@ static void ta_mem(tcall *c, const char *k, const void *p)
     infinirt__tb_hex(&c->args, p);
     infinirt__ptr_info info;
     if (c->dev[0] == '\0' && pool_of(p, &info))
-        snprintf(c->dev, sizeof c->dev, "%s", infinirt__pool_label(info.pool));
+        copy_label(c, infinirt__pool_label(info.pool));
 }
 
 static void ta_free(tcall *c, const void *p)
@@ -113,7 +121,7 @@ static void ta_free(tcall *c, const void *p)
         c->bytes = info.block_size;
         c->free_pool = info.pool;
         if (c->dev[0] == '\0')
-            snprintf(c->dev, sizeof c->dev, "%s", infinirt__pool_label(info.pool));
+            copy_label(c, infinirt__pool_label(info.pool));
         key(c, "bytes");
         infinirt__tb_u64(&c->args, info.block_size);
     }
@@ -205,14 +213,16 @@ static void call_end(tcall *c, const char *name, uint64_t t0, infiniStatus_t st)
         key(c, "ptr");
         infinirt__tb_hex(&c->args, p);
         if (pool_of(p, &info)) {
-            infinirt__trace_pool_seen(info.pool);
+            c->counted = info.pool;
             infinirt__trace_alloc("malloc", infinirt__pool_label(info.pool), c->bytes, p, c->has_stream, c->stream);
-            snprintf(c->dev, sizeof c->dev, "%s", infinirt__pool_label(info.pool)); /* where it came from */
+            copy_label(c, infinirt__pool_label(info.pool)); /* where it came from */
         }
     }
-    if (st == INFINI_STATUS_SUCCESS && c->free_call && c->free_pool != NULL)
+    if (st == INFINI_STATUS_SUCCESS && c->free_call && c->free_pool != NULL) {
+        c->counted = c->free_pool;
         infinirt__trace_alloc("free", infinirt__pool_label(c->free_pool), c->bytes, c->free_ptr, c->has_stream,
                               c->stream);
+    }
     if (st == INFINI_STATUS_SUCCESS && c->idle_stream != NULL)
         infinirt__trace_stream_idle(c->idle_stream);
     if (st == INFINI_STATUS_SUCCESS && c->idle_device) {
@@ -224,13 +234,13 @@ static void call_end(tcall *c, const char *name, uint64_t t0, infiniStatus_t st)
     char args[sizeof c->args_buf + 64];
     infinirt__tb a = {args, 0, sizeof args};
     if (c->dev[0] != '\0') {
-        infinirt__tb_lit(&a, ",\"device\":");
+        INFINIRT__TB_LIT(&a, ",\"device\":");
         infinirt__tb_str(&a, c->dev);
     }
     infinirt__tb_raw(&a, c->args.p, c->args.n);
     infinirt__trace_call(name, t0, t1, st, args, a.n);
     if (c->memory)
-        infinirt__trace_counters();
+        infinirt__trace_counters(c->counted);
 }
 
 /* The loader's definitions (hidden: only the names below are exported). */
