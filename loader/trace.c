@@ -71,7 +71,7 @@ typedef struct {
     _Atomic uint64_t id; /* 0: free or claimed */
     _Atomic(const char *) name;
     _Atomic uint64_t bytes, t_enq, next_open;
-    atomic_uint tid;
+    atomic_uint tid, caller; /* the stream's track, the queuing thread's tid */
 } work_slot;
 
 /* The followed pools (counters), by label. */
@@ -815,33 +815,51 @@ static uint32_t stream_tid(infinirt__stream *s)
     return mine;
 }
 
+/* What a work slot holds, as taken. */
+typedef struct {
+    const char *name;
+    uint64_t bytes, t_enq, next;
+    uint32_t tid, caller; /* the stream's track, the queuing thread */
+} work_desc;
+
 /* Take slot id's descriptor, once: false when it is gone (claimed, or
  * overwritten by later work). */
-static bool slot_claim(uint64_t id, const char **name, uint64_t *bytes, uint32_t *tid, uint64_t *t_enq,
-                       uint64_t *next)
+static bool slot_claim(uint64_t id, work_desc *d)
 {
     work_slot *k = &g_work[id & (WORK_SLOTS - 1)];
     if (atomic_load(&k->id) != id)
         return false;
-    *name = atomic_load_explicit(&k->name, memory_order_relaxed);
-    *bytes = atomic_load_explicit(&k->bytes, memory_order_relaxed);
-    *tid = atomic_load_explicit(&k->tid, memory_order_relaxed);
-    *t_enq = atomic_load_explicit(&k->t_enq, memory_order_relaxed);
-    *next = atomic_load_explicit(&k->next_open, memory_order_relaxed);
+    d->name = atomic_load_explicit(&k->name, memory_order_relaxed);
+    d->bytes = atomic_load_explicit(&k->bytes, memory_order_relaxed);
+    d->tid = atomic_load_explicit(&k->tid, memory_order_relaxed);
+    d->caller = atomic_load_explicit(&k->caller, memory_order_relaxed);
+    d->t_enq = atomic_load_explicit(&k->t_enq, memory_order_relaxed);
+    d->next = atomic_load_explicit(&k->next_open, memory_order_relaxed);
     uint64_t want = id;
     return atomic_compare_exchange_strong(&k->id, &want, 0);
 }
 
-/* The work's span on its stream's track, and the flow's end at its start. */
-static void work_span(uint64_t id, const char *name, uint64_t bytes, uint32_t tid, uint64_t b0, uint64_t b1,
-                      const char *how)
+/* The work's span on its stream's track and its flow: the start on the
+ * queuing thread when it was queued (inside that call's span), the end at
+ * the work's start.  Written together, by whoever ends the span, so a flow
+ * never lacks an end (work that never runs, as in a native capture, has
+ * neither). */
+static void work_span(uint64_t id, const work_desc *d, uint64_t b0, uint64_t b1, const char *how)
 {
+    TB(s);
+    INFINIRT__TB_LIT(&s, ",\n{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
+    infinirt__tb_u64(&s, id);
+    pid_tid(&s, d->caller);
+    INFINIRT__TB_LIT(&s, ",\"ts\":");
+    infinirt__tb_ts(&s, d->t_enq);
+    INFINIRT__TB_LIT(&s, "}");
+    emit_tb(&s);
     TB(b);
-    head(&b, "X", "stream", name, b0);
+    head(&b, "X", "stream", d->name, b0);
     dur(&b, b0, b1);
-    pid_tid(&b, tid);
+    pid_tid(&b, d->tid);
     INFINIRT__TB_LIT(&b, ",\"args\":{\"bytes\":");
-    infinirt__tb_u64(&b, bytes);
+    infinirt__tb_u64(&b, d->bytes);
     if (how != NULL) {
         INFINIRT__TB_LIT(&b, ",\"end\":");
         infinirt__tb_str(&b, how);
@@ -851,7 +869,7 @@ static void work_span(uint64_t id, const char *name, uint64_t bytes, uint32_t ti
     TB(f);
     INFINIRT__TB_LIT(&f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
     infinirt__tb_u64(&f, id);
-    pid_tid(&f, tid);
+    pid_tid(&f, d->tid);
     INFINIRT__TB_LIT(&f, ",\"ts\":");
     infinirt__tb_ts(&f, b0);
     INFINIRT__TB_LIT(&f, "}");
@@ -866,6 +884,7 @@ void infinirt__trace_work_begin(infinirt__trace_work *w, infinirt__stream *s, co
     w->done_at_return = done_at_return;
     if (!atomic_load_explicit(&g_active, memory_order_relaxed))
         return;
+    ring *r = ring_mine();
     uint32_t tid = stream_tid(s);
     uint64_t id = atomic_fetch_add(&g_next_id, 1) + 1;
     work_slot *k = &g_work[id & (WORK_SLOTS - 1)];
@@ -873,6 +892,7 @@ void infinirt__trace_work_begin(infinirt__trace_work *w, infinirt__stream *s, co
     atomic_store_explicit(&k->name, name, memory_order_relaxed);
     atomic_store_explicit(&k->bytes, bytes, memory_order_relaxed);
     atomic_store_explicit(&k->tid, tid, memory_order_relaxed);
+    atomic_store_explicit(&k->caller, r != NULL ? r->tid : 0u, memory_order_relaxed);
     w->t0 = infinirt__trace_now();
     atomic_store_explicit(&k->t_enq, w->t0, memory_order_relaxed);
     atomic_store_explicit(&k->next_open, 0, memory_order_relaxed);
@@ -892,28 +912,18 @@ void infinirt__trace_work_end(infinirt__trace_work *w, infiniStatus_t st)
     int taken = tl_work_taken;
     tl_work_id = w->saved_id;
     tl_work_taken = w->saved_taken;
-    const char *name;
-    uint64_t bytes, t_enq, next;
-    uint32_t tid;
+    work_desc d;
     if (st != INFINI_STATUS_SUCCESS) {
-        (void)slot_claim(w->id, &name, &bytes, &tid, &t_enq, &next); /* nothing was queued */
+        (void)slot_claim(w->id, &d); /* nothing was queued */
         return;
     }
-    TB(b);
-    INFINIRT__TB_LIT(&b, ",\n{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"enqueue\",\"id\":");
-    infinirt__tb_u64(&b, w->id);
-    pid_my_tid(&b);
-    INFINIRT__TB_LIT(&b, ",\"ts\":");
-    infinirt__tb_ts(&b, w->t0);
-    INFINIRT__TB_LIT(&b, "}");
-    emit_tb(&b);
     if (taken)
         return; /* the plugin reports it (work_ran) */
     infinirt__device *dev = w->s->dev;
     if (w->done_at_return || dev->done_at_return || dev->trace_reports) {
         /* Done within the entry: the entry's time is the work's. */
-        if (slot_claim(w->id, &name, &bytes, &tid, &t_enq, &next))
-            work_span(w->id, name, bytes, tid, w->t0, t1, NULL);
+        if (slot_claim(w->id, &d))
+            work_span(w->id, &d, w->t0, t1, NULL);
         return;
     }
     /* A plugin that does not report: the span ends when the loader next
@@ -934,15 +944,13 @@ void infinirt__trace_stream_idle(infinirt__stream *s)
         return;
     uint64_t now = infinirt__trace_now();
     while (id != 0) {
-        const char *name;
-        uint64_t bytes, t_enq, next;
-        uint32_t tid;
-        if (!slot_claim(id, &name, &bytes, &tid, &t_enq, &next)) {
+        work_desc d;
+        if (!slot_claim(id, &d)) {
             drop();
             return;
         }
-        work_span(id, name, bytes, tid, t_enq, now, "seen complete");
-        id = next;
+        work_span(id, &d, d.t_enq, now, "seen complete");
+        id = d.next;
     }
 }
 
@@ -1024,14 +1032,12 @@ static void hook_work_ran(uint64_t id, uint64_t begin_ns, uint64_t end_ns)
 {
     if (id == 0 || !atomic_load_explicit(&g_active, memory_order_relaxed))
         return;
-    const char *name;
-    uint64_t bytes, t_enq, next;
-    uint32_t tid;
-    if (!slot_claim(id, &name, &bytes, &tid, &t_enq, &next)) {
+    work_desc d;
+    if (!slot_claim(id, &d)) {
         drop();
         return;
     }
-    work_span(id, name, bytes, tid, begin_ns, end_ns > begin_ns ? end_ns : begin_ns, NULL);
+    work_span(id, &d, begin_ns, end_ns > begin_ns ? end_ns : begin_ns, NULL);
 }
 
 void infinirt__trace_plugin_hooks(infinirtPluginTrace *t)

@@ -318,4 +318,23 @@ infiniStatus_t cuda__get_utilization(int dev, infinirtPluginUtilization *util);
  * nonzero when NVML cannot tell (the driver must be asked). */
 int cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
 
+/* ---- tracing (cuda_trace.c) ---- */
+/* The loader's tracing functions while it writes a trace (ABI 1.7), else
+ * NULL; set by cuda__trace_init at init, for `count` devices. */
+extern const infinirtPluginTrace *cuda__trace;
+void cuda__trace_init(const infinirtPluginTrace *trace, int count);
+/* Report the device's traced work that has completed (no wait). */
+void cuda__trace_poll(int dev);
+/* The table's entries: each passes the call on, and with a trace brackets
+ * the work it queues with timing events (or, for the synchronizes, polls). */
+infiniStatus_t cuda__traced_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);
+infiniStatus_t cuda__traced_memset_async(int dev, void *ptr, int value, size_t size, void *stream);
+infiniStatus_t cuda__traced_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
+infiniStatus_t cuda__traced_event_record(int dev, void *event, void *stream);
+infiniStatus_t cuda__traced_stream_wait_event(int dev, void *stream, void *event);
+infiniStatus_t cuda__traced_graph_launch(int dev, void *exec, void *stream);
+infiniStatus_t cuda__traced_stream_synchronize(int dev, void *stream);
+infiniStatus_t cuda__traced_device_synchronize(int dev);
+infiniStatus_t cuda__traced_event_synchronize(int dev, void *event);
+
 #endif /* INFINIRT_PLUGIN_CUDA_INTERNAL_H_ */

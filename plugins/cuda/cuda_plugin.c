@@ -65,6 +65,14 @@ static infiniStatus_t plugin_init(const infinirtPluginInitArgs *args, int *devic
         return st;
     }
     *device_count = cuda__state.count;
+    /* Tracing (ABI 1.7): the work each entry queues is reported with the
+     * GPU's times (cuda_trace.c). */
+    infinirtPluginTrace *trace = infinirtPluginTraceOf(args);
+    if (trace != NULL && *device_count > 0) {
+        cuda__trace_init(trace, *device_count);
+        if (cuda__trace != NULL)
+            trace->plugin_flags |= INFINIRT_PLUGIN_TRACE_REPORTS;
+    }
     if (*device_count > 0)
         cuda__log(INFINIRT_PLUGIN_LOG_INFO, "%d device(s), driver for CUDA %d.%d, built with CUDA %d.%d",
                   *device_count, cuda__state.driver_version / 1000, cuda__state.driver_version % 1000 / 10,
@@ -126,19 +134,19 @@ static const infinirtPluginOps ops = {
     .shutdown = plugin_shutdown,
     .get_device_info = get_device_info,
     .get_mem_info = cuda__get_mem_info,
-    .device_synchronize = cuda__device_synchronize,
+    .device_synchronize = cuda__traced_device_synchronize,
 
     .stream_create = cuda__stream_create,
     .stream_destroy = cuda__stream_destroy,
-    .stream_synchronize = cuda__stream_synchronize,
-    .stream_wait_event = cuda__stream_wait_event,
-    .launch_host_func = cuda__launch_host_func,
+    .stream_synchronize = cuda__traced_stream_synchronize,
+    .stream_wait_event = cuda__traced_stream_wait_event,
+    .launch_host_func = cuda__traced_launch_host_func,
 
     .event_create = cuda__event_create,
     .event_destroy = cuda__event_destroy,
-    .event_record = cuda__event_record,
+    .event_record = cuda__traced_event_record,
     .event_query = cuda__event_query,
-    .event_synchronize = cuda__event_synchronize,
+    .event_synchronize = cuda__traced_event_synchronize,
     .event_elapsed_time = cuda__event_elapsed_time,
 
     .malloc_device = cuda__malloc_device,
@@ -147,9 +155,9 @@ static const infinirtPluginOps ops = {
     .free_host = cuda__free_host,
 
     .memcpy = cuda__memcpy,
-    .memcpy_async = cuda__memcpy_async,
+    .memcpy_async = cuda__traced_memcpy_async,
     .memset = cuda__memset,
-    .memset_async = cuda__memset_async,
+    .memset_async = cuda__traced_memset_async,
 
     .stream_get_native = cuda__stream_get_native,
     .event_get_native = cuda__event_get_native,
@@ -166,7 +174,7 @@ static const infinirtPluginOps ops = {
     .stream_end_capture = cuda__stream_end_capture,
     .stream_is_capturing = cuda__stream_is_capturing,
     .graph_instantiate = cuda__graph_instantiate,
-    .graph_launch = cuda__graph_launch,
+    .graph_launch = cuda__traced_graph_launch,
     .graph_exec_destroy = cuda__graph_exec_destroy,
     .graph_destroy = cuda__graph_destroy,
 
