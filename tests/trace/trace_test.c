@@ -451,11 +451,12 @@ int test_workload(void)
     /* Call spans: every call of the workload, with a duration and its
      * status; each on a thread named by a metadata event. */
     static const char *const calls[] = {
-        "infinirtSetDevice",     "infinirtStreamCreate",    "infinirtEventCreate",     "infinirtMallocAsync",
-        "infinirtMallocHost",    "infinirtMemsetAsync",     "infinirtEventRecord",     "infinirtStreamWaitEvent",
-        "infinirtMemcpyAsync",   "infinirtLaunchHostFunc",  "infinirtStreamSynchronize", "infinirtFreeAsync",
-        "infinirtFreeHost",      "infinirtDeviceSynchronize", "infinirtEventDestroy",  "infinirtStreamDestroy",
-        "infinirtStreamBeginCapture",
+        "infinirtSetDevice",      "infinirtStreamCreate",       "infinirtEventCreate",
+        "infinirtMallocAsync",    "infinirtMallocHost",         "infinirtMemsetAsync",
+        "infinirtEventRecord",    "infinirtStreamWaitEvent",    "infinirtMemcpyAsync",
+        "infinirtLaunchHostFunc", "infinirtStreamSynchronize",  "infinirtFreeAsync",
+        "infinirtFreeHost",       "infinirtDeviceSynchronize",  "infinirtEventDestroy",
+        "infinirtStreamDestroy",  "infinirtStreamBeginCapture",
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
         if (count_where("X", "call", calls[i]) == 0)
