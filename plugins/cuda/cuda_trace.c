@@ -251,16 +251,16 @@ static void bracket_end(int dev, void *stream, bracket *b, cuda__scope_t *sc, in
     }
 }
 
-#define TRACED(dev, stream, call)                                     \
-    do {                                                              \
-        if (cuda__trace == NULL)                                      \
-            return (call);                                            \
-        cuda__scope_t sc;                                             \
-        int relaxed = -1;                                             \
-        bracket *b = bracket_begin((dev), (stream), &sc, &relaxed);   \
-        infiniStatus_t st = (call);                                   \
-        bracket_end((dev), (stream), b, &sc, relaxed, st);            \
-        return st;                                                    \
+#define TRACED(dev, stream, call)                                   \
+    do {                                                            \
+        if (cuda__trace == NULL)                                    \
+            return (call);                                          \
+        cuda__scope_t sc;                                           \
+        int relaxed = -1;                                           \
+        bracket *b = bracket_begin((dev), (stream), &sc, &relaxed); \
+        infiniStatus_t st = (call);                                 \
+        bracket_end((dev), (stream), b, &sc, relaxed, st);          \
+        return st;                                                  \
     } while (0)
 
 infiniStatus_t cuda__traced_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream)
