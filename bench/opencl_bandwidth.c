@@ -20,6 +20,9 @@
  *   identical 64 MiB buffers of one context copy up to 8% apart (where their
  *   pages landed), which one buffer per path would report as a difference
  *   between the paths.
+ * Per call: a synchronous 64 B H2D and D2H through the plugin's ops with no,
+ * one and four idle blocking streams, as ratios to the same blocking call
+ * made directly on the plugin's default queue (opencl_bandwidth_sync.c).
  * Start-up: each figure in a fresh process (fork before any OpenCL call),
  * median of 5: clGetPlatformIDs alone, the plugin's entry + init, its first
  * use of a device (context + queue), and infinirtInit with the plugin.
@@ -28,6 +31,9 @@
  *
  * Usage: infinirt-opencl-bandwidth [--reps N (40)] [--size MiB] [--sets N]
  *                                  [--plugin PATH] [--memory svm|buffer]
+ *                                  [--sync] [--quick]
+ * --sync: only the per-call rows; --quick: the same in short batches
+ * (ctest -L bench).
  * Exit 77 when there is no OpenCL device.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -47,7 +53,9 @@
 #endif
 
 #define EXIT_SKIP 77
+#define EXIT_ROWS_ONLY 78 /* run_mode: the per-call rows only, nothing to print after */
 #define MiB ((size_t)1 << 20)
+#define USAGE "[--reps N] [--size MiB] [--sets N] [--plugin PATH] [--memory svm|buffer] [--sync] [--quick]"
 #define INIT_RUNS 5
 
 enum { OPS, API, DIRECT, MEMCPY, N_PATHS };
@@ -57,6 +65,7 @@ const char *bw_plugin_path = INFINIRT_OPENCL_PLUGIN;
 size_t bw_bytes = 64 * MiB;
 int bw_sets = 4;
 static int reps = 40;
+static int quick, sync_only;
 
 void die(const char *fmt, ...)
 {
@@ -169,6 +178,11 @@ static int run_mode(const char *memory, results *r)
     }
     PLUG(bw_ops->get_device_info(0, &info));
     printf("\nmode %s: device 0 \"%s\"\n  %s\n", memory, info.name, info.description);
+    sync_rows(strstr(info.description, "mode: svm") != NULL, quick);
+    if (sync_only) {
+        bw_ops->shutdown();
+        return EXIT_ROWS_ONLY;
+    }
 
     /* Pageable host memory, touched first so page faults are not timed. */
     hc.a = malloc(bw_bytes);
@@ -433,7 +447,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s [--reps N] [--size MiB] [--sets N] [--plugin PATH] [--memory svm|buffer]\n", argv[0]);
+            printf("usage: %s %s\n", argv[0], USAGE);
             return 0;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -445,17 +459,23 @@ int main(int argc, char **argv)
             bw_plugin_path = argv[++i];
         else if (strcmp(argv[i], "--memory") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--sync") == 0)
+            sync_only = 1;
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = sync_only = 1;
         else
-            die("usage: %s [--reps N] [--size MiB] [--sets N] [--plugin PATH] [--memory svm|buffer]", argv[0]);
+            die("usage: %s %s", argv[0], USAGE);
     }
     if (reps < 1 || bw_bytes == 0 || bw_sets < 1 || bw_sets > MAX_SETS)
         die("--reps and --size must be positive, --sets 1..%d", MAX_SETS);
 
     /* Before this process touches OpenCL: children measure cold starts. */
-    print_startup();
-
-    printf("\nbandwidth: %zu MiB per copy, blocking, median of %d, %d buffer sets per path (GB/s = 1e9 bytes/s)\n",
-           bw_bytes / MiB, reps, bw_sets);
+    if (!sync_only) {
+        print_startup();
+        printf(
+            "\nbandwidth: %zu MiB per copy, blocking, median of %d, %d buffer sets per path (GB/s = 1e9 bytes/s)\n",
+            bw_bytes / MiB, reps, bw_sets);
+    }
     for (int m = 0; m < 2; m++) {
         pid_t pid;
         int ws;
@@ -471,7 +491,7 @@ int main(int argc, char **argv)
             if (rc == 0)
                 print_results(&r);
             fflush(stdout);
-            _exit(rc);
+            _exit(rc == EXIT_ROWS_ONLY ? 0 : rc);
         }
         if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws))
             die("mode %s: child failed", modes[m]);

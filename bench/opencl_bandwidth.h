@@ -93,6 +93,10 @@ void api_copy(void *p, int kind); /* set_ctx, through the public API */
 void api_config(const char *memory, char *path, size_t path_size);
 #endif
 
+/* The per-call rows (opencl_bandwidth_sync.c), on the plugin's device 0,
+ * printed; quick: short batches. */
+void sync_rows(int svm, int quick);
+
 /* ---------------------------------------------------------- OpenCL itself */
 
 void direct_open(direct_ctx *c, const char *device_name, int svm);
