@@ -209,7 +209,7 @@ static infiniStatus_t copy_on(opencl__stream *s, void *dst, const void *src, siz
 
     if (n == 0)
         return INFINI_STATUS_SUCCESS;
-    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
+    if ((st = blocking ? opencl__order_before_sync(s) : opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
         (st = copy_cmd(s, dst, src, n, kind, blocking)) != INFINI_STATUS_SUCCESS)
         return st;
     return blocking ? INFINI_STATUS_SUCCESS : opencl__order_after(s);
@@ -224,7 +224,7 @@ static infiniStatus_t fill_on(opencl__stream *s, void *ptr, int value, size_t n,
 
     if (n == 0)
         return INFINI_STATUS_SUCCESS;
-    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
+    if ((st = blocking ? opencl__order_before_sync(s) : opencl__order_before(s)) != INFINI_STATUS_SUCCESS ||
         (st = fill_cmd(s, ptr, value, n, blocking)) != INFINI_STATUS_SUCCESS)
         return st;
     return blocking ? INFINI_STATUS_SUCCESS : opencl__order_after(s);

@@ -138,6 +138,7 @@ void opencl__device_teardown(opencl__device *d)
             d->queues.next = s->next;
             clFinish(s->queue);
             opencl__hostq_stop(s);
+            opencl__order_forget(s);
             clReleaseCommandQueue(s->queue);
             if (s != &d->default_stream)
                 free(s);

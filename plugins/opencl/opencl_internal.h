@@ -98,6 +98,15 @@ typedef struct opencl__stream {
     opencl__hostq *hostq;               /* host-function thread, made on first use */
     int blocking;                       /* ordered with the default stream; fixed at creation */
     struct opencl__stream *prev, *next; /* the device's list of live queues */
+    /* Blocking streams: how many commands the plugin has queued on the
+     * stream (counted once queued) and how many of those are known
+     * complete.  Equal, the stream holds no work of ours, though perhaps
+     * commands the application queued natively (opencl_order.c).  probe:
+     * the last marker "before" found pending, and probe_covers the count
+     * it follows (both under the device lock; released with the stream). */
+    _Atomic uint64_t queued, settled;
+    cl_event probe;
+    uint64_t probe_covers;
 } opencl__stream;
 
 struct opencl__device {
@@ -160,11 +169,23 @@ void opencl__device_teardown(opencl__device *d);
  * queueing work on s and opencl__order_after once asynchronous work has been
  * queued on it: on the default stream they make the work wait for what the
  * device's blocking streams already hold, and the blocking streams' later
- * work wait for it.  Both do nothing for other streams; while the device
+ * work wait for it.  On another stream "before" does nothing and "after"
+ * counts the work when s is blocking (one atomic add); while the device
  * has no blocking stream, "before" does an atomic load and "after" an
  * atomic add (the count streams made later are joined by) and a load. */
 infiniStatus_t opencl__order_before(opencl__stream *s);
 infiniStatus_t opencl__order_after(opencl__stream *s);
+/* opencl__order_before for a synchronous operation on the default stream,
+ * one whose call waits for it: the host may wait too, so a blocking stream
+ * that holds no work of the plugin's costs a clFinish (at once when it is
+ * idle; it also waits for what the application queued natively) instead
+ * of a marker the default queue waits for. */
+infiniStatus_t opencl__order_before_sync(opencl__stream *s);
+/* A wait on s saw complete the first `queued` commands counted on it (a
+ * value of s->queued read before the wait began). */
+void opencl__order_settled(opencl__stream *s, uint64_t queued);
+/* Release what the order keeps of s: s is off the device's list. */
+void opencl__order_forget(opencl__stream *s);
 /* opencl__order_after for work that is itself a marker m on s (an event
  * record): the blocking streams wait for m, no second marker is queued. */
 infiniStatus_t opencl__order_after_marker(opencl__stream *s, cl_event m);

@@ -197,6 +197,7 @@ infiniStatus_t opencl__stream_destroy(int dev, void *stream)
     pthread_mutex_unlock(&d->lock);
     err = clFinish(s->queue);
     opencl__hostq_stop(s);
+    opencl__order_forget(s);
     /* A wrapped queue loses only our reference: it stays the application's. */
     clReleaseCommandQueue(s->queue);
     free(s);
@@ -208,7 +209,7 @@ infiniStatus_t opencl__stream_synchronize(int dev, void *stream)
     opencl__device *d = opencl__dev(dev);
     opencl__stream *s;
     infiniStatus_t st;
-    uint64_t queued;
+    uint64_t queued, mine;
     cl_int err;
 
     if (d == NULL)
@@ -219,15 +220,18 @@ infiniStatus_t opencl__stream_synchronize(int dev, void *stream)
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     queued = opencl__order_drain_start(d);
+    mine = atomic_load_explicit(&s->queued, memory_order_acquire); /* what the wait covers */
     /* The default stream's work includes what the blocking streams held
      * before it (as cudaStreamSynchronize(0) with the legacy stream). */
-    if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
+    if ((st = opencl__order_before_sync(s)) != INFINI_STATUS_SUCCESS)
         return st;
     err = clFinish(s->queue);
     if (err != CL_SUCCESS)
         return opencl__cl_fail("clFinish", err);
     if (s == &d->default_stream)
         opencl__order_drained(d, queued);
+    else
+        opencl__order_settled(s, mine);
     return INFINI_STATUS_SUCCESS;
 }
 
@@ -238,7 +242,7 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     cl_event m = NULL;
     cl_int err, status = CL_QUEUED;
     infiniStatus_t st;
-    uint64_t queued;
+    uint64_t queued, mine;
 
     if (d == NULL)
         return INFINI_STATUS_DEVICE_NOT_FOUND;
@@ -252,6 +256,7 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     queued = opencl__order_drain_start(d);
+    mine = atomic_load_explicit(&s->queued, memory_order_acquire); /* what the wait covers */
     if ((st = opencl__order_before(s)) != INFINI_STATUS_SUCCESS)
         return st;
     /* A marker sees everything queued before it, by us or natively by the
@@ -269,6 +274,8 @@ infiniStatus_t opencl__stream_query(int dev, void *stream, int *idle)
     *idle = status == CL_COMPLETE;
     if (*idle && s == &d->default_stream)
         opencl__order_drained(d, queued);
+    else if (*idle)
+        opencl__order_settled(s, mine);
     return INFINI_STATUS_SUCCESS;
 }
 

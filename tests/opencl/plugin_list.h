@@ -38,6 +38,8 @@
     X(from_native)            \
     X(blocking_order)         \
     X(abi_fields)             \
-    X(blocking_join)
+    X(blocking_join)          \
+    X(blocking_idle_busy)     \
+    X(blocking_idle_calls)
 
 #endif
