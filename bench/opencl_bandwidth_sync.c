@@ -41,8 +41,8 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    int kind;  /* H2D or D2H */
-    int plug;  /* 1: the plugin's memcpy; 0: OpenCL directly */
+    int kind;   /* H2D or D2H */
+    int plug;   /* 1: the plugin's memcpy; 0: OpenCL directly */
     int idle;   /* idle blocking streams while the batch runs */
     double ns;  /* out: best wall time per call */
     double cpu; /* out: best CPU time of the process per call */
