@@ -54,12 +54,12 @@ static void *next(const char *name)
 }
 
 /* Racing first calls look the same function up: any of the stores wins. */
-#define REAL(type, name)                                    \
-    static _Atomic(type) real_;                             \
+#define REAL(type, name)                                          \
+    static _Atomic(type) real_;                                   \
     type f_ = atomic_load_explicit(&real_, memory_order_acquire); \
-    if (f_ == NULL) {                                       \
-        *(void **)&f_ = next(#name);                        \
-        atomic_store_explicit(&real_, f_, memory_order_release); \
+    if (f_ == NULL) {                                             \
+        *(void **)&f_ = next(#name);                              \
+        atomic_store_explicit(&real_, f_, memory_order_release);  \
     }
 
 /* The build hides symbols by default; these must be seen by the plugin. */
@@ -69,7 +69,7 @@ typedef cl_int(CL_API_CALL *enqueue_fn)(cl_command_queue, cl_uint, const cl_even
 typedef cl_int(CL_API_CALL *queue_fn)(cl_command_queue);
 
 EXPORTED cl_int CL_API_CALL clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint n, const cl_event *wait,
-                                                            cl_event *event)
+                                                        cl_event *event)
 {
     REAL(enqueue_fn, clEnqueueMarkerWithWaitList)
     count(q, markers);
@@ -77,7 +77,7 @@ EXPORTED cl_int CL_API_CALL clEnqueueMarkerWithWaitList(cl_command_queue q, cl_u
 }
 
 EXPORTED cl_int CL_API_CALL clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint n, const cl_event *wait,
-                                                             cl_event *event)
+                                                         cl_event *event)
 {
     REAL(enqueue_fn, clEnqueueBarrierWithWaitList)
     count(q, barriers);
