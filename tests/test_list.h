@@ -251,8 +251,8 @@
     X(loader, library_unloadable_names_line)   \
     X(loader, visible_peer_free)               \
     X(cpu, caller_runs_one_at_a_time)          \
-    X(cpu, destroyed_streams_let_go) \
-    X(config, many_sections_linear) \
+    X(cpu, destroyed_streams_let_go)           \
+    X(config, many_sections_linear)            \
     X(config, many_sections_linear)            \
     X(loader, start_per_type)                  \
     X(loader, start_default_device_lazy)

@@ -92,7 +92,7 @@ int cpu__busy_walk(cpu_device *d, enum cpu__busy_set set, cpu_after **out)
         uint64_t q = atomic_load_explicit(&s->queued, memory_order_acquire);
         if (atomic_load_explicit(&s->done, memory_order_acquire) >= q) {
             atomic_store_explicit(&s->on_busy, false, memory_order_release); /* after reading busy_next */
-            atomic_thread_fence(memory_order_seq_cst); /* see cpu__busy_note */
+            atomic_thread_fence(memory_order_seq_cst);                       /* see cpu__busy_note */
             q = atomic_load_explicit(&s->queued, memory_order_acquire);
             bool off = false;
             if (atomic_load_explicit(&s->done, memory_order_acquire) >= q ||
