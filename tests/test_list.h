@@ -253,7 +253,6 @@
     X(cpu, caller_runs_one_at_a_time)          \
     X(cpu, destroyed_streams_let_go)           \
     X(config, many_sections_linear)            \
-    X(config, many_sections_linear)            \
     X(loader, start_per_type)                  \
     X(loader, start_default_device_lazy)
 
