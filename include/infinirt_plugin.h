@@ -80,7 +80,7 @@ extern "C" {
 #define INFINIRT_PLUGIN_EVENT_DISABLE_TIMING 0x1u
 #define INFINIRT_PLUGIN_EVENT_BLOCKING_SYNC 0x2u
 
-/* Log levels for infinirtPluginHost.log. */
+/* Log levels for infinirtPluginInitArgs.log. */
 #define INFINIRT_PLUGIN_LOG_ERROR 0
 #define INFINIRT_PLUGIN_LOG_WARN 1
 #define INFINIRT_PLUGIN_LOG_INFO 2

@@ -5,9 +5,10 @@
  * into the loader's object, and keeps that object alive while a call uses
  * it.  The stream and event API are stream.c and event.c.
  *
- * The application only ever holds loader handles.  Each knows its owning
- * device, so a call reaches that device's plugin whatever the current device
- * is.  A destroyed or made-up handle is rejected with BAD_PARAM instead of
+ * The application holds the backend's native value (see "the registry"
+ * below); the registry maps it back to the loader's object, which knows its
+ * owning device, so a call reaches that device's plugin whatever the
+ * current device is.  A destroyed or made-up handle is rejected with BAD_PARAM instead of
  * being dereferenced, and a reference count keeps a handle's object (and its
  * plugin object) alive while another thread is still inside a call on it.
  */

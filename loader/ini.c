@@ -2,7 +2,7 @@
 /*
  * ini.c - the INI reader: turns a config file's bytes into section headers
  * and key = value pairs, each with its line number.  No file access and no
- * meaning here (config.c gives the keys their meaning), so the fuzz harness
+ * meaning here (config_keys.c gives the keys their meaning), so the fuzz harness
  * (tests/fuzz/config_fuzz.c) can drive it on any bytes.
  *
  * The rules (README "Configuration"):
