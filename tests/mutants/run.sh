@@ -114,7 +114,8 @@ sync_tree() {
         fi
     done
     # A file the tree no longer has goes from the copy too: a stale header
-    # left there would shadow the one that moved (tests/test.h, say).
+    # left there would shadow the one that moved (test.h, say, which moved
+    # from the tests folder to tests/harness).
     local keep
     keep=$(mktemp)
     git ls-files -co --exclude-standard | sort >"$keep"
