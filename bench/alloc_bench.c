@@ -183,6 +183,7 @@ infinirt__pool_backend host_backend(void)
         .fence_query = host_fence_query,
         .fence_wait = host_fence_wait,
         .fence_release = host_fence_release,
+        .status_name = infinirtGetErrorName,
         .label = "bench host",
         .device_id = 0,
     };

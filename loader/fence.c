@@ -497,6 +497,7 @@ void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device
         .fence_query = fence_query,
         .fence_wait = fence_wait,
         .fence_release = fence_release,
+        .status_name = infinirtGetErrorName,
         /* What device_fence_take_all tests first, without the call: on a
          * DONE_AT_RETURN device with no peers nothing is in flight. */
         .quiet_while_zero = dev->done_at_return ? &dev->peers : NULL,
@@ -525,6 +526,7 @@ void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *
         .fence_query = fence_query,
         .fence_wait = fence_wait,
         .fence_release = fence_release,
+        .status_name = infinirtGetErrorName,
         .total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0,
         .device_type = (int)host_plugin->type,
         .device_id = -1,

@@ -56,6 +56,10 @@ typedef struct infinirt__pool_backend {
     infiniStatus_t (*fence_query)(void *ctx, infinirt__fence *fence, int *done);
     infiniStatus_t (*fence_wait)(void *ctx, infinirt__fence *fence);
     void (*fence_release)(void *ctx, infinirt__fence *fence);
+    /* A status's name for the pool's log lines (the loader gives
+     * infinirtGetErrorName; a program that links the allocator without the
+     * loader's API gives its own). */
+    const char *(*status_name)(infiniStatus_t status);
     /* Optional (NULL: none).  The backend promises that while the word it
      * points to reads 0, fence_take_all would give no fence: a synchronous
      * free then makes no call.  (The loader points it at the `peers` word

@@ -289,7 +289,7 @@ bool infinirt__wait_all(infinirt__pool *pool)
     be->fence_release(be->ctx, f);
     if (st != INFINI_STATUS_SUCCESS) {
         INFINIRT__WARN("%s: waiting for the work in flight failed (%s); freed memory stays held", be->label,
-                       infinirtGetErrorName(st));
+                       be->status_name(st));
         return false;
     }
     return true;
@@ -298,7 +298,7 @@ bool infinirt__wait_all(infinirt__pool *pool)
 infiniStatus_t infinirt__no_fence(const infinirt__pool_backend *be, infiniStatus_t st)
 {
     INFINIRT__WARN("%s: no fence for a free and the device could not be synchronized (%s); the free fails", be->label,
-                   infinirtGetErrorName(st));
+                   be->status_name(st));
     return st;
 }
 

@@ -443,7 +443,7 @@ static void free_waited(infinirt__pool *pool, infinirt__blk *b, infinirt__fence 
     if (st != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s: a freed block of %zu bytes could not be queued or waited for (%s); it is "
                         "kept out of use",
-                        be->label, b->size, infinirtGetErrorName(st));
+                        be->label, b->size, be->status_name(st));
         return;
     }
     infinirt__seg *s;
@@ -510,7 +510,7 @@ static infiniStatus_t passthrough_free(infinirt__pool *pool, uintptr_t key, void
         if (st != INFINI_STATUS_SUCCESS) {
             INFINIRT__ERROR("%s: waiting for the work using a freed block failed (%s); its %zu bytes are kept "
                             "out of use",
-                            pool->be.label, infinirtGetErrorName(st), s->size);
+                            pool->be.label, pool->be.status_name(st), s->size);
             return INFINI_STATUS_SUCCESS;
         }
     }
