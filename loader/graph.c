@@ -14,7 +14,7 @@
 
 /* ------------------------------------------------------- graphs and execs */
 
-void infinirt__ops_put(opsblock *b)
+static void infinirt__ops_put(opsblock *b)
 {
     if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1)
         free(b);

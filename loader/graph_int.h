@@ -49,9 +49,6 @@ typedef struct {
     infinirt__gop op[];
 } opsblock;
 
-/* Drop a reference to b; the last frees it. */
-void infinirt__ops_put(opsblock *b);
-
 /* How an executable graph the loader replays keeps its launches in order
  * (graph.c, "Launch order"): each launch runs after the previous one has
  * completed, whatever streams they are on, as CUDA runs a graphExec. */

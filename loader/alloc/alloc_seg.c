@@ -12,7 +12,7 @@
 /* Level 0 has a bit per granule, set where a block starts; level 1 has a bit
  * per non-zero level-0 word, so finding the start of the block that holds an
  * interior pointer costs O(size / 2^12 granules) words at worst. */
-int infinirt__seg_bits_build(infinirt__seg *s, unsigned gshift)
+static int infinirt__seg_bits_build(infinirt__seg *s, unsigned gshift)
 {
     size_t units = s->size >> gshift;
     size_t nw0 = (units + 63) / 64, nw1 = (nw0 + 63) / 64;

@@ -51,10 +51,6 @@ static inline bool infinirt__seg_empty(const infinirt__seg *s)
     return infinirt__blk_state(&s->head) == INFINIRT__BLK_FREE && s->head.nphys == NULL;
 }
 
-/* Block-start bitmap of a segment, for interior-pointer lookups.  Built by
- * the first lookup that would walk many blocks (every block then carries
- * INFINIRT__BLK_BITS), so segments never looked into cost nothing. */
-int infinirt__seg_bits_build(infinirt__seg *s, unsigned gshift);
 void infinirt__seg_bit_set(infinirt__seg *s, size_t unit);
 void infinirt__seg_bit_clear(infinirt__seg *s, size_t unit);
 /* Start of the block holding p (inside s); builds the bitmap when useful. */

@@ -117,7 +117,7 @@ cuda__device_t *cuda__device(int dev)
 
 /* First use of a device: retain its primary context.  The NULL stream is
  * the context's own legacy default stream, so nothing else is created. */
-infiniStatus_t cuda__activate(int dev)
+static infiniStatus_t cuda__activate(int dev)
 {
     cuda__device_t *d = cuda__device(dev);
     infiniStatus_t st = INFINI_STATUS_SUCCESS;

@@ -52,7 +52,7 @@ const char *cuda__error_name(CUresult r)
     return name;
 }
 
-infiniStatus_t cuda__status_of(CUresult r)
+static infiniStatus_t cuda__status_of(CUresult r)
 {
     switch (r) {
     case CUDA_SUCCESS:

@@ -175,7 +175,6 @@ void cuda__log(int level, const char *fmt, ...)
 /* SUCCESS for CUDA_SUCCESS; otherwise one ERROR line naming `call`, the
  * CUDA error name and `dev` (-1: none), and the mapped status. */
 infiniStatus_t cuda__check(CUresult r, const char *call, int dev);
-infiniStatus_t cuda__status_of(CUresult r);
 const char *cuda__error_name(CUresult r);
 
 /* Call driver function `fn` and check it: evaluates to an infiniStatus_t. */
@@ -229,8 +228,6 @@ typedef struct {
 
 infiniStatus_t cuda__enter(int dev, cuda__scope_t *sc);
 void cuda__leave(const cuda__scope_t *sc);
-/* Retain the device's primary context on its first use; current nowhere. */
-infiniStatus_t cuda__activate(int dev);
 infiniStatus_t cuda__set_device(int dev);
 infiniStatus_t cuda__device_get_native(int dev, void **device, void **context);
 infiniStatus_t cuda__device_synchronize(int dev);
