@@ -7,7 +7,7 @@
  * (infinirt__plugin.caps), its INFINIRT__OP_ value (internal.h), its row of
  * the loader's dispatch table and its not-supported stub (dispatch.c), the
  * size a table of each minor must have (infinirt__dispatch_table_size), and
- * the fault plugin's forwarders (tests/fault_plugin.c) are all expanded
+ * the fault plugin's forwarders (tests/fixtures/fault_plugin.c) are all expanded
  * from it.  dispatch.c checks at compile time that every row sits where
  * the struct has that field and that no field lacks a row.
  *
