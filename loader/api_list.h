@@ -110,6 +110,7 @@
       (device, device_id, props), TA_DEV(device, device_id))                                                         \
     S(infinirtGetPluginCount, (int *count), (count), TA_NONE)                                                        \
     S(infinirtGetPluginInfo, (int index, infinirtPluginInfo_t *info), (index, info), TA_INT("index", index))         \
+    S(infinirtPeekPluginInfo, (int index, infinirtPluginInfo_t *info), (index, info), TA_INT("index", index))        \
     C(infinirtGetPluginStatusString, (infinirtPluginStatus_t status), (status), TA_INT("arg", status))               \
     S(infinirtGetConfigPath, (const char **path), (path), TA_NONE)                                                   \
     S(infinirtGetConfigEntryCount, (int *count), (count), TA_NONE)                                                   \

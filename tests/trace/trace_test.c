@@ -650,6 +650,7 @@ static int every_call(void)
     infinirtGetDeviceProperties(type, 0, &props);
     infinirtGetPluginCount(&n);
     infinirtGetPluginInfo(0, &pinfo);
+    infinirtPeekPluginInfo(0, &pinfo);
     infinirtGetPluginStatusString(INFINIRT_PLUGIN_LOADED);
     infinirtGetConfigPath(&path);
     infinirtGetConfigEntryCount(&n);
