@@ -57,7 +57,8 @@ static void find_loader_dir(void)
         snprintf(g_loader_dir, sizeof g_loader_dir, "%.*s", (int)(slash - p), p);
 }
 
-const char *infinirt__loader_dir(void)
+/* The folder holding libinfinirt.so, without trailing slash. */
+static const char *infinirt__loader_dir(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, find_loader_dir);

@@ -24,12 +24,14 @@
 #include <string.h>
 #include <strings.h>
 
-int infinirt__parse_size(const char *text, size_t *out)
+/* "64", "512K", "2M", "1G": bytes into *out; -1 if malformed. */
+static int infinirt__parse_size(const char *text, size_t *out)
 {
     return infinirtPluginParseSize(text, out);
 }
 
-int infinirt__parse_bool(const char *text)
+/* "true/false/yes/no/on/off/1/0": 1/0, or -1. */
+static int infinirt__parse_bool(const char *text)
 {
     static const char *const yes[] = {"true", "yes", "on", "1"};
     static const char *const no[] = {"false", "no", "off", "0"};

@@ -50,7 +50,8 @@ static void gobj_free(gobj *g)
     free(g);
 }
 
-void infinirt__gobj_put(uint32_t kind, void *obj)
+/* Drop a reference to a graph or executable graph. */
+static void infinirt__gobj_put(uint32_t kind, void *obj)
 {
     gobj *g = obj;
     if (g != NULL && infinirt__handle_drop(kind, g->slot, NULL) != NULL) /* never borrowed */

@@ -150,12 +150,6 @@ struct infinirt__ini_sink {
 size_t infinirt__ini_parse(const char *text, size_t len, infinirt__ini_sink *sink);
 /* "cpu", "nvidia"/"cuda", "opencl", ...: the device type, or -1. */
 int infinirt__parse_device_type(const char *name);
-/* "64", "512K", "2M", "1G": bytes into *out; -1 if malformed. */
-int infinirt__parse_size(const char *text, size_t *out);
-/* "true/false/yes/no/on/off/1/0": 1/0, or -1. */
-int infinirt__parse_bool(const char *text);
-/* The folder holding libinfinirt.so, without trailing slash. */
-const char *infinirt__loader_dir(void);
 
 /* ------------------------------------------------------------- plugins */
 
@@ -224,11 +218,6 @@ size_t infinirt__dispatch_table_size(uint32_t minor);
  * (0 with *plugins NULL when out of memory); the caller installs them in
  * infinirt__rt before any plugin is started. */
 int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugins);
-/* Start p's device type: the type's plugins, in config order, until one
- * starts with devices (the rest are duplicates), once (any thread; later
- * callers wait for the first; another type's start never waits for this
- * one).  Afterwards p->status is final. */
-void infinirt__plugin_start(infinirt__plugin *p);
 /* The started plugin serving device type slot `slot`, or NULL when none
  * does (none claimed it, or its start failed or found no device); starts
  * the type first if no call has yet. */
@@ -365,8 +354,6 @@ void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handl
  * comes first, and infinirt__handle_return gives a borrow back.) */
 /* What infinirt__handle_register's failure rc means, for the log. */
 const char *infinirt__handle_register_error(int rc);
-/* Drop a reference to a graph or executable graph (graph.c). */
-void infinirt__gobj_put(uint32_t kind, void *obj);
 
 /* Take a reference to a live stream/event handle; NULL if not live.
  * A NULL stream handle resolves to the default stream of `fallback`. */

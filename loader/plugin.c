@@ -483,7 +483,11 @@ static void resolve_slot(int slot)
     pthread_mutex_unlock(lock);
 }
 
-void infinirt__plugin_start(infinirt__plugin *p)
+/* Start p's device type: the type's plugins, in config order, until one
+ * starts with devices (the rest are duplicates), once (any thread; later
+ * callers wait for the first; another type's start never waits for this
+ * one).  Afterwards p->status is final. */
+static void infinirt__plugin_start(infinirt__plugin *p)
 {
     if (!atomic_load_explicit(&p->started, memory_order_acquire))
         resolve_slot(infinirt__type_slot(p->type));

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-double cpu__now_ms(void)
+static double cpu__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

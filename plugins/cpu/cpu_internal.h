@@ -350,7 +350,6 @@ extern const infinirtCpuStreamOps cpu__native_inline, cpu__native_async;
 
 /* Events (cpu_event.c). */
 void cpu__event_put(cpu_event *e);
-double cpu__now_ms(void);
 /* A record of e queued on s (under s->mu), where s's count reaches `at`
  * when it has run: its generation.  The event holds s meanwhile. */
 uint64_t cpu__event_queued(cpu_event *e, cpu_stream *s, uint64_t at);

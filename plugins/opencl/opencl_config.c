@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "svm", "buffer" or "auto": the name a config uses for m (defined below). */
+static const char *opencl__mem_mode_name(opencl__mem_mode m);
+
 /* Keys the loader itself reads from the section.  It does not pass them on
  * today; should it ever, they are not unknown. */
 static const char *const loader_keys[] = {"library", "enabled"};
@@ -196,7 +199,7 @@ void opencl__config_free(opencl__config *cfg)
     cfg->device_count = 0;
 }
 
-const char *opencl__mem_mode_name(opencl__mem_mode m)
+static const char *opencl__mem_mode_name(opencl__mem_mode m)
 {
     switch (m) {
     case OPENCL__MEM_SVM:

@@ -95,7 +95,8 @@ const char *opencl__cl_error_name(cl_int err)
     }
 }
 
-infiniStatus_t opencl__cl_status(cl_int err)
+/* The infinirt status for an OpenCL error. */
+static infiniStatus_t opencl__cl_status(cl_int err)
 {
     switch (err) {
     case 0:

@@ -58,8 +58,6 @@
 void opencl__log(int level, const char *fmt, ...) OPENCL__PRINTF(2, 3);
 /* "CL_INVALID_VALUE" for -30; "CL_UNKNOWN_ERROR" for codes not in the table. */
 const char *opencl__cl_error_name(cl_int err);
-/* The infinirt status for an OpenCL error. */
-infiniStatus_t opencl__cl_status(cl_int err);
 /* Log "<call> failed: <NAME> (<code>)" at ERROR and return the status.
  * opencl__cl_fail_alloc maps CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES
  * and CL_OUT_OF_HOST_MEMORY to OUT_OF_MEMORY, for allocating calls. */
@@ -84,7 +82,6 @@ typedef struct {
 infiniStatus_t opencl__config_parse(const infinirtPluginInitArgs *args, opencl__config *cfg, char *msg,
                                     size_t msg_size);
 void opencl__config_free(opencl__config *cfg);
-const char *opencl__mem_mode_name(opencl__mem_mode m);
 
 /* ------------------------------------------------------------------ devices */
 
