@@ -99,9 +99,12 @@ static void mark_end(mark *m, infiniStatus_t st)
         mark_free(m);
         return;
     }
-    if (clEnqueueMarkerWithWaitList(m->s->queue, 0, NULL, &m->after) == CL_SUCCESS &&
+    /* The callback may run (and free m) inside clSetEventCallback when the
+     * marker has completed already: nothing of m is used after it. */
+    cl_command_queue q = m->s->queue;
+    if (clEnqueueMarkerWithWaitList(q, 0, NULL, &m->after) == CL_SUCCESS &&
         clSetEventCallback(m->after, CL_COMPLETE, mark_done, m) == CL_SUCCESS) {
-        clFlush(m->s->queue);
+        clFlush(q);
         return;
     }
     opencl__trace->work_ran(m->id, m->host_ns, host_ns());

@@ -231,6 +231,19 @@ static bool is(const char *a, const char *b)
     return a != NULL && strcmp(a, b) == 0;
 }
 
+static void jfree(jv *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        jfree(&v->items[i]);
+        if (v->keys != NULL)
+            free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+    memset(v, 0, sizeof *v);
+}
+
 /* The whole file parsed; the test fails (with where) when it is not JSON. */
 static jv g_doc;
 static const jv *g_events;
@@ -251,13 +264,17 @@ static char *read_whole(const char *path)
     return buf;
 }
 
+static char *g_text; /* the file's text, kept until the next load */
 static int load_trace(const char *path)
 {
-    const char *text = read_whole(path);
+    free(g_text);
+    g_text = read_whole(path);
+    const char *text = g_text;
     if (text == NULL) {
         fprintf(stderr, "trace file %s could not be read\n", path);
         ASSERT_PTR_NE(text, NULL);
     }
+    jfree(&g_doc);
     jreader r = {text, text + strlen(text), NULL};
     bool ok = jparse(&r, &g_doc, 0);
     skip_ws(&r);
