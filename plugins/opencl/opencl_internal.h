@@ -104,6 +104,7 @@ typedef struct opencl__stream {
     _Atomic uint64_t queued, settled;
     cl_event probe;
     uint64_t probe_covers;
+    atomic_int trace_marks; /* traced work whose report has not run yet (opencl_trace.c) */
 } opencl__stream;
 
 struct opencl__device {
@@ -314,5 +315,8 @@ infiniStatus_t opencl__traced_memset_async(int dev, void *ptr, int value, size_t
 infiniStatus_t opencl__traced_launch_host_func(int dev, void *stream, infinirtPluginHostFn fn, void *user_data);
 infiniStatus_t opencl__traced_event_record(int dev, void *event, void *stream);
 infiniStatus_t opencl__traced_stream_wait_event(int dev, void *stream, void *event);
+infiniStatus_t opencl__traced_stream_synchronize(int dev, void *stream);
+infiniStatus_t opencl__traced_device_synchronize(int dev);
+infiniStatus_t opencl__traced_stream_destroy(int dev, void *stream);
 
 #endif /* INFINIRT_PLUGIN_OPENCL_INTERNAL_H_ */

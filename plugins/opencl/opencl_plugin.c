@@ -145,11 +145,11 @@ static const infinirtPluginOps ops = {
     .shutdown = plugin_shutdown,
     .get_device_info = get_device_info,
     .get_mem_info = opencl__get_mem_info,
-    .device_synchronize = opencl__device_synchronize,
+    .device_synchronize = opencl__traced_device_synchronize,
 
     .stream_create = opencl__stream_create,
-    .stream_destroy = opencl__stream_destroy,
-    .stream_synchronize = opencl__stream_synchronize,
+    .stream_destroy = opencl__traced_stream_destroy,
+    .stream_synchronize = opencl__traced_stream_synchronize,
     .stream_wait_event = opencl__traced_stream_wait_event,
     .launch_host_func = opencl__traced_launch_host_func,
 

@@ -16,6 +16,7 @@
  */
 #include "opencl_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -59,7 +60,18 @@ static void CL_CALLBACK mark_done(cl_event ev, cl_int status, void *arg)
         end = m->host_ns + (uint64_t)(e - q);
     }
     opencl__trace->work_ran(m->id, begin, end);
+    opencl__stream *s = m->s;
     mark_free(m);
+    atomic_fetch_sub_explicit(&s->trace_marks, 1, memory_order_release); /* s may go from here on */
+}
+
+/* Until the reports of s's completed work have run (bounded: a callback
+ * that never comes costs a second, once). */
+static void marks_wait(opencl__stream *s)
+{
+    uint64_t until = host_ns() + 1000000000u;
+    while (atomic_load_explicit(&s->trace_marks, memory_order_acquire) > 0 && host_ns() < until)
+        sched_yield();
 }
 
 /* Before an entry that queues work on `stream` of dev: its id and the
@@ -101,11 +113,14 @@ static void mark_end(mark *m, infiniStatus_t st)
     }
     /* The callback may run (and free m) inside clSetEventCallback when the
      * marker has completed already: nothing of m is used after it. */
-    cl_command_queue q = m->s->queue;
-    if (clEnqueueMarkerWithWaitList(q, 0, NULL, &m->after) == CL_SUCCESS &&
-        clSetEventCallback(m->after, CL_COMPLETE, mark_done, m) == CL_SUCCESS) {
-        clFlush(q);
-        return;
+    opencl__stream *s = m->s;
+    if (clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &m->after) == CL_SUCCESS) {
+        atomic_fetch_add_explicit(&s->trace_marks, 1, memory_order_relaxed);
+        if (clSetEventCallback(m->after, CL_COMPLETE, mark_done, m) == CL_SUCCESS) {
+            clFlush(s->queue);
+            return;
+        }
+        atomic_fetch_sub_explicit(&s->trace_marks, 1, memory_order_relaxed);
     }
     opencl__trace->work_ran(m->id, m->host_ns, host_ns());
     mark_free(m);
@@ -159,4 +174,42 @@ infiniStatus_t opencl__traced_stream_wait_event(int dev, void *stream, void *eve
     infiniStatus_t st = opencl__stream_wait_event(dev, stream, event);
     mark_end(m, st);
     return st;
+}
+
+infiniStatus_t opencl__traced_stream_synchronize(int dev, void *stream)
+{
+    infiniStatus_t st = opencl__stream_synchronize(dev, stream);
+    opencl__device *d = opencl__dev(dev);
+    opencl__stream *s;
+    if (opencl__trace != NULL && st == INFINI_STATUS_SUCCESS && d != NULL &&
+        opencl__stream_resolve(d, stream, &s) == INFINI_STATUS_SUCCESS)
+        marks_wait(s);
+    return st;
+}
+
+infiniStatus_t opencl__traced_device_synchronize(int dev)
+{
+    infiniStatus_t st = opencl__device_synchronize(dev);
+    opencl__device *d = opencl__dev(dev);
+    if (opencl__trace != NULL && st == INFINI_STATUS_SUCCESS && d != NULL &&
+        atomic_load_explicit(&d->ready, memory_order_acquire)) {
+        /* The list's streams cannot be freed meanwhile: destroy unlinks
+         * under the lock. */
+        pthread_mutex_lock(&d->lock);
+        for (opencl__stream *s = d->queues.next; s != &d->queues; s = s->next)
+            marks_wait(s);
+        pthread_mutex_unlock(&d->lock);
+    }
+    return st;
+}
+
+infiniStatus_t opencl__traced_stream_destroy(int dev, void *stream)
+{
+    opencl__stream *s = stream;
+    opencl__device *d = opencl__dev(dev);
+    if (opencl__trace != NULL && d != NULL && s != NULL && s != &d->default_stream) {
+        clFinish(s->queue); /* its work done, its reports run, then it may go */
+        marks_wait(s);
+    }
+    return opencl__stream_destroy(dev, stream);
 }
