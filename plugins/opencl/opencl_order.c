@@ -22,13 +22,15 @@
  *          waits for native commands too, and on an idle queue returns at
  *          once (16 ns on PoCL, where a marker on an idle queue is still
  *          pending when enqueued, and the barrier on it made a 64 B copy
- *          wait for PoCL's driver thread: 1.4-1.9x the CPU time of a direct
- *          blocking write with one to four idle streams).  The counts only
- *          choose between the two ways: clFinish is right whatever they
- *          say.  It may also wait for commands another thread queues while
- *          it runs (PoCL's waits until the queue is empty), which the rules
- *          allow; a stream with work of ours pending gets the marker, so
- *          such a wait is one the application started natively.
+ *          wait for PoCL's driver thread: 2.9-6.4x the instructions of a
+ *          direct blocking write with one to four idle streams, now
+ *          1.2-1.5x; docs/performance.md).  The counts only choose between
+ *          the two ways: clFinish is right whatever they say.  It may also
+ *          wait for commands another thread queues while it runs (PoCL's
+ *          returns when the queue is empty): more order than the rules ask,
+ *          and only where the application's native commands keep the
+ *          stream busy, as a stream with work of ours pending gets the
+ *          marker.
  *  after:  asynchronous work queued on the default queue - an event record
  *          included, which is work of the stream as a copy is (CUDA's
  *          legacy stream; docs/semantics.md, R2) - is waited for by
