@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -536,9 +537,22 @@ void infinirt__trace_start(const infinirt__config *cfg)
         g_work = NULL;
         return;
     }
-    g_fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (g_fd < 0) {
-        INFINIRT__WARN("trace %s: cannot open (%s); no trace is written", g_path, strerror(errno));
+    /* Not blocking on a FIFO without a reader, and a regular file only:
+     * the file is rewritten in place (its header, its footer). */
+    g_fd = open(g_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    struct stat st;
+    const char *why = NULL;
+    if (g_fd < 0 || fstat(g_fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (ftruncate(g_fd, 0) != 0 || fcntl(g_fd, F_SETFL, 0) != 0)
+        why = strerror(errno);
+    if (why != NULL) {
+        INFINIRT__WARN("trace %s: cannot write it (%s); no trace is written", g_path, why);
+        if (g_fd >= 0)
+            close(g_fd);
+        g_fd = -1;
         return;
     }
     const char *prog = program_invocation_short_name != NULL ? program_invocation_short_name : "?";

@@ -15,6 +15,7 @@
     X(dropped)               \
     X(env_wins)              \
     X(off)                   \
-    X(flush)
+    X(flush)                 \
+    X(bad_file)
 
 #endif

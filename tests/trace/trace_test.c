@@ -824,6 +824,15 @@ static int off_calls(void)
     return 0;
 }
 
+static int flush_calls_ok(void)
+{
+    CHECK(off_calls());
+    void *p = NULL;
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    ASSERT_OK(infinirtFree(p));
+    return 0;
+}
+
 /* No trace configured: no file, and infinirtTraceFlush succeeds. */
 int test_off(void)
 {
@@ -862,6 +871,20 @@ int test_flush(void)
     CHECK(run_child(flush_then_check, trace_path("flush.json")));
     CHECK(load_trace(trace_path("flush.json")));
     ASSERT_GT(count_where("X", "call", "infinirtFree"), 0);
+    return TEST_OK;
+}
+
+/* ------------------------------------------------------------ bad file */
+
+/* A trace that cannot be written (a folder, a FIFO: rewriting in place
+ * needs a regular file) is a warning, and the program runs on. */
+int test_bad_file(void)
+{
+    CHECK(run_child(flush_calls_ok, tc_temp_dir()));
+    char fifo[1024];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tc_temp_dir());
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    CHECK(run_child(flush_calls_ok, fifo)); /* would block in open() without a reader */
     return TEST_OK;
 }
 
