@@ -8,7 +8,9 @@
 #ifndef INFINIRT_TRACE_LIST_H_
 #define INFINIRT_TRACE_LIST_H_
 
-#define TRACE_BACKEND_LIST(X) X(workload)
+#define TRACE_BACKEND_LIST(X) \
+    X(workload)               \
+    X(summary)
 
 #define TRACE_LOADER_LIST(X) \
     X(coverage)              \

@@ -9,7 +9,9 @@
  * and exits (exit: the trace is finished by an atexit handler), and reads
  * the file in the parent with the small JSON reader below, so that what is
  * checked is the file a user opens in Perfetto.  The device is
- * INFINIRT_TEST_DEVICE's, the config INFINIRT_CONFIG's.
+ * INFINIRT_TEST_DEVICE's, the config INFINIRT_CONFIG's.  `summary` also
+ * runs infinirt-trace (TRACE_TOOL) on the workload's trace and checks its
+ * summary against the file.
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -321,10 +323,13 @@ static double num(const jv *o, const char *k)
 
 /* ------------------------------------------------------------ children */
 
+/* In TRACE_TEST_DIR when it is set (trace_tool_test.sh keeps the
+ * workload's trace there for the browser), else in the test's own folder. */
 static const char *trace_path(const char *name)
 {
     static char p[1024];
-    snprintf(p, sizeof p, "%s/%s", tc_temp_dir(), name);
+    const char *dir = getenv("TRACE_TEST_DIR");
+    snprintf(p, sizeof p, "%s/%s", dir != NULL && dir[0] != '\0' ? dir : tc_temp_dir(), name);
     return p;
 }
 
@@ -585,6 +590,264 @@ int test_workload(void)
     ASSERT_GE(startups, 1);
     ASSERT_EQ(num(jget(&g_doc, "otherData"), "dropped_events"), 0);
     return TEST_OK;
+}
+
+/* ------------------------------------------------------------ summary */
+
+/* infinirt-trace's summary of the workload's trace, read into lines. */
+typedef struct {
+    char text[1 << 16];
+    char *line[512];
+    size_t n;
+} tool_out;
+
+static int run_tool(const char *trace, tool_out *o, int *rc)
+{
+    char err[1100], cmd[4096];
+    snprintf(err, sizeof err, "%s/tool.err", tc_temp_dir());
+    snprintf(cmd, sizeof cmd, "'%s' '%s' 2>'%s'", TRACE_TOOL, trace, err);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    ASSERT_PTR_NE(p, NULL);
+    size_t n = fread(o->text, 1, sizeof o->text - 1, p);
+    o->text[n] = '\0';
+    int st = pclose(p);
+    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    const char *e = tc_read_file(err);
+    if (e != NULL && e[0] != '\0')
+        fprintf(stderr, "infinirt-trace said on stderr: %s\n", e);
+    ASSERT(e == NULL || e[0] == '\0');
+    o->n = 0;
+    for (char *l = o->text; *l != '\0' && o->n < sizeof o->line / sizeof o->line[0];) {
+        o->line[o->n++] = l;
+        char *nl = strchr(l, '\n');
+        if (nl == NULL)
+            break;
+        *nl = '\0';
+        l = nl + 1;
+    }
+    return TEST_OK;
+}
+
+/* The index of the line that starts (after spaces) with `head`, or -1. */
+static long find_line(const tool_out *o, const char *head)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        const char *l = o->line[i];
+        while (*l == ' ')
+            l++;
+        if (strncmp(l, head, strlen(head)) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* The summary's call row for `name`: its count and total (us); false when
+ * there is none.  Rows: Time % Total Count Mean P50 P99 Max Name. */
+static bool call_row(const tool_out *o, const char *name, unsigned long *count, double *total)
+{
+    long from = find_line(o, "Calls ");
+    for (size_t i = from < 0 ? o->n : (size_t)from + 2; i < o->n && o->line[i][0] != '\0'; i++) {
+        double pct, mean, p50, p99, max;
+        char nm[128];
+        if (sscanf(o->line[i], "%lf %lf %lu %lf %lf %lf %lf %127s", &pct, total, count, &mean, &p50, &p99, &max,
+                   nm) == 8 &&
+            strcmp(nm, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The lines of a table: from the column heads (the line after the one
+ * that begins with `head`) to the first empty line. */
+static size_t table_rows(const tool_out *o, const char *head, size_t *first)
+{
+    long h = find_line(o, head);
+    *first = h < 0 ? o->n : (size_t)h + 1;
+    size_t n = 0;
+    while (*first + n < o->n && o->line[*first + n][0] != '\0')
+        n++;
+    return n;
+}
+
+/* The sum of the durations (us) of the call spans named `name`. */
+static double call_total(const char *name)
+{
+    double t = 0;
+    for (size_t i = 0; i < g_events->n; i++)
+        if (is(jstr(ev(i), "ph"), "X") && is(jstr(ev(i), "cat"), "call") && is(jstr(ev(i), "name"), name))
+            t += num(ev(i), "dur");
+    return t;
+}
+
+static size_t work_count(double tid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g_events->n; i++)
+        if (is(jstr(ev(i), "cat"), "stream") && num(ev(i), "tid") == tid)
+            n++;
+    return n;
+}
+
+static int summary_matches(tool_out *o, void *s1, void *s2, int graphs)
+{
+    /* The header and the count of each kind of event. */
+    long h = find_line(o, "infinirt trace ");
+    ASSERT_GE(h, 0);
+    char want[256];
+    snprintf(want, sizeof want, ", %zu events over ", g_events->n);
+    ASSERT_STR_CONTAINS(o->line[h], want);
+    long e = find_line(o, "Events: ");
+    ASSERT_GE(e, 0);
+    size_t calls = count_where("X", "call", NULL), work = count_where("X", "stream", NULL);
+    size_t flows = count_where("s", NULL, NULL) + count_where("f", NULL, NULL);
+    size_t allocs = count_where("i", "alloc", NULL), counters = count_where("C", NULL, NULL);
+    size_t startups = count_where("X", "startup", NULL), meta = count_where("M", NULL, NULL);
+    snprintf(want, sizeof want,
+             "Events: %zu calls, %zu stream ops, %zu flow events, %zu allocator events, %zu memory counters, "
+             "%zu start-up spans, 0 trace notes, %zu metadata; 0 ignored (0 of unknown kinds, 0 incomplete)",
+             calls, work, flows, allocs, counters, startups, meta);
+    ASSERT_STR_EQ(o->line[e], want);
+
+    /* A row per call name, with the trace's count and total time; the
+     * calls the workload makes a known number of times. */
+    size_t first, rows = table_rows(o, "Calls ", &first), names = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const char *n = jstr(ev(i), "name");
+        if (!is(jstr(ev(i), "cat"), "call"))
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = is(jstr(ev(j), "cat"), "call") && is(jstr(ev(j), "name"), n);
+        if (seen)
+            continue;
+        names++;
+        unsigned long count = 0;
+        double total = -1;
+        if (!call_row(o, n, &count, &total))
+            fprintf(stderr, "no row for %s\n", n);
+        ASSERT(call_row(o, n, &count, &total));
+        ASSERT_EQ(count, count_where("X", "call", n));
+        double t = call_total(n);
+        if (total < t - 0.0015 * (double)count || total > t + 0.0015 * (double)count)
+            fprintf(stderr, "%s: total %.3f us in the summary, %.3f in the trace\n", n, total, t);
+        ASSERT(total >= t - 0.0015 * (double)count && total <= t + 0.0015 * (double)count);
+    }
+    ASSERT_EQ(rows - 1, names); /* the column heads, then one row a name */
+    static const struct {
+        const char *name;
+        unsigned long count, per_graph;
+    } known[] = {
+        {"infinirtStreamCreate", 2, 0},   {"infinirtMallocAsync", 2, 0},        {"infinirtEventRecord", 1, 0},
+        {"infinirtMemsetAsync", 1, 1},    {"infinirtMemcpyAsync", 2, 1},        {"infinirtStreamSynchronize", 3, 1},
+        {"infinirtGraphLaunch", 0, 2},    {"infinirtFreeAsync", 2, 0},          {"infinirtStreamDestroy", 2, 0},
+        {"infinirtLaunchHostFunc", 1, 0}, {"infinirtStreamBeginCapture", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        unsigned long want_n = known[i].count + (unsigned long)graphs * known[i].per_graph, count = 0;
+        double total;
+        if (want_n == 0)
+            continue;
+        ASSERT(call_row(o, known[i].name, &count, &total));
+        if (count != want_n)
+            fprintf(stderr, "%s: %lu calls in the summary, the workload makes %lu\n", known[i].name, count, want_n);
+        ASSERT_EQ(count, want_n);
+    }
+
+    /* One row per stream, each with its track's ops. */
+    size_t stream_rows = table_rows(o, "Streams ", &first) - 1, matched = 0;
+    void *handles[2] = {s1, s2};
+    for (int k = 0; k < 2; k++) {
+        char tail[64];
+        snprintf(tail, sizeof tail, " %p", handles[k]);
+        double tid = stream_track(handles[k]);
+        ASSERT_GE(tid, 0);
+        size_t found = 0;
+        for (size_t i = first + 1; i < first + 1 + stream_rows; i++) {
+            const char *l = o->line[i];
+            size_t ll = strlen(l), tl = strlen(tail);
+            if (ll < tl || strcmp(l + ll - tl, tail) != 0)
+                continue;
+            found++;
+            double busy, pct, idle, longest;
+            unsigned long ops, gaps;
+            ASSERT_EQ(sscanf(l, "%lf %lf %lu %lu %lf %lf", &busy, &pct, &ops, &gaps, &idle, &longest), 6);
+            ASSERT_EQ(ops, work_count(tid));
+            ASSERT_GT(busy, 0);
+            ASSERT_LE(gaps, ops);
+        }
+        if (found != 1)
+            fprintf(stderr, "%zu rows for the stream%s\n", found, tail);
+        ASSERT_EQ(found, 1);
+        matched++;
+    }
+    ASSERT_GE(work_count(stream_track(s2)), 4); /* event wait, two copies, the host function */
+    ASSERT_EQ(stream_rows, matched);
+
+    /* The device's memory: the peak of its counter, back to 0 at the end,
+     * a malloc and a free for each of its blocks. */
+    char dev[64], counter[80];
+    snprintf(dev, sizeof dev, "%s:0", infinirtGetDeviceTypeName(tc_device_type()));
+    snprintf(counter, sizeof counter, "memory %s", dev);
+    double peak = 0;
+    size_t mallocs = 0, frees = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *x = ev(i);
+        if (is(jstr(x, "ph"), "C") && is(jstr(x, "name"), counter) && num(jget(x, "args"), "allocated") > peak)
+            peak = num(jget(x, "args"), "allocated");
+        if (is(jstr(x, "cat"), "alloc") && is(jstr(jget(x, "args"), "device"), dev)) {
+            mallocs += is(jstr(x, "name"), "malloc");
+            frees += is(jstr(x, "name"), "free");
+        }
+    }
+    ASSERT_GE(peak, 2 * N_BYTES);
+    size_t mem_rows = table_rows(o, "Memory ", &first), dev_rows = 0;
+    for (size_t i = first + 1; i < first + mem_rows; i++) {
+        const char *l = o->line[i];
+        double pa, pr, ea, er;
+        unsigned long m, fr;
+        if (strncmp(l, dev, strlen(dev)) != 0 || l[strlen(dev)] != ' ') /* "cpu host": the host's pool */
+            continue;
+        ASSERT_EQ(sscanf(l + strlen(dev), "%lf %lf %lf %lf %lu %lu", &pa, &pr, &ea, &er, &m, &fr), 6);
+        dev_rows++;
+        if (pa != peak)
+            fprintf(stderr, "%s: peak allocated %.0f in the summary, %.0f in the trace\n", dev, pa, peak);
+        ASSERT(pa == peak);
+        ASSERT_GE(pr, pa);
+        ASSERT(ea == 0);
+        ASSERT_EQ(m, mallocs);
+        ASSERT_EQ(fr, frees);
+        ASSERT_GE(m, 2);
+    }
+    ASSERT_EQ(dev_rows, 1);
+    return TEST_OK;
+}
+
+/* infinirt-trace on the trace of the workload above (the same program,
+ * on this backend): every figure checked against the file it summarises,
+ * and the calls the workload makes a known number of times. */
+int test_summary(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s", trace_path("workload.json"));
+    CHECK(run_child(workload, path));
+    CHECK(load_trace(path));
+    void *s1, *s2;
+    int graphs;
+    FILE *f = fopen(trace_path("ids"), "r");
+    ASSERT_PTR_NE(f, NULL);
+    ASSERT_EQ(fscanf(f, "%p %p %d", &s1, &s2, &graphs), 3);
+    fclose(f);
+    static tool_out o;
+    int rc = -1;
+    CHECK(run_tool(path, &o, &rc));
+    if (rc != 0)
+        fprintf(stderr, "infinirt-trace exited %d; its output:\n%s\n", rc, o.text);
+    ASSERT_EQ(rc, 0);
+    int r = summary_matches(&o, s1, s2, graphs);
+    if (r != TEST_OK)
+        fprintf(stderr, "--- the summary:\n%s---\n", o.text);
+    return r;
 }
 
 /* ------------------------------------------------------------ coverage */

@@ -21,10 +21,19 @@
 #   html_catches_errors  the check above fails on a page whose drawing
 #                     throws (the error is shown in the status element) and
 #                     on one whose script never runs
+#   workload_browser  (a 4th argument: trace-test) the trace of the real
+#                     workload (trace-test workload, two streams, an event
+#                     between them, stream-ordered memory, a graph; on the
+#                     backend of INFINIRT_CONFIG), its page in Chromium as
+#                     above: a lane per stream and per calling thread, a
+#                     chart per device, every counter point and every span
+#                     counted from the trace file itself.  Exit 77 without
+#                     Chromium
 set -u
 check=$1
 tool=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 fixtures=$(cd "$3" && pwd)
+trace_test=${4:-}
 T=$(mktemp -d /tmp/infinirt-trace-test-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 bad=0
@@ -163,7 +172,7 @@ EOF
     [ "$rc" -eq 1 ] && grep -q "cannot write /nonexistent-dir/page.html" "$T/err" ||
         fail "a page that cannot be written: exit $rc, $(cat "$T/err")"
     ;;
-html_browser | html_catches_errors)
+html_browser | html_catches_errors | workload_browser)
     chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
     if [ -z "$chromium" ]; then
         echo "skip: no Chromium (apt-get install chromium; ./dev installs it)"
@@ -200,6 +209,33 @@ html_browser | html_catches_errors)
         grep -q '<title>infinirt trace: ' "$T/dom" || { echo "  the title changed"; ok=1; }
         return $ok
     }
+    if [ "$check" = workload_browser ]; then
+        # The workload's own checks pass, and its trace stays in $T.
+        TRACE_TEST_DIR=$T "$trace_test" workload >"$T/workload.log" 2>&1 ||
+            { fail "trace-test workload failed:"; cat "$T/workload.log"; exit 1; }
+        w=$T/workload.json
+        "$tool" --html "$T/workload.html" "$w" >"$T/summary" 2>"$T/err" || fail "infinirt-trace --html: exit $?"
+        [ ! -s "$T/err" ] || { fail "infinirt-trace said on stderr:"; cat "$T/err"; }
+        ! grep -Eiq 'https?:|<link|<img|<iframe| src=' "$T/workload.html" || fail "workload.html refers to something outside it"
+        # The trace writes one event a line: the figures by grep.  Lanes:
+        # the streams' tracks (named "stream ...") and the threads that
+        # made calls; a chart per "memory ..." counter, a point per value;
+        # a span per call and per stream op.
+        streams=$(grep -c '"name":"thread_name".*"args":{"name":"stream ' "$w")
+        threads=$(grep '"cat":"call"' "$w" | grep -o '"tid":[0-9]*' | sort -u | wc -l)
+        charts=$(grep '"ph":"C"' "$w" | grep -o '"name":"memory [^"]*"' | sort -u | wc -l)
+        points=$(grep -c '"ph":"C"' "$w")
+        spans=$(($(grep -c '"ph":"X","cat":"call"' "$w") + $(grep -c '"ph":"X","cat":"stream"' "$w")))
+        echo "workload trace: $streams streams, $threads calling threads, $charts memory charts, $points points, $spans spans"
+        [ "$streams" -eq 2 ] || fail "the workload's trace names $streams streams, not its 2"
+        [ "$charts" -ge 1 ] && [ "$threads" -ge 1 ] && [ "$spans" -gt 30 ] || fail "a trace too thin to check a page with"
+        page_ok "$T/workload.html" $((streams + threads)) "$charts" "$points" "$spans" || fail "workload.html"
+        case $st in *"($streams streams, $threads threads)"*) ;; *) fail "the page does not say $streams streams, $threads threads" ;; esac
+        show_on_failure
+        [ "$bad" -eq 0 ] || exit 1
+        echo "ok: $check"
+        exit 0
+    fi
     for f in small cut_short odd; do
         (cd "$fixtures" && "$tool" --html "$T/$f.html" "$f.json") >/dev/null 2>&1
         [ -s "$T/$f.html" ] || fail "no page written for $f.json"
