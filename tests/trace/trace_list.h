@@ -18,6 +18,7 @@
     X(env_wins)              \
     X(off)                   \
     X(flush)                 \
-    X(bad_file)
+    X(bad_file)              \
+    X(threads)
 
 #endif
