@@ -12,6 +12,9 @@
  *       stream_sync   StreamSynchronize of an idle stream
  *       memcpy_h2d    synchronous 64 B Memcpy host -> device, nothing queued
  *       memcpy_d2h    the same, device -> host
+ *       memcpy_async  MemcpyAsync of 64 B host -> device on a stream
+ *       malloc_free   Malloc of 64 B, then its Free
+ *       event_record  EventRecord on an idle stream
  * Prints "CASE ns_per_call": the best of 7 batches (the least disturbed by
  * other load on the machine).
  */
@@ -31,7 +34,9 @@
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: %s event_query|stream_sync|memcpy_h2d|memcpy_d2h [calls]\n",
+        fprintf(argc < 2 ? stderr : stdout,
+                "usage: %s event_query|stream_sync|memcpy_h2d|memcpy_d2h|memcpy_async|malloc_free|event_record "
+                "[calls]\n",
                 argv[0]);
         return argc < 2 ? 2 : 0;
     }
@@ -53,11 +58,14 @@ int main(int argc, char **argv)
     memset(host, 1, sizeof host);
     infinirtEventStatus_t es;
     double best = 0;
-    int kind = strcmp(which, "event_query") == 0   ? 0
-               : strcmp(which, "stream_sync") == 0 ? 1
-               : strcmp(which, "memcpy_h2d") == 0  ? 2
-               : strcmp(which, "memcpy_d2h") == 0  ? 3
-                                                   : -1;
+    int kind = strcmp(which, "event_query") == 0    ? 0
+               : strcmp(which, "stream_sync") == 0  ? 1
+               : strcmp(which, "memcpy_h2d") == 0   ? 2
+               : strcmp(which, "memcpy_d2h") == 0   ? 3
+               : strcmp(which, "memcpy_async") == 0 ? 4
+               : strcmp(which, "malloc_free") == 0  ? 5
+               : strcmp(which, "event_record") == 0 ? 6
+                                                    : -1;
     if (kind < 0) {
         fprintf(stderr, "api-bench: unknown case '%s'\n", which);
         return 2;
@@ -76,8 +84,21 @@ int main(int argc, char **argv)
             case 2:
                 st = infinirtMemcpy(d, host, 64, INFINIRT_MEMCPY_H2D);
                 break;
-            default:
+            case 3:
                 st = infinirtMemcpy(host, d, 64, INFINIRT_MEMCPY_D2H);
+                break;
+            case 4:
+                st = infinirtMemcpyAsync(d, host, 64, INFINIRT_MEMCPY_H2D, s);
+                break;
+            case 5: {
+                void *p = NULL;
+                st = infinirtMalloc(&p, 64);
+                if (st == INFINI_STATUS_SUCCESS)
+                    st = infinirtFree(p);
+                break;
+            }
+            default:
+                st = infinirtEventRecord(e, s);
                 break;
             }
             if (st != INFINI_STATUS_SUCCESS) {
@@ -85,6 +106,8 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
+        if (kind >= 4)
+            MUST(infinirtStreamSynchronize(s)); /* the work queued (an async plugin), done */
         double ns = (now_ns() - t0) / (double)calls;
         if (b == 0 || ns < best)
             best = ns;

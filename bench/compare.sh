@@ -12,7 +12,8 @@
 # of this project load the CPU plugin of the current build, so the figures
 # differ only by the loader.  ROUNDS (default 5) rounds, each case run once
 # per library per round, in turn; each run reports its best batch, and the
-# table shows the median over rounds.
+# table shows the median over rounds.  CASES chooses the cases (default:
+# all of infinirt-api-bench's seven).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${BUILD:-$root/build}" && pwd)
@@ -57,7 +58,7 @@ run() { # lib case
     esac | awk '{ print $2 }'
 }
 
-cases="event_query stream_sync memcpy_h2d memcpy_d2h"
+cases=${CASES:-"event_query stream_sync memcpy_h2d memcpy_d2h memcpy_async malloc_free event_record"}
 for r in $(seq "$rounds"); do
     for c in $cases; do
         for l in $libs; do
