@@ -66,6 +66,8 @@ infiniStatus_t opencl__device_ready(opencl__device *d)
         goto out;
     }
     d->default_stream.dev = d;
+    if (opencl__trace != NULL)
+        opencl__trace_calibrate(d);
     d->default_stream.next = d->queues.next;
     d->default_stream.prev = &d->queues;
     d->queues.next->prev = &d->default_stream;

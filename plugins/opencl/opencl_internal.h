@@ -130,6 +130,11 @@ struct opencl__device {
      * default stream or the device): a stream made while they are equal
      * has none of it to wait for (opencl__order_join_locked). */
     _Atomic uint64_t default_queued, default_drained;
+    /* While a trace is written (opencl_trace.c, under its clock lock): the
+     * device-to-host clock offset, the least of the window's samples. */
+    int64_t trace_off, trace_off_next;
+    uint64_t trace_off_window;
+    int trace_off_valid, trace_off_next_valid;
 };
 
 typedef struct {
@@ -318,5 +323,8 @@ infiniStatus_t opencl__traced_stream_wait_event(int dev, void *stream, void *eve
 infiniStatus_t opencl__traced_stream_synchronize(int dev, void *stream);
 infiniStatus_t opencl__traced_device_synchronize(int dev);
 infiniStatus_t opencl__traced_stream_destroy(int dev, void *stream);
+/* The first samples of d's clock offset, from markers on its new (empty)
+ * default queue (opencl__device_ready, while a trace is written). */
+void opencl__trace_calibrate(opencl__device *d);
 
 #endif /* INFINIRT_PLUGIN_OPENCL_INTERNAL_H_ */

@@ -8,14 +8,22 @@
  * queued before has, so its CL_PROFILING_COMMAND_END is when the work could
  * start; the second completes when the work has, and its callback reports
  * [first's END, second's END].  Device timestamps become CLOCK_MONOTONIC
- * through the first marker's CL_PROFILING_COMMAND_QUEUED, taken when it
- * was queued, next to a host clock reading.  A queue without profiling (one
+ * through an offset per device: each marker's host clock reading just
+ * after it was queued, less its CL_PROFILING_COMMAND_QUEUED, is never below
+ * the true offset and above it by however long the enqueue took (a
+ * preempted thread: milliseconds), so the offset used is the least
+ * sample of the previous 2 s window (following a drift between the
+ * clocks), fixed within a window, and the least of a few empty markers'
+ * when the device's queue is made.
+ * Converting each mark with its own sample put work out of order on an
+ * in-order queue by up to the enqueue's delay.  A queue without profiling (one
  * the application made, stream_create_from_native) reports the host's view:
  * from the entry to the callback.  Nothing of it runs when no trace is
  * written: each entry tests one pointer.
  */
 #include "opencl_internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
@@ -24,7 +32,7 @@ const infinirtPluginTrace *opencl__trace;
 
 typedef struct {
     uint64_t id;
-    uint64_t host_ns; /* CLOCK_MONOTONIC when `before` was queued */
+    uint64_t host_ns; /* CLOCK_MONOTONIC just after `before` was queued */
     cl_event before, after;
     opencl__stream *s;
 } mark;
@@ -34,6 +42,64 @@ static uint64_t host_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define CLOCK_WINDOW_NS 2000000000u
+
+static pthread_mutex_t clock_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Take d's clock offset sample, taken at `now`; the offset to use.  It
+ * changes only from one window to the next (to the least sample of the
+ * window before), never within one: spans converted with it keep the
+ * order the queue ran them in. */
+static int64_t clock_offset(opencl__device *d, int64_t sample, uint64_t now)
+{
+    pthread_mutex_lock(&clock_mu);
+    if (!d->trace_off_valid) { /* no calibration: the first sample */
+        d->trace_off = sample;
+        d->trace_off_valid = 1;
+        d->trace_off_window = now;
+    }
+    if (!d->trace_off_next_valid || sample < d->trace_off_next) {
+        d->trace_off_next = sample;
+        d->trace_off_next_valid = 1;
+    }
+    if (now - d->trace_off_window > CLOCK_WINDOW_NS) {
+        d->trace_off = d->trace_off_next;
+        d->trace_off_next_valid = 0;
+        d->trace_off_window = now;
+    }
+    int64_t off = d->trace_off;
+    pthread_mutex_unlock(&clock_mu);
+    return off;
+}
+
+void opencl__trace_calibrate(opencl__device *d)
+{
+    int64_t best = 0;
+    int have = 0;
+    for (int i = 0; i < 4; i++) {
+        cl_event ev = NULL;
+        if (clEnqueueMarkerWithWaitList(d->default_stream.queue, 0, NULL, &ev) != CL_SUCCESS)
+            break;
+        uint64_t h = host_ns();
+        cl_ulong q = 0;
+        if (clWaitForEvents(1, &ev) == CL_SUCCESS &&
+            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) == CL_SUCCESS &&
+            (!have || (int64_t)h - (int64_t)q < best)) {
+            best = (int64_t)h - (int64_t)q;
+            have = 1;
+        }
+        clReleaseEvent(ev);
+    }
+    if (!have)
+        return;
+    pthread_mutex_lock(&clock_mu);
+    d->trace_off = best;
+    d->trace_off_valid = 1;
+    d->trace_off_next_valid = 0;
+    d->trace_off_window = host_ns();
+    pthread_mutex_unlock(&clock_mu);
 }
 
 static void mark_free(mark *m)
@@ -56,8 +122,9 @@ static void CL_CALLBACK mark_done(cl_event ev, cl_int status, void *arg)
         clGetEventProfilingInfo(m->before, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) == CL_SUCCESS &&
         clGetEventProfilingInfo(m->after, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL) == CL_SUCCESS && q <= b &&
         b <= e) {
-        begin = m->host_ns + (uint64_t)(b - q);
-        end = m->host_ns + (uint64_t)(e - q);
+        int64_t off = clock_offset(m->s->dev, (int64_t)m->host_ns - (int64_t)q, now);
+        begin = (uint64_t)((int64_t)b + off);
+        end = (uint64_t)((int64_t)e + off);
     }
     opencl__trace->work_ran(m->id, begin, end);
     opencl__stream *s = m->s;
