@@ -48,33 +48,25 @@
  */
 #define KIND_STREAM INFINIRT__KIND_STREAM
 #define KIND_EVENT INFINIRT__KIND_EVENT
-#define CHUNK_SLOTS 1024u
-#define MAX_CHUNKS 4096u /* 4M live handles of each kind */
+#define CHUNK_SLOTS INFINIRT__HCHUNK_SLOTS
+#define MAX_CHUNKS INFINIRT__HMAX_CHUNKS
 
 #define W_LIVE ((uint64_t)1 << 32)
 #define W_GEN_SHIFT 33
 #define W_REFS(w) ((uint32_t)(w))
 #define W_GEN(w) ((uint32_t)((w) >> W_GEN_SHIFT))
 
-typedef infinirt__hslot slot; /* handles.h */
+typedef infinirt__hslot slot;           /* handles.h */
+typedef infinirt__hmap_entry map_entry; /* handles.h */
+typedef infinirt__hmap map_array;       /* handles.h */
 
+/* A kind's registry: what a look-up with no lock reads (its map and
+ * chunks, handles.h) and the rest. */
 typedef struct {
-    _Atomic uintptr_t key; /* 0 = empty */
-    _Atomic uint64_t val;  /* generation << 32 | slot index */
-} map_entry;
-
-typedef struct map_array {
-    size_t mask;
-    struct map_array *retired; /* the array this one replaced, kept */
-    map_entry e[];
-} map_array;
-
-typedef struct {
-    _Atomic(slot *) chunks[MAX_CHUNKS];
+    infinirt__hindex *ix; /* infinirt__handle_index[kind] */
     atomic_uint nchunks;
     infinirt__solo_lock lock;      /* slot allocation, free list and every map write */
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
-    _Atomic(map_array *) map;
     size_t map_live;
     uint32_t retired;                  /* slots of retired objects (index + 1, linked by next_free); 0 = none */
     infinirt__handle_free_fn *release; /* the kind's, set at the first retire */
@@ -90,32 +82,27 @@ typedef struct {
 _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__handle_hint infinirt__tl_hint[INFINIRT__HINTS];
 _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hint_next;
 
-/* Remember that key, which no hint names (`absent`) or may name, maps to
- * val, whose slot is sl. */
-static inline void hint_put(uint32_t kind, uintptr_t key, uint64_t val, slot *sl, bool absent)
-{
-    infinirt__handle_hint *hn = absent ? NULL : infinirt__hint_find(kind, key);
-    if (hn == NULL) {
-        unsigned n;
-        hn = infinirt__hints(kind, &n);
-        hn += n > 1 ? infinirt__tl_hint_next++ % n : 0;
-    }
-    *hn = (infinirt__handle_hint){.key = key, .sl = sl, .idx = (uint32_t)val, .hi = INFINIRT__HSLOT_HI(val >> 32)};
-}
+#define hint_put infinirt__hint_put /* handles.h */
 
 static inline void hint_set(uint32_t kind, uintptr_t key, uint64_t val, slot *sl)
 {
     hint_put(kind, key, val, sl, false);
 }
 
-static table g_tables[INFINIRT__KINDS]; /* zero: every lock free, every table empty */
+infinirt__hindex infinirt__handle_index[INFINIRT__KINDS];
+/* Zero but for their index: every lock free, every table empty. */
+static table g_tables[INFINIRT__KINDS] = {
+    [0].ix = &infinirt__handle_index[0], [1].ix = &infinirt__handle_index[1], [2].ix = &infinirt__handle_index[2],
+    [3].ix = &infinirt__handle_index[3], [4].ix = &infinirt__handle_index[4],
+};
+_Static_assert(INFINIRT__KINDS == 5, "g_tables names each kind's index");
 
 static slot *slot_at(table *t, uint32_t idx)
 {
     uint32_t c = idx / CHUNK_SLOTS;
     if (c >= atomic_load_explicit(&t->nchunks, memory_order_acquire))
         return NULL;
-    slot *chunk = atomic_load_explicit(&t->chunks[c], memory_order_acquire);
+    slot *chunk = atomic_load_explicit(&t->ix->chunks[c], memory_order_acquire);
     return chunk ? &chunk[idx % CHUNK_SLOTS] : NULL;
 }
 
@@ -123,21 +110,15 @@ static slot *slot_at(table *t, uint32_t idx)
  * its chunk exists and stays, so no bounds check. */
 static inline slot *slot_known(table *t, uint32_t idx)
 {
-    return &atomic_load_explicit(&t->chunks[idx / CHUNK_SLOTS], memory_order_acquire)[idx % CHUNK_SLOTS];
+    return &atomic_load_explicit(&t->ix->chunks[idx / CHUNK_SLOTS], memory_order_acquire)[idx % CHUNK_SLOTS];
 }
 
-static inline size_t map_hash(uintptr_t key, size_t mask)
-{
-    /* Fibonacci hashing: handle values are aligned addresses, whose low
-     * bits say nothing. */
-    uint64_t h = (uint64_t)key * UINT64_C(0x9e3779b97f4a7c15);
-    return (size_t)(h >> 20) & mask;
-}
+#define map_hash infinirt__hmap_hash /* handles.h */
 
 /* The entry for key, or NULL; caller holds t->lock. */
 static map_entry *map_find_locked(table *t, uintptr_t key)
 {
-    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
     if (a == NULL)
         return NULL;
     for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
@@ -163,7 +144,7 @@ static void map_place(map_array *a, uintptr_t key, uint64_t val)
  * Returns 0, or -1 without memory. */
 static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
 {
-    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
     if (a == NULL || (t->map_live + 1) * 2 > a->mask + 1) {
         size_t cap = a ? (a->mask + 1) * 2 : 64;
         map_array *b = calloc(1, sizeof *b + cap * sizeof b->e[0]);
@@ -176,7 +157,7 @@ static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
             if (k != 0)
                 map_place(b, k, atomic_load_explicit(&a->e[i].val, memory_order_relaxed));
         }
-        atomic_store_explicit(&t->map, b, memory_order_release);
+        atomic_store_explicit(&t->ix->map, b, memory_order_release);
         a = b;
     }
     map_place(a, key, val);
@@ -189,7 +170,7 @@ static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
  * up. */
 static void map_remove_entry_locked(table *t, map_entry *e)
 {
-    map_array *a = atomic_load_explicit(&t->map, memory_order_relaxed);
+    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
     size_t i = (size_t)(e - a->e);
     for (size_t j = (i + 1) & a->mask;; j = (j + 1) & a->mask) {
         uintptr_t k = atomic_load_explicit(&a->e[j].key, memory_order_relaxed);
@@ -253,7 +234,7 @@ static int handle_new(uint32_t kind, void *obj, uintptr_t key, uint32_t *slot_ou
             return -1;
         }
         memset(chunk, 0, CHUNK_SLOTS * sizeof(slot));
-        atomic_store(&t->chunks[n], chunk);
+        atomic_store(&t->ix->chunks[n], chunk);
         atomic_store_explicit(&t->nchunks, n + 1, memory_order_release);
         /* Slot 0 of the chunk is used now, the rest go to the free list. */
         for (uint32_t i = 1; i < CHUNK_SLOTS; i++) {
@@ -412,7 +393,7 @@ static inline bool borrowable(uint32_t kind, infinirt__handle_free_fn *release)
  * caller then takes the reference path, whose slow path is final). */
 static inline bool map_peek(table *t, uintptr_t key, uint64_t *val)
 {
-    map_array *a = atomic_load_explicit(&t->map, memory_order_acquire);
+    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_acquire);
     if (a == NULL)
         return false;
     for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {

@@ -18,6 +18,7 @@
 #include "alloc_solo.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,6 +99,86 @@ static inline uint64_t infinirt__hint_val(const infinirt__handle_hint *hn)
     return (uint64_t)(hn->hi >> 1) << 32 | hn->idx;
 }
 
+/* Remember that key, which no hint names (`absent`) or may name, maps to
+ * val (generation << 32 | slot index), whose slot is sl: its own hint
+ * again, else the next stream way in turn (the one hint of another kind). */
+static inline __attribute__((always_inline)) void infinirt__hint_put(uint32_t kind, uintptr_t key, uint64_t val,
+                                                                     infinirt__hslot *sl, bool absent)
+{
+    infinirt__handle_hint *hn = absent ? NULL : infinirt__hint_find(kind, key);
+    if (hn == NULL) {
+        unsigned n;
+        hn = infinirt__hints(kind, &n);
+        hn += n > 1 ? infinirt__tl_hint_next++ % n : 0;
+    }
+    *hn = (infinirt__handle_hint){.key = key, .sl = sl, .idx = (uint32_t)val, .hi = INFINIRT__HSLOT_HI(val >> 32)};
+}
+
+/* What a look-up with no lock reads of a kind's registry (handles.c, "the
+ * registry"): the map from handle value to (generation << 32 | slot
+ * index), open addressing with linear probing, and the chunks of slots.
+ * The rest of the registry (its lock, free list, retired slots) is
+ * handles.c's own. */
+typedef struct {
+    _Atomic uintptr_t key; /* 0 = empty */
+    _Atomic uint64_t val;  /* generation << 32 | slot index */
+} infinirt__hmap_entry;
+
+typedef struct infinirt__hmap {
+    size_t mask;
+    struct infinirt__hmap *retired; /* the array this one replaced, kept */
+    infinirt__hmap_entry e[];
+} infinirt__hmap;
+
+#define INFINIRT__HCHUNK_SLOTS 1024u
+#define INFINIRT__HMAX_CHUNKS 4096u /* 4M live handles of each kind */
+
+typedef struct {
+    _Atomic(infinirt__hmap *) map;
+    _Atomic(infinirt__hslot *) chunks[INFINIRT__HMAX_CHUNKS]; /* never freed */
+} infinirt__hindex;
+
+extern infinirt__hindex infinirt__handle_index[INFINIRT__KINDS];
+
+static inline size_t infinirt__hmap_hash(uintptr_t key, size_t mask)
+{
+    /* Fibonacci hashing: handle values are aligned addresses, whose low
+     * bits say nothing. */
+    uint64_t h = (uint64_t)key * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(h >> 20) & mask;
+}
+
+/* The map's value for key (not 0), read with no lock: true with *val and
+ * its slot in *sl, or false (not found, or found in a chunk this thread
+ * does not see yet).  Only a hint, as a hint is: whatever starts from it
+ * checks the slot (live, that generation, that value). */
+static inline __attribute__((always_inline)) bool infinirt__hmap_peek(uint32_t kind, uintptr_t key, uint64_t *val,
+                                                                      infinirt__hslot **sl)
+{
+    infinirt__hindex *ix = &infinirt__handle_index[kind];
+    infinirt__hmap *a = atomic_load_explicit(&ix->map, memory_order_acquire);
+    if (__builtin_expect(a == NULL, 0))
+        return false;
+    size_t mask = a->mask;
+    for (size_t i = infinirt__hmap_hash(key, mask), n = 0; n <= mask; i = (i + 1) & mask, n++) {
+        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
+        if (k == key) {
+            uint64_t v = atomic_load_explicit(&a->e[i].val, memory_order_acquire);
+            uint32_t idx = (uint32_t)v;
+            infinirt__hslot *chunk =
+                atomic_load_explicit(&ix->chunks[idx / INFINIRT__HCHUNK_SLOTS], memory_order_acquire);
+            if (__builtin_expect(chunk == NULL, 0))
+                return false;
+            *val = v;
+            *sl = &chunk[idx % INFINIRT__HCHUNK_SLOTS];
+            return true;
+        }
+        if (k == 0)
+            return false;
+    }
+    return false;
+}
+
 /* How many objects are retired (handles.c, retire_locked) and not yet
  * freed: a borrower that gives its cell back and then reads 0 knows
  * nothing waits for it. */
@@ -127,6 +208,40 @@ static inline __attribute__((always_inline)) void infinirt__handle_return(int us
         infinirt__handle_reclaim(sl);
 }
 
+/* The inline borrow of a handle no hint names (a thread taking turns over
+ * more streams than there are ways): the map, with no lock, as the full
+ * borrow reads it, then the same checks as from a hint.  The map has a
+ * generation before its slot has that incarnation's owner, so the owner
+ * is read again once the slot is found live of that generation (whose
+ * owner was written before it went live). */
+static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mapped(uint32_t kind, uintptr_t key,
+                                                                                  int *use)
+{
+    infinirt__solo_thread *p = &infinirt__tl_solo;
+    uint64_t val;
+    infinirt__hslot *sl;
+    if (!infinirt__hmap_peek(kind, key, &val, &sl))
+        return NULL;
+    uint64_t id = p->id;
+    if (atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0)
+        return NULL; /* not this thread's (the full borrow decides): no cell written */
+    int i = p->depth;
+    atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
+    p->depth = i + 1;
+    atomic_signal_fence(memory_order_seq_cst); /* as in infinirt__handle_borrow_mine */
+    uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+    if (__builtin_expect((uint32_t)(w >> 32) == INFINIRT__HSLOT_HI(val >> 32) && (uint32_t)w != 0 &&
+                             atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+                             atomic_load_explicit(&sl->owner, memory_order_relaxed) == id,
+                         1)) {
+        infinirt__hint_put(kind, key, val, sl, true); /* no hint names key */
+        *use = i;
+        return sl->obj;
+    }
+    infinirt__handle_return(i);
+    return NULL;
+}
+
 /* The inline borrow: the object, with *use set, or NULL when the full
  * borrow must decide (nothing is held then). */
 static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(uint32_t kind, const void *h,
@@ -136,15 +251,18 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
     uintptr_t key = (uintptr_t)h;
     if (__builtin_expect(key == 0, 0))
         return NULL; /* (an empty hint has key 0) */
-    const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
-    if (__builtin_expect(hn == NULL || p->depth >= INFINIRT__SOLO_CELLS, 0))
+    if (__builtin_expect(p->depth >= INFINIRT__SOLO_CELLS, 0))
         return NULL;
+    const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
+    if (__builtin_expect(hn == NULL, 0))
+        return infinirt__handle_borrow_mapped(kind, key, use);
     infinirt__hslot *sl = hn->sl;
     /* Only the handle's owner, counted (a thread counted out, or never
      * counted, has id 0, as has the owner of a handle made by one).  The
      * owner is written before its incarnation goes live and a slot's
      * generations only grow, so once the check below finds the hint's
-     * generation live, this was that incarnation's owner. */
+     * generation live, this was that incarnation's owner (this thread saw
+     * that generation live when it made the hint). */
     uint64_t id = p->id;
     if (__builtin_expect(atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0, 0))
         return NULL;

@@ -128,6 +128,7 @@
     X(threads, destroy_while_borrowed)         \
     X(threads, borrow_churn)                   \
     X(threads, borrow_other_owner)             \
+    X(threads, borrow_other_owner_unhinted)    \
     X(threads, borrow_after_exit)              \
     X(threads, solo_lock_handover)             \
     X(threads, capture_malloc_unlocked)        \

@@ -631,6 +631,36 @@ int test_threads_borrow_other_owner(void)
     return visit_run(&v, visit_thread);
 }
 
+/* visit_thread without the first call: no hint of the visiting thread
+ * names the stream, so the inline borrow finds it in the map
+ * (infinirt__handle_borrow_mapped in loader/handles.h), where it is not the
+ * owner's either. */
+static void *visit_thread_unhinted(void *p)
+{
+    visit *v = p;
+    v->first = INFINI_STATUS_SUCCESS;
+    if (v->api->hook("stream_synchronize", tc_gate_wait_fn, &v->g) == 0)
+        v->second = infinirtStreamSynchronize(v->s);
+    return NULL;
+}
+
+/* As borrow_other_owner, the destroyed call being the visiting thread's
+ * first on the stream: its look-up comes from the map, not from a hint,
+ * and still holds a reference. */
+int test_threads_borrow_other_owner_unhinted(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    visit v = {.api = &api,
+               .made = INFINI_STATUS_SUCCESS,
+               .first = INFINI_STATUS_INTERNAL_ERROR,
+               .second = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_OK(ft_stream(&v.s));
+    ASSERT_OK(infinirtStreamSynchronize(v.s));
+    return visit_run(&v, visit_thread_unhinted);
+}
+
 /* At thread exit, after the loader counted the thread out: a call on the
  * stream the thread made.  The first round of destructors only sets the
  * value again, so the call comes in the second round, after the loader's
