@@ -43,11 +43,19 @@
  *    again under the lock, where a miss is final.  Made-up, destroyed and
  *    wrong-kind values (each kind has its own map) therefore give NULL.
  *
- * The arrays the map outgrows are kept, not freed (a lock-free reader may
- * still be reading one): they add up to less than the final array.
+ * The map's array doubles when it is half full and shrinks to a quarter
+ * when an eighth full, so a look-up touches memory in proportion to the
+ * handles live now, not to the most there ever were (after 20000 streams,
+ * 1000 took turns over a 1 MB array).  An array the map leaves is kept, not
+ * freed (a lock-free reader may still be reading one), and used again the
+ * next time the map needs that size: emptied and filled again under a
+ * reader that may still be in it, who checks what it finds there as
+ * always.  So the map keeps at most one array of each size: less than twice
+ * the largest together.
  */
 #define KIND_STREAM INFINIRT__KIND_STREAM
 #define KIND_EVENT INFINIRT__KIND_EVENT
+#define MAP_MIN 64u /* the map's smallest array, in entries */
 #define CHUNK_SLOTS INFINIRT__HCHUNK_SLOTS
 #define MAX_CHUNKS INFINIRT__HMAX_CHUNKS
 
@@ -68,6 +76,7 @@ typedef struct {
     infinirt__solo_lock lock;      /* slot allocation, free list and every map write */
     uint32_t free_head, free_tail; /* index + 1; 0 = empty */
     size_t map_live;
+    map_array *spare;                  /* arrays the map left, linked by `retired`: one of each size at most */
     uint32_t retired;                  /* slots of retired objects (index + 1, linked by next_free); 0 = none */
     infinirt__handle_free_fn *release; /* the kind's, set at the first retire */
 } table;
@@ -140,25 +149,57 @@ static void map_place(map_array *a, uintptr_t key, uint64_t val)
     atomic_store_explicit(&a->e[i].key, key, memory_order_release);
 }
 
+/* An empty array of cap entries: the spare of that size, emptied, or a
+ * new one.  Caller holds t->lock. */
+static map_array *map_array_get(table *t, size_t cap)
+{
+    for (map_array **pp = &t->spare; *pp != NULL; pp = &(*pp)->retired) {
+        map_array *b = *pp;
+        if (b->mask + 1 != cap)
+            continue;
+        *pp = b->retired;
+        b->retired = NULL;
+        for (size_t i = 0; i < cap; i++)
+            atomic_store_explicit(&b->e[i].key, 0, memory_order_relaxed);
+        return b;
+    }
+    map_array *b = calloc(1, sizeof *b + cap * sizeof b->e[0]);
+    if (b != NULL)
+        b->mask = cap - 1;
+    return b;
+}
+
+/* Move the map into an array of cap entries; the one it leaves becomes a
+ * spare.  Returns 0, or -1 without memory (the map as it was).  Caller
+ * holds t->lock. */
+static int map_resize_locked(table *t, size_t cap)
+{
+    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
+    map_array *b = map_array_get(t, cap);
+    if (b == NULL)
+        return -1;
+    for (size_t i = 0; a != NULL && i <= a->mask; i++) {
+        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_relaxed);
+        if (k != 0)
+            map_place(b, k, atomic_load_explicit(&a->e[i].val, memory_order_relaxed));
+    }
+    atomic_store_explicit(&t->ix->map, b, memory_order_release);
+    if (a != NULL) {
+        a->retired = t->spare;
+        t->spare = a;
+    }
+    return 0;
+}
+
 /* Add key -> val; caller holds t->lock and has found no entry for key.
  * Returns 0, or -1 without memory. */
 static int map_insert_locked(table *t, uintptr_t key, uint64_t val)
 {
     map_array *a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
     if (a == NULL || (t->map_live + 1) * 2 > a->mask + 1) {
-        size_t cap = a ? (a->mask + 1) * 2 : 64;
-        map_array *b = calloc(1, sizeof *b + cap * sizeof b->e[0]);
-        if (b == NULL)
+        if (map_resize_locked(t, a ? (a->mask + 1) * 2 : MAP_MIN) != 0)
             return -1;
-        b->mask = cap - 1;
-        b->retired = a;
-        for (size_t i = 0; a != NULL && i <= a->mask; i++) {
-            uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_relaxed);
-            if (k != 0)
-                map_place(b, k, atomic_load_explicit(&a->e[i].val, memory_order_relaxed));
-        }
-        atomic_store_explicit(&t->ix->map, b, memory_order_release);
-        a = b;
+        a = atomic_load_explicit(&t->ix->map, memory_order_relaxed);
     }
     map_place(a, key, val);
     t->map_live++;
@@ -189,6 +230,11 @@ static void map_remove_entry_locked(table *t, map_entry *e)
     }
     atomic_store_explicit(&a->e[i].key, 0, memory_order_release);
     t->map_live--;
+    /* An eighth full: a quarter of the size, a little under half full then
+     * (without memory for it, the map stays as large). */
+    size_t cap = a->mask + 1;
+    if (cap > MAP_MIN && t->map_live * 8 < cap)
+        (void)map_resize_locked(t, cap / 4 > MAP_MIN ? cap / 4 : MAP_MIN);
 }
 
 /* Remove key if it maps to val; caller holds t->lock. */

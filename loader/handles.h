@@ -126,7 +126,7 @@ typedef struct {
 
 typedef struct infinirt__hmap {
     size_t mask;
-    struct infinirt__hmap *retired; /* the array this one replaced, kept */
+    struct infinirt__hmap *retired; /* the next of the arrays the map left (handles.c), kept */
     infinirt__hmap_entry e[];
 } infinirt__hmap;
 

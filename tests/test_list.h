@@ -121,6 +121,7 @@
     X(threads, stream_destroy_waits)           \
     X(threads, guessed_handle_destroy)         \
     X(threads, handle_map_churn)               \
+    X(threads, handle_map_swing)               \
     X(threads, sync_copy_after_default_stream) \
     X(threads, gate_timeout)                   \
     X(threads, destroy_drains_late_work)       \

@@ -268,6 +268,83 @@ int test_threads_handle_map_churn(void)
     return TEST_OK;
 }
 
+/* The map grows and shrinks under readers: each thread keeps a few events
+ * live and looks them up all the time, and in between makes a burst of
+ * events, looks each up and destroys them all, so the map's array doubles
+ * and shrinks again and again, into arrays it had before (handles.c).  A
+ * live handle must be found every time, under its own value, and a new
+ * one must always be registered. */
+#define SWING_THREADS 4
+#define SWING_KEPT 8
+#define SWING_BURST 400
+
+static void *swing(void *p)
+{
+    churn_arg *a = p;
+    infinirtEvent_t kept[SWING_KEPT], burst[SWING_BURST];
+    for (int j = 0; j < SWING_KEPT; j++)
+        if (infinirtEventCreate(&kept[j]) != INFINI_STATUS_SUCCESS)
+            return NULL; /* lookups stay 0: the test fails */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= 1500)
+            break;
+        int n = 0;
+        for (; n < SWING_BURST; n++) {
+            if (infinirtEventCreate(&burst[n]) != INFINI_STATUS_SUCCESS) {
+                a->misses++;
+                break;
+            }
+            for (int j = 0; j < SWING_KEPT; j++) {
+                void *h = NULL;
+                a->lookups++;
+                if (infinirtEventGetNativeHandle(kept[j], &h) != INFINI_STATUS_SUCCESS)
+                    a->misses++;
+                else if (h != kept[j])
+                    a->wrong++;
+            }
+        }
+        for (int j = 0; j < n; j++) {
+            void *h = NULL;
+            a->lookups++;
+            if (infinirtEventGetNativeHandle(burst[j], &h) != INFINI_STATUS_SUCCESS)
+                a->misses++;
+            else if (h != burst[j])
+                a->wrong++;
+            if (infinirtEventDestroy(burst[j]) != INFINI_STATUS_SUCCESS)
+                a->misses++;
+        }
+    }
+    for (int j = 0; j < SWING_KEPT; j++)
+        if (infinirtEventDestroy(kept[j]) != INFINI_STATUS_SUCCESS)
+            a->misses++;
+    return NULL;
+}
+
+int test_threads_handle_map_swing(void)
+{
+    tc_use_config(k_cpu_config);
+    CHECK(tc_use_device(0));
+    pthread_t t[SWING_THREADS];
+    churn_arg a[SWING_THREADS] = {{0}};
+    for (int i = 0; i < SWING_THREADS; i++)
+        ASSERT_EQ(pthread_create(&t[i], NULL, swing, &a[i]), 0);
+    long lookups = 0, misses = 0, wrong = 0;
+    for (int i = 0; i < SWING_THREADS; i++) {
+        ASSERT_EQ(pthread_join(t[i], NULL), 0);
+        lookups += a[i].lookups;
+        misses += a[i].misses;
+        wrong += a[i].wrong;
+    }
+    fprintf(stderr, "%ld look-ups of live handles, %ld missed, %ld wrong\n", lookups, misses, wrong);
+    ASSERT(lookups > 1000);
+    ASSERT_EQ(misses, 0);
+    ASSERT_EQ(wrong, 0);
+    return TEST_OK;
+}
+
 /* ------------------------------------------------ a gate that is never opened */
 
 /* A gate whose only opener is blocked (here: it synchronizes the held
