@@ -32,6 +32,7 @@
 #include "bench_util.h"
 #include "cpu_bench_layout.h"
 #include "cpu_bench_streams.h"
+#include "cpu_bench_threads.h"
 #include "infinirt.h"
 
 #include <dirent.h>
@@ -580,6 +581,7 @@ static void rows(const char *label)
     fflush(stdout);
     layout_rows(label, g_scale);
     cpu_bench_stream_rows(label, g_scale);
+    cpu_bench_threads_rows(label, g_scale);
 }
 
 /* The first call of a fresh process: Init, the CPU device, one allocation. */
@@ -843,6 +845,12 @@ int main(int argc, char **argv)
             line("two threads, each its own stream and CPU", two, "x", 1, "each CPU alone", 1.8, 1);
         else
             printf("%-46s not measured: no two CPUs to run on\n", "two threads, each its own stream and CPU");
+        double t1 = value(out, lab, "null_malloc_1t");
+        line("MallocAsync+FreeAsync 64 B, NULL stream", t1, "ns", malloc64, "malloc+free 64 B", 0, 0);
+        line("the same, 2 threads at once (thread CPU)", value(out, lab, "null_malloc_2t"), "ns", t1, "1 thread", 1.3,
+             0);
+        line("the same, 4 threads at once (thread CPU)", value(out, lab, "null_malloc_4t"), "ns", t1, "1 thread", 1.5,
+             0);
         struct mode_outs mo = {out, lab};
         g_missing |= layout_table(lab, out[0], mode_value, &mo);
     }
