@@ -321,18 +321,24 @@ size_t infinirt__pending_poll(infinirt__arena *a)
 /* ------------------------------------------------------ merging arenas */
 
 /* Move the blocks of segment s from `from` to `to` (both locked). */
-static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__seg *s)
+static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__seg *s, bool keep_fences)
 {
     const infinirt__pool_backend *be = to->be;
     unsigned gshift = to->gshift;
     /* Off from's empty stack first, so that the hash entries moved below
      * carry the flag as it will be (see INFINIRT__HW_STACKED). */
     infinirt__empty_drop(from, s);
-    /* The retired stream's work has completed: so has its fence. */
     if (s->fence != NULL) {
-        be->fence_release(be->ctx, s->fence);
-        s->fence = NULL;
         from->nfenced--;
+        if (keep_fences) {
+            /* Same stream, work maybe still queued: the fence goes along,
+             * and other arenas still wait for it (steal, release). */
+            to->nfenced++;
+        } else {
+            /* The retired stream's work has completed: so has its fence. */
+            be->fence_release(be->ctx, s->fence);
+            s->fence = NULL;
+        }
     }
     for (infinirt__blk *b = &s->head; b != NULL; b = b->nphys) {
         unsigned st = infinirt__blk_state(b);
@@ -365,7 +371,7 @@ static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__s
         infinirt__empty_push(to, s);
 }
 
-int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from)
+int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from, bool keep_fences)
 {
     int rc = -1;
     infinirt__spin_lock(&to->lock);
@@ -395,7 +401,7 @@ int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from)
         from->npq--;
     }
     while (from->segs != NULL)
-        move_segment(to, from, from->segs);
+        move_segment(to, from, from->segs, keep_fences);
     to->used += from->used;
     if (to->used > to->peak_used)
         to->peak_used = to->used;

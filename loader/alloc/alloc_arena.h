@@ -126,6 +126,9 @@ struct infinirt__arena {
     unsigned npq, cappq;
     infinirt__bins small, large;
     const infinirt__pool_backend *be; /* the pool's, for fences */
+    /* The thread whose own arena this is (alloc_tcache.c), or NULL for an
+     * arena any thread allocating on `stream` uses.  Under pool->mu. */
+    void *owner;
 };
 
 /* A new, empty arena of pool (NULL without memory). */
@@ -169,7 +172,11 @@ int infinirt__pending_add(infinirt__arena *a, infinirt__blk *b, void *stream, bo
 size_t infinirt__pending_poll(infinirt__arena *a);
 
 /* Move everything `from` holds into `to` (caller holds pool->mu, no arena
- * lock).  Returns 0, or -1 (nothing moved) when out of host memory. */
-int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from);
+ * lock).  Segments keep their latest same-stream fences when
+ * `keep_fences` (both arenas serve one stream, whose work may still run:
+ * a thread's own arena joining the shared one), else the fences are
+ * released (a retired stream, whose work has completed).  Returns 0, or -1
+ * (nothing moved) when out of host memory. */
+int infinirt__arena_merge_into(infinirt__arena *to, infinirt__arena *from, bool keep_fences);
 
 #endif /* INFINIRT_LOADER_ALLOC_ARENA_H_ */

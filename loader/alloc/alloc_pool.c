@@ -34,7 +34,7 @@ static void start_multi(infinirt__pool *pool)
     for (unsigned i = 0; i < pool->narenas; i++) {
         infinirt__arena *x = pool->arenas[i];
         infinirt__spin_lock(&x->lock);
-        infinirt__publish(pool, x);
+        (void)infinirt__publish(pool, x); /* the peak is raised below */
         if (x->peak_req > peak)
             peak = x->peak_req;
         infinirt__spin_unlock(&x->lock);
@@ -42,17 +42,50 @@ static void start_multi(infinirt__pool *pool)
     infinirt__raise_peak(pool, peak);
 }
 
-infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
+/* Take every own arena's slack out of the pool's total (pool->mu held;
+ * the own arenas locked together, so their allocated bytes hold still
+ * while the total is read).  Returns the total then: the exact sum of the
+ * arenas' allocated bytes, each shared arena's as it last published it. */
+static size_t tighten_locked(infinirt__pool *pool)
+{
+    size_t slack = 0;
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        infinirt__arena *x = pool->arenas[i];
+        if (x->owner == NULL)
+            continue;
+        /* Read locks: nothing a remembered lookup depends on changes. */
+        infinirt__spin_lock_read(&x->lock);
+        slack += x->published - x->req_bytes;
+        x->published = x->req_bytes;
+    }
+    size_t total = atomic_fetch_sub(&pool->pub_total, slack) - slack;
+    for (unsigned i = 0; i < pool->narenas; i++)
+        if (pool->arenas[i]->owner != NULL)
+            infinirt__spin_unlock(&pool->arenas[i]->lock);
+    return total;
+}
+
+void infinirt__peak_event(infinirt__pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
+    infinirt__raise_peak(pool, tighten_locked(pool));
+    INFINIRT__ALLOC_LOCKS(-1);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* The arena of `stream` shared by every thread (owner NULL), or a new
+ * arena of `owner`'s own (pool->mu held): an arena out of use is taken
+ * again before a new one is made.  NULL without host memory. */
+static infinirt__arena *arena_locked(infinirt__pool *pool, void *stream, void *owner)
 {
     infinirt__arena *a = NULL, *spare = NULL;
     unsigned in_use = 0;
-    pthread_mutex_lock(&pool->mu);
-    INFINIRT__ALLOC_LOCKS(1);
     for (unsigned i = 0; i < pool->narenas && a == NULL; i++) {
         infinirt__arena *x = pool->arenas[i];
         if (!x->in_use)
             spare = spare ? spare : x;
-        else if (x->stream == stream)
+        else if (owner == NULL && x->stream == stream && x->owner == NULL)
             a = x;
         else
             in_use++;
@@ -73,14 +106,68 @@ infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
             infinirt__spin_lock(&a->lock);
             a->stream = stream;
             a->in_use = true;
+            a->owner = owner;
             infinirt__spin_unlock(&a->lock);
+            if (owner != NULL)
+                atomic_fetch_add(&pool->nowned, 1);
             if (in_use > 0 && !atomic_load(&pool->multi))
                 start_multi(pool);
         }
     }
+    return a;
+}
+
+infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream)
+{
+    pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
+    infinirt__arena *a = arena_locked(pool, stream, NULL);
     INFINIRT__ALLOC_LOCKS(-1);
     pthread_mutex_unlock(&pool->mu);
     return a;
+}
+
+infinirt__arena *infinirt__pool_arena_owned(infinirt__pool *pool, void *stream, void *owner)
+{
+    pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
+    infinirt__arena *a = arena_locked(pool, stream, owner);
+    INFINIRT__ALLOC_LOCKS(-1);
+    pthread_mutex_unlock(&pool->mu);
+    return a;
+}
+
+bool infinirt__pool_arena_disown(infinirt__pool *pool, infinirt__arena *a)
+{
+    pthread_mutex_lock(&pool->mu);
+    INFINIRT__ALLOC_LOCKS(1);
+    /* The stream's shared arena takes everything, fences included: blocks
+     * freed on the stream stay reusable at once by allocations on it only,
+     * and by anyone else only once their fences have completed, as they
+     * were in the thread's arena. */
+    /* Its slack out of the total first: the arena it joins (or it, staying
+     * as a shared arena) publishes every change. */
+    infinirt__spin_lock_read(&a->lock);
+    atomic_fetch_sub(&pool->pub_total, a->published - a->req_bytes);
+    a->published = a->req_bytes;
+    infinirt__spin_unlock(&a->lock);
+    infinirt__arena *to = arena_locked(pool, a->stream, NULL);
+    bool merged = to != NULL && infinirt__arena_merge_into(to, a, true) == 0;
+    /* No generation to bump: no thread's map of (pool, stream) names an
+     * owned arena, a free that tries it as the thread's last arena finds
+     * its block only where it is, and a remembered lookup sees its
+     * segment's arena change. */
+    if (merged)
+        a->in_use = false;
+    /* Not merged (no host memory): the arena stays, as one more shared
+     * arena of its stream - nothing is lost, nothing reused early. */
+    infinirt__spin_lock_read(&a->lock);
+    a->owner = NULL;
+    infinirt__spin_unlock(&a->lock);
+    atomic_fetch_sub(&pool->nowned, 1);
+    INFINIRT__ALLOC_LOCKS(-1);
+    pthread_mutex_unlock(&pool->mu);
+    return merged;
 }
 
 infinirt__arena *infinirt__arena_next(infinirt__arena_walk *w)
@@ -140,6 +227,8 @@ infiniStatus_t infinirt__pool_create(const infinirt__pool_backend *backend, cons
     pool->max_req = max;
     pool->small_max = INFINIRT__SMALL_MAX < pool->small_seg / 4 ? INFINIRT__SMALL_MAX : pool->small_seg / 4;
     pool->small_max &= ~(g - 1);
+    /* Thread arenas for every small request (docs/allocator.md). */
+    pool->own_max = pool->small_max >> pool->gshift;
     atomic_init(&pool->capacity, be->total_memory);
     pool->max_split = pool->cfg.max_split_size ? pool->cfg.max_split_size : SIZE_MAX;
     /* Deferred coalescing would hide empty segments from the settings that
@@ -172,6 +261,9 @@ void infinirt__pool_destroy(infinirt__pool *pool)
 {
     if (pool == NULL)
         return;
+    /* No thread may find its own arena here any more, nor give it back
+     * when it exits. */
+    infinirt__tcache_pool_gone(pool);
     const infinirt__pool_backend *be = &pool->be;
     infinirt__wait_all(pool); /* every fence held is complete after this */
     for (unsigned i = 0; i < pool->narenas; i++) {
@@ -456,8 +548,18 @@ void infinirt__pool_reset_peak(infinirt__pool *pool)
         total += a->req_bytes;
         infinirt__spin_unlock(&a->lock);
     }
-    /* Several arenas: the published total is the exact current figure. */
-    atomic_store(&pool->pub_peak, atomic_load(&pool->multi) ? atomic_load(&pool->pub_total) : total);
+    /* Several arenas: the published total, without the own arenas' slack,
+     * is the exact current figure. */
+    if (atomic_load(&pool->multi)) {
+        pthread_mutex_lock(&pool->mu);
+        INFINIRT__ALLOC_LOCKS(1);
+        total = tighten_locked(pool);
+        atomic_store(&pool->pub_peak, total);
+        INFINIRT__ALLOC_LOCKS(-1);
+        pthread_mutex_unlock(&pool->mu);
+    } else {
+        atomic_store(&pool->pub_peak, total);
+    }
     atomic_store(&pool->peak_reserved, atomic_load(&pool->reserved));
 }
 
@@ -478,9 +580,9 @@ void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
     INFINIRT__ALLOC_LOCKS(1);
     for (unsigned i = 1; i < pool->narenas; i++) {
         infinirt__arena *a = pool->arenas[i];
-        if (!a->in_use || a->stream != stream)
+        if (!a->in_use || a->stream != stream || a->owner != NULL)
             continue;
-        if (infinirt__arena_merge_into(pool->arenas[0], a) == 0) {
+        if (infinirt__arena_merge_into(pool->arenas[0], a, false) == 0) {
             a->in_use = false;
             /* Thread caches naming this arena for `stream` are stale now. */
             atomic_fetch_add(&infinirt__alloc_gen, 1);

@@ -11,6 +11,9 @@
  *                  alloc_pool_path.c    the alloc and free paths, with
  *                                       pass-through mode beside them
  *                  alloc_pool_lookup.c  pointer lookups
+ *                  alloc_tcache.c       thread arenas: each thread's own
+ *                                       arena for its small allocations on
+ *                                       the NULL stream
  *   alloc_dir.h    the process-wide pointer directory (alloc_dir.c)
  *   alloc_arena.h  arenas: split, merge, pending frees (alloc_arena.c)
  *   alloc_seg.h    segments, block-start bitmaps (alloc_seg.c)
@@ -65,6 +68,7 @@ struct infinirt__pool {
     size_t small_seg;
     size_t max_split;   /* SIZE_MAX = no limit */
     unsigned quick_max; /* granules; 0 = no quick lists */
+    size_t own_max;     /* granules: NULL-stream requests up to this come from the thread's own arena */
     bool keep_empty;    /* segments that empty stay cached (no release_on_free, no max_cached) */
     pthread_mutex_t mu; /* arena table */
     infinirt__arena **arenas;
@@ -74,6 +78,7 @@ struct infinirt__pool {
     _Alignas(64) atomic_size_t reserved;
     atomic_size_t peak_reserved, segments, raw_allocs, raw_frees, retries, oom;
     atomic_size_t pub_total, pub_peak;
+    atomic_uint nowned;     /* own arenas (alloc_tcache.c) in use; changed under mu */
     atomic_size_t capacity; /* for strict mode; 0 = unknown */
 };
 
@@ -92,13 +97,26 @@ static inline size_t infinirt__max_single(const infinirt__pool *pool)
     return max & ~(pool->g - 1);
 }
 
-/* The peak of a multi-arena pool: each arena adds every change of its
- * allocated bytes to the pool's total, whose highest value is the peak.
- * Exact (a per-arena peak, or a total published only in steps, is lower
- * than the true peak and could make the peak seem to fall when a later
- * figure takes over); it costs one shared atomic add per call, paid only
- * once a second stream has allocated.  A one-arena pool's own peak is the
- * pool's. */
+/* The peak of a multi-arena pool: the highest value of the pool's total
+ * `pub_total`, the sum of every arena's `published` bytes.
+ *  - A shared arena (of a stream, or the synchronous one) publishes every
+ *    change of its allocated bytes as it makes it: one shared atomic add
+ *    per call, paid only once a second arena is in use.
+ *  - A thread's own arena (alloc_tcache.c) publishes only a rise above
+ *    what it published: its falls stay published (its `published` is then
+ *    above its allocated bytes: slack), so a thread that allocates and
+ *    frees the same sizes writes nothing shared once warm, and the total
+ *    is an upper bound of the true sum.  Its rises that stay under the
+ *    slack publish nothing.
+ * While the pool has own arenas, a total above the peak so far may be
+ * slack, not a new peak: the call that finds it so runs a peak event once
+ * its arena is unlocked (infinirt__peak_event): every own arena locked at
+ * once, their slack taken out of the total, which is then the exact sum,
+ * and the peak raised to it.  Exact wherever calls are ordered (one thread,
+ * or threads ordered by the program); a sum that existed only while calls
+ * of several threads overlapped may be missed, as no order of them is
+ * kept.  Without own arenas the total is exact and raises the peak
+ * directly.  A one-arena pool's own peak is the pool's. */
 static inline void infinirt__raise_peak(infinirt__pool *pool, size_t to)
 {
     size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
@@ -106,15 +124,48 @@ static inline void infinirt__raise_peak(infinirt__pool *pool, size_t to)
         ;
 }
 
-static inline void infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
+/* Publish arena a's change (a locked, pool multi-arena).  Returns true
+ * when the caller must run infinirt__peak_event once a is unlocked. */
+static inline bool infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
 {
     size_t cur = a->req_bytes, pub = a->published;
+    if (a->owner != NULL) {
+        /* Own arena: a rise above the published bytes only; any rise may
+         * reach a new peak while the total is above the peak so far. */
+        size_t total;
+        if (cur > pub) {
+            total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
+            a->published = cur;
+        } else {
+            total = atomic_load_explicit(&pool->pub_total, memory_order_relaxed);
+        }
+        return total > atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
+    }
     if (cur == pub)
-        return;
+        return false;
     size_t total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
     a->published = cur;
-    infinirt__raise_peak(pool, total);
+    if (cur < pub)
+        return false; /* a fall reaches no peak */
+    if (atomic_load_explicit(&pool->nowned, memory_order_relaxed) == 0) {
+        infinirt__raise_peak(pool, total);
+        return false;
+    }
+    return total > atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
 }
+
+/* An arena's fall in allocated bytes (a locked, pool multi-arena): a
+ * shared arena publishes it, an own arena keeps it as slack. */
+static inline void infinirt__publish_fall(infinirt__pool *pool, infinirt__arena *a)
+{
+    if (a->owner == NULL)
+        (void)infinirt__publish(pool, a);
+}
+
+/* The pool's total may hold slack above the peak: take every own arena's
+ * slack out and raise the peak to the exact sum (no lock held; takes
+ * pool->mu, then the own arenas' locks together). */
+void infinirt__peak_event(infinirt__pool *pool);
 
 /* ----------------------------------------------------- alloc_pool_lookup.c */
 
@@ -150,6 +201,15 @@ static inline void infinirt__lookup_remember(infinirt__arena *a, infinirt__seg *
 /* The arena serving `stream`: found in the arena table, or a free one (or
  * a new one) given to it.  NULL without host memory.  Takes pool->mu. */
 infinirt__arena *infinirt__pool_arena(infinirt__pool *pool, void *stream);
+/* A new arena of `owner`'s own for `stream` (or one out of use taken
+ * again).  NULL without host memory.  Takes pool->mu. */
+infinirt__arena *infinirt__pool_arena_owned(infinirt__pool *pool, void *stream, void *owner);
+/* The owner of arena a is gone (its thread exited): everything a holds
+ * joins the shared arena of its stream, fences included, and a is out of
+ * use.  False when that could not be done for lack of host memory: a then
+ * stays, as a shared arena of its stream.  Takes pool->mu. */
+bool infinirt__pool_arena_disown(infinirt__pool *pool, infinirt__arena *a);
+
 /* A walk over every arena of a pool for the slow paths that visit them all,
  * copying SNAP_MAX at a time under pool->mu (arenas are only ever
  * appended, so nothing is missed) and holding no lock between steps:
@@ -215,5 +275,25 @@ void infinirt__arena_shrink(infinirt__arena *a, size_t grow);
 /* An empty, fence-complete segment of another arena fit for n granules,
  * detached for `to`; NULL if none.  No arena lock held. */
 infinirt__seg *infinirt__steal(infinirt__pool *pool, infinirt__arena *to, size_t n, bool large);
+
+/* ---------------------------------------------------------- alloc_tcache.c */
+
+/* Thread arenas: each thread's own arena of a pool for its small
+ * allocations on the NULL stream, so that threads allocating at once share
+ * no lock and no cache line (docs/allocator.md, "Thread arenas").  The
+ * calling thread's arena of `pool`, made on first use; the pool's shared
+ * arena of the NULL stream when the thread can have none (no host memory,
+ * no thread-specific key, the thread exiting).  Takes the thread arenas'
+ * lock, then pool->mu. */
+infinirt__arena *infinirt__pool_own_arena(infinirt__pool *pool);
+/* The pool is being destroyed: no thread keeps an arena of it any more.
+ * Bumps infinirt__tc_gen. */
+void infinirt__tcache_pool_gone(infinirt__pool *pool);
+/* Bumped when a thread's cached (pool -> own arena) entry may be stale: a
+ * pool destroyed. */
+extern atomic_uint_fast64_t infinirt__tc_gen;
+/* Empty the calling thread's cached (pool -> own arena) entries
+ * (alloc_pool_path.c): its arenas are being given back. */
+void infinirt__tl_own_forget(void);
 
 #endif /* INFINIRT_LOADER_ALLOC_POOL_H_ */

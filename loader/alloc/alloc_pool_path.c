@@ -45,6 +45,35 @@ static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
     return a;
 }
 
+/* (pool) -> the thread's own arena for small allocations on the NULL
+ * stream (alloc_tcache.c), a few entries per thread, validated by
+ * infinirt__tc_gen (bumped by a pool's destroy only: a stream retired
+ * leaves them be). */
+typedef struct {
+    infinirt__pool *pool;
+    infinirt__arena *arena;
+    uint_fast64_t gen;
+} tl_own_ent;
+INFINIRT__TLS tl_own_ent tl_own[2];
+
+static inline infinirt__arena *own_arena_for(infinirt__pool *pool)
+{
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__tc_gen, memory_order_relaxed);
+    tl_own_ent *e = &tl_own[((uintptr_t)pool >> 6) & 1];
+    if (__builtin_expect(e->pool == pool && e->gen == gen, 1))
+        return e->arena;
+    infinirt__arena *a = infinirt__pool_own_arena(pool);
+    if (a != NULL)
+        *e = (tl_own_ent){pool, a, gen};
+    return a;
+}
+
+void infinirt__tl_own_forget(void)
+{
+    for (int i = 0; i < 2; i++)
+        tl_own[i] = (tl_own_ent){NULL, NULL, 0};
+}
+
 /* The counters a free changes first, before its block is handled (arena
  * locked). */
 static inline void account_free(infinirt__arena *a, size_t req)
@@ -52,7 +81,7 @@ static inline void account_free(infinirt__arena *a, size_t req)
     a->active--;
     a->req_bytes -= req;
     if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed))
-        infinirt__publish(a->pool, a);
+        infinirt__publish_fall(a->pool, a);
 }
 
 /* --------------------------------------------------------------- alloc */
@@ -136,11 +165,43 @@ static void forget_stale_capacity(infinirt__pool *pool)
         atomic_store(&pool->capacity, pool->be.total_memory);
 }
 
-/* A miss in the bins (arena locked; returns locked): completed and deferred
- * frees first, then an empty segment of another arena, then a new segment,
- * then the out-of-memory path. */
-static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool small, infinirt__blk **out)
+/* The last resort's block, any that fits, in arena a (locked). */
+static infinirt__blk *last_resort(infinirt__arena *a, size_t n, bool small)
 {
+    unsigned gshift = a->gshift;
+    infinirt__pending_poll(a);
+    infinirt__quick_flush(a);
+    infinirt__blk *b = infinirt__bins_find(small ? &a->small : &a->large, n, gshift);
+    if (b == NULL)
+        b = infinirt__bins_find(small ? &a->large : &a->small, n, gshift);
+    return b != NULL ? infinirt__blk_take(a, b, n, true) : NULL;
+}
+
+/* The last resort in the other arenas of a's stream (a unlocked): the
+ * shared one and the threads' own (alloc_tcache.c), whose free blocks an
+ * allocation on the stream may take at once.  The arena found is returned
+ * locked, holding the block in *out; NULL if none had one. */
+static infinirt__arena *last_resort_elsewhere(infinirt__arena *a, void *stream, size_t n, bool small,
+                                              infinirt__blk **out)
+{
+    infinirt__arena_walk w = {.pool = a->pool};
+    for (infinirt__arena *x; (x = infinirt__arena_next(&w)) != NULL;) {
+        if (x == a)
+            continue;
+        infinirt__spin_lock(&x->lock);
+        /* (A spare arena's key may still read as the stream: it holds no
+         * block.) */
+        if (x->stream == stream && (*out = last_resort(x, n, small)) != NULL)
+            return x;
+        infinirt__spin_unlock(&x->lock);
+    }
+    return NULL;
+}
+
+/* alloc_slow's body (*ap locked; returns an arena locked, in *ap). */
+static infiniStatus_t alloc_slow_in(infinirt__arena **ap, size_t n, size_t size, bool small, infinirt__blk **out)
+{
+    infinirt__arena *a = *ap;
     infinirt__pool *pool = a->pool;
     size_t got = infinirt__pending_poll(a);
     if (a->quick.bytes != 0) {
@@ -186,21 +247,32 @@ static infiniStatus_t alloc_slow(infinirt__arena *a, size_t n, size_t size, bool
     }
     if (st != INFINI_STATUS_OUT_OF_MEMORY)
         return st;
-    /* Last resort: any block that fits, whatever the policy or its bins. */
-    infinirt__pending_poll(a);
-    infinirt__quick_flush(a);
-    infinirt__blk *b = infinirt__bins_find(small ? &a->small : &a->large, n, pool->gshift);
-    if (b == NULL)
-        b = infinirt__bins_find(small ? &a->large : &a->small, n, pool->gshift);
-    if (b != NULL) {
-        *out = infinirt__blk_take(a, b, n, true);
+    /* Last resort: any block that fits, whatever the policy or its bins,
+     * here or in another arena of the same stream. */
+    if ((*out = last_resort(a, n, small)) != NULL)
+        return INFINI_STATUS_SUCCESS;
+    void *stream = a->stream;
+    infinirt__spin_unlock(&a->lock);
+    infinirt__arena *x = last_resort_elsewhere(a, stream, n, small, out);
+    if (x != NULL) {
+        *ap = x;
         return INFINI_STATUS_SUCCESS;
     }
     atomic_fetch_add(&pool->oom, 1);
-    infinirt__spin_unlock(&a->lock);
     log_oom(pool, size);
     infinirt__spin_lock(&a->lock);
     return INFINI_STATUS_OUT_OF_MEMORY;
+}
+
+/* A miss in the bins (arena a locked): completed and deferred frees
+ * first, then an empty segment of another arena, then a new segment, then
+ * the out-of-memory path.  Returns the arena that holds the block (a, or
+ * another of its stream's), locked, the status in *st. */
+static infinirt__arena *alloc_slow(infinirt__arena *a, size_t n, size_t size, bool small, infinirt__blk **out,
+                                   infiniStatus_t *st)
+{
+    *st = alloc_slow_in(&a, n, size, small, out);
+    return a;
 }
 
 /* A request of 0 or more than max_req bytes, refused before anything is
@@ -270,10 +342,11 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
         return bad_size(pool, size);
     if (__builtin_expect(!pool->cfg.enabled, 0))
         return passthrough_alloc(pool, size, out);
-    infinirt__arena *a = arena_for(pool, stream);
+    size_t n = (size + pool->g - 1) >> pool->gshift;
+    /* Small blocks on the NULL stream: from the thread's own arena. */
+    infinirt__arena *a = stream == NULL && n <= pool->own_max ? own_arena_for(pool) : arena_for(pool, stream);
     if (__builtin_expect(a == NULL, 0))
         return INFINI_STATUS_OUT_OF_MEMORY;
-    size_t n = (size + pool->g - 1) >> pool->gshift;
     infinirt__blk *b;
     /* A stream-ordered block (MallocAsync) is remembered for the copies
      * that follow (below): the generation first, as a lookup reads it. */
@@ -286,7 +359,8 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
         bool small = n <= (pool->small_max >> pool->gshift);
         b = from_bins(a, n, small);
         if (b == NULL) {
-            infiniStatus_t st = alloc_slow(a, n, size, small, &b);
+            infiniStatus_t st;
+            a = alloc_slow(a, n, size, small, &b, &st);
             if (st != INFINI_STATUS_SUCCESS) {
                 infinirt__spin_unlock(&a->lock);
                 return st;
@@ -308,8 +382,7 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     a->req_bytes += size;
     if (a->req_bytes > a->peak_req)
         a->peak_req = a->req_bytes;
-    if (atomic_load_explicit(&pool->multi, memory_order_relaxed))
-        infinirt__publish(pool, a);
+    bool event = atomic_load_explicit(&pool->multi, memory_order_relaxed) && infinirt__publish(pool, a);
     /* An operator's temporary - MallocAsync, a copy in, a kernel, a copy
      * out, FreeAsync - is copied into at once: its first copy finds it
      * remembered instead of looking it up under the lock.  Synchronous
@@ -319,6 +392,8 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     if (remember)
         infinirt__lookup_remember(a, infinirt__blk_seg(b), b->addr, size, gen);
     infinirt__spin_unlock(&a->lock);
+    if (__builtin_expect(event, 0))
+        infinirt__peak_event(pool);
     tl_last = a;
     tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
     *out = (void *)b->addr;
