@@ -256,7 +256,9 @@
     X(cpu, destroyed_streams_let_go)           \
     X(config, many_sections_linear)            \
     X(loader, start_per_type)                  \
-    X(loader, start_default_device_lazy)
+    X(loader, start_default_device_lazy)       \
+    X(threads, null_stream_cache)              \
+    X(threads, null_cache_capture)
 
 #define TEST_LIST(X) CONFORMANCE_LIST(X) OTHER_LIST(X)
 

@@ -46,7 +46,14 @@
     X(dir_pages_large)           \
     X(dir_pages_model)           \
     X(dir_pages_threads)         \
-    X(lookup_after_alloc)
+    X(lookup_after_alloc)        \
+    X(tcache_reuse_order)        \
+    X(tcache_exit_drain)         \
+    X(tcache_thread_churn)       \
+    X(tcache_trim_drains)        \
+    X(tcache_stats_exact)        \
+    X(tcache_fence_other_thread) \
+    X(tcache_pool_destroyed_first)
 
 /* alloc_fence_test: the loader's fences, and a capture's graph, when a
  * host allocation fails, through the public API; each registered as

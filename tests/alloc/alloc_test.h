@@ -55,5 +55,12 @@ int test_dir_pages_large(void);
 int test_dir_pages_model(void);
 int test_dir_pages_threads(void);
 int test_lookup_after_alloc(void);
+int test_tcache_reuse_order(void);
+int test_tcache_exit_drain(void);
+int test_tcache_thread_churn(void);
+int test_tcache_trim_drains(void);
+int test_tcache_stats_exact(void);
+int test_tcache_fence_other_thread(void);
+int test_tcache_pool_destroyed_first(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */

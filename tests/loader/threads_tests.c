@@ -252,3 +252,189 @@ int test_threads_reserved_within_limit(void)
     ASSERT_EQ(st.reserved_bytes, 0);
     return TEST_OK;
 }
+
+/* ------------------------------------------------ the NULL stream's cache */
+
+/* Threads allocating on the NULL stream at once, each from an arena of its
+ * own (docs/allocator.md, "Thread arenas"), some blocks freed by another
+ * thread than their own: no block is handed to two threads at once (each
+ * writes its mark through the whole block and finds it intact at the
+ * free); once they have freed everything, and while they still live, the
+ * statistics say nothing is allocated and trim gives every byte back, and
+ * so again after they have exited. */
+enum { NC_THREADS = 4, NC_LIVE = 32 };
+static pthread_barrier_t g_nc_done, g_nc_go;
+static pthread_mutex_t g_nc_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *g_nc_hand[64];
+static size_t g_nc_hand_size[64];
+static int g_nc_nh;
+
+static int nc_check(const unsigned char *p, size_t size, unsigned char mark)
+{
+    for (size_t i = 0; i < size; i++)
+        if (p[i] != mark)
+            return 0;
+    return 1;
+}
+
+static intptr_t nc_work(unsigned char mark)
+{
+    uint64_t st = 0x9e3779b97f4a7c15ull * (mark + 1u);
+    unsigned char *mine[NC_LIVE];
+    size_t msz[NC_LIVE];
+    int n = 0;
+    if (infinirtSetDevice(INFINI_DEVICE_CPU, 0) != INFINI_STATUS_SUCCESS)
+        return 1;
+    for (int it = 0; it < 20000; it++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned r = (unsigned)(st >> 33);
+        if (n < NC_LIVE && (r % 3 != 0 || n == 0)) {
+            size_t size = 1 + r % 2000;
+            void *p;
+            if (infinirtMallocAsync(&p, size, NULL) != INFINI_STATUS_SUCCESS)
+                return 2;
+            memset(p, mark, size);
+            mine[n] = p;
+            msz[n++] = size;
+            continue;
+        }
+        int i = (int)(r % (unsigned)n);
+        unsigned char *p = mine[i];
+        size_t size = msz[i];
+        mine[i] = mine[--n];
+        msz[i] = msz[n];
+        if (!nc_check(p, size, mark))
+            return 3; /* someone else was handed our block */
+        if (r % 5 == 0) {
+            /* Freed by whichever thread takes it next. */
+            unsigned char *other = NULL;
+            size_t osize = 0;
+            bool handed = false;
+            pthread_mutex_lock(&g_nc_mu);
+            if (g_nc_nh < 64) {
+                g_nc_hand[g_nc_nh] = p;
+                g_nc_hand_size[g_nc_nh++] = size;
+                handed = true;
+            }
+            if (g_nc_nh > 32) {
+                other = g_nc_hand[--g_nc_nh];
+                osize = g_nc_hand_size[g_nc_nh];
+            }
+            pthread_mutex_unlock(&g_nc_mu);
+            if (other != NULL) {
+                if (!nc_check(other, osize, other[0]))
+                    return 4; /* a handed block is still its maker's, intact */
+                if (infinirtFreeAsync(other, NULL) != INFINI_STATUS_SUCCESS)
+                    return 5;
+            }
+            if (handed)
+                continue;
+        }
+        if (infinirtFreeAsync(p, NULL) != INFINI_STATUS_SUCCESS)
+            return 6;
+    }
+    while (n > 0)
+        if (infinirtFreeAsync(mine[--n], NULL) != INFINI_STATUS_SUCCESS)
+            return 7;
+    return 0;
+}
+
+static void *nc_worker(void *arg)
+{
+    intptr_t rc = nc_work((unsigned char)(uintptr_t)arg);
+    /* Alive, with what the thread's arena caches, while the test trims. */
+    pthread_barrier_wait(&g_nc_done);
+    pthread_barrier_wait(&g_nc_go);
+    void *p;
+    if (rc == 0 && (infinirtMallocAsync(&p, 64, NULL) != INFINI_STATUS_SUCCESS ||
+                    infinirtFreeAsync(p, NULL) != INFINI_STATUS_SUCCESS))
+        rc = 8;
+    return (void *)rc;
+}
+
+static int nc_all_back(void)
+{
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    ASSERT_EQ(st.active_blocks, 0);
+    ASSERT_EQ(st.cached_free_bytes, st.reserved_bytes);
+    ASSERT_GT(st.reserved_bytes, 0);
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_OK(infinirtTrimCache(INFINI_DEVICE_CPU, 0));
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+    ASSERT_EQ(st.reserved_bytes, 0);
+    ASSERT_EQ(st.segments, 0);
+    return TEST_OK;
+}
+
+int test_threads_null_stream_cache(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\n", CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    pthread_barrier_init(&g_nc_done, NULL, NC_THREADS + 1);
+    pthread_barrier_init(&g_nc_go, NULL, NC_THREADS + 1);
+    pthread_t th[NC_THREADS];
+    for (int i = 0; i < NC_THREADS; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, nc_worker, (void *)(uintptr_t)(i + 1)), 0);
+    /* The workers wait (alive) until released, whatever happens here. */
+    pthread_barrier_wait(&g_nc_done);
+    int freed = 1;
+    while (g_nc_nh > 0)
+        freed &= infinirtFreeAsync(g_nc_hand[--g_nc_nh], NULL) == INFINI_STATUS_SUCCESS;
+    int alive = freed ? nc_all_back() : TEST_FAIL;
+    pthread_barrier_wait(&g_nc_go);
+    int bad = 0;
+    for (int i = 0; i < NC_THREADS; i++) {
+        void *wrc;
+        pthread_join(th[i], &wrc);
+        if (wrc != NULL) {
+            fprintf(stderr, "worker %d failed with %d\n", i, (int)(intptr_t)wrc);
+            bad = 1;
+        }
+    }
+    ASSERT_EQ(bad, 0);
+    ASSERT(freed);
+    CHECK(alive);
+    return nc_all_back();
+}
+
+/* A capture's MallocAsync comes from the capture's own memory, never from
+ * the blocks the thread keeps for the NULL stream, which still serve the
+ * thread's next NULL-stream request afterwards; the graph's block is
+ * reused by nobody while the graph lives. */
+int test_threads_null_cache_capture(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "[plugin.cpu]\nlibrary = %s\nstreams = async\n", CPU_PLUGIN);
+    use_config(cfg);
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    void *a, *b, *q, *r;
+    ASSERT_OK(infinirtMallocAsync(&a, 64, NULL));
+    ASSERT_OK(infinirtFreeAsync(a, NULL));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_OK(infinirtMallocAsync(&q, 64, s));
+    ASSERT_PTR_NE(q, a);
+    ASSERT_OK(infinirtMemsetAsync(q, 7, 64, s));
+    ASSERT_OK(infinirtFreeAsync(q, s));
+    infinirtGraph_t g = NULL;
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    ASSERT_OK(infinirtMallocAsync(&b, 64, NULL));
+    ASSERT_PTR_EQ(b, a);
+    ASSERT_OK(infinirtMallocAsync(&r, 64, NULL));
+    ASSERT_PTR_NE(r, q);
+    ASSERT_OK(infinirtFreeAsync(r, NULL));
+    ASSERT_OK(infinirtFreeAsync(b, NULL));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    infinirtAllocatorStats_t st;
+    ASSERT_OK(infinirtGetAllocatorStats(INFINI_DEVICE_CPU, 0, &st));
+    ASSERT_EQ(st.allocated_bytes, 0);
+    ASSERT_EQ(st.active_blocks, 0);
+    return TEST_OK;
+}
