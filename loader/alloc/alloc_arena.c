@@ -328,17 +328,14 @@ static void move_segment(infinirt__arena *to, infinirt__arena *from, infinirt__s
     /* Off from's empty stack first, so that the hash entries moved below
      * carry the flag as it will be (see INFINIRT__HW_STACKED). */
     infinirt__empty_drop(from, s);
-    if (s->fence != NULL) {
+    /* With keep_fences (same stream, work maybe still queued) the fence
+     * goes along, and other arenas still wait for it (steal, release);
+     * seg_unlink and seg_link move its count.  Otherwise the retired
+     * stream's work has completed: so has its fence. */
+    if (s->fence != NULL && !keep_fences) {
+        be->fence_release(be->ctx, s->fence);
+        s->fence = NULL;
         from->nfenced--;
-        if (keep_fences) {
-            /* Same stream, work maybe still queued: the fence goes along,
-             * and other arenas still wait for it (steal, release). */
-            to->nfenced++;
-        } else {
-            /* The retired stream's work has completed: so has its fence. */
-            be->fence_release(be->ctx, s->fence);
-            s->fence = NULL;
-        }
     }
     for (infinirt__blk *b = &s->head; b != NULL; b = b->nphys) {
         unsigned st = infinirt__blk_state(b);

@@ -33,10 +33,11 @@
  *    owning arena's lock.
  *  - blk: one block of a segment, address-ordered through pphys/nphys.
  *
- * Lock order: pool->mu, then the directory lock, then one arena lock.  The
- * directory is never write-locked, and pool->mu never taken, while an arena
- * lock is held; the only place holding two arena locks (stream retire)
- * holds pool->mu, which serialises it.
+ * Lock order: the thread arenas' records (alloc_tcache.c), then pool->mu,
+ * then the directory lock, then one arena lock.  The directory is never
+ * write-locked, and pool->mu never taken, while an arena lock is held; the
+ * places holding several arena locks (an arena merged: a stream retired, a
+ * thread exited; a peak event) hold pool->mu, which serialises them.
  */
 #ifndef INFINIRT_LOADER_ALLOC_POOL_H_
 #define INFINIRT_LOADER_ALLOC_POOL_H_

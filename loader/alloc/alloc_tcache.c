@@ -119,8 +119,7 @@ infinirt__arena *infinirt__pool_own_arena(infinirt__pool *pool)
         else if (t->pool[i] == NULL && slot < 0)
             slot = i;
     }
-    if (a == NULL && slot >= 0 && tc_register(t) &&
-        (a = infinirt__pool_arena_owned(pool, NULL, t)) != NULL) {
+    if (a == NULL && slot >= 0 && tc_register(t) && (a = infinirt__pool_arena_owned(pool, NULL, t)) != NULL) {
         t->pool[slot] = pool;
         t->arena[slot] = a;
     }

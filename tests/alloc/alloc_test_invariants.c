@@ -162,13 +162,24 @@ static int check_pool(infinirt__pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
     int rc = TEST_OK;
+    unsigned owned = 0;
     for (unsigned i = 0; i < pool->narenas && rc == TEST_OK; i++) {
         infinirt__arena *a = pool->arenas[i];
         infinirt__spin_lock(&a->lock);
         rc = check_arena(a);
+        /* A thread's own arena is in use and serves the NULL stream. */
+        if (rc == TEST_OK && a->owner != NULL && (!a->in_use || a->stream != NULL)) {
+            fprintf(stderr, "own arena in use %d, stream %p\n", a->in_use, a->stream);
+            rc = TEST_FAIL;
+        }
+        owned += a->owner != NULL;
         infinirt__spin_unlock(&a->lock);
         if (rc != TEST_OK)
             fprintf(stderr, "  (arena %u)\n", i);
+    }
+    if (rc == TEST_OK && owned != atomic_load(&pool->nowned)) {
+        fprintf(stderr, "%u own arenas, nowned %u\n", owned, atomic_load(&pool->nowned));
+        rc = TEST_FAIL;
     }
     pthread_mutex_unlock(&pool->mu);
     return rc;
@@ -283,7 +294,9 @@ int test_invariants_stress(void)
 
 /* Two threads on one stream (one arena): one grows the hash while the other
  * frees through the fast path, whose prefetch reads the table pointer
- * before taking the lock (run under TSan by ./dev test). */
+ * before taking the lock (run under TSan by ./dev test).  Not the NULL
+ * stream, whose small blocks come from each thread's own arena. */
+#define RP_STREAM ((void *)(uintptr_t)0x7000)
 static infinirt__pool *g_rp;
 static void *grow_worker(void *arg)
 {
@@ -291,10 +304,10 @@ static void *grow_worker(void *arg)
     static void *v[20000];
     for (int round = 0; round < 4; round++) {
         for (int i = 0; i < 20000; i++)
-            if (infinirt__pool_alloc(g_rp, 512, NULL, &v[i]) != INFINI_STATUS_SUCCESS)
+            if (infinirt__pool_alloc(g_rp, 512, RP_STREAM, &v[i]) != INFINI_STATUS_SUCCESS)
                 return (void *)1;
         for (int i = 0; i < 20000; i++)
-            infinirt__pool_free(v[i], NULL, infinirt__want_any());
+            infinirt__pool_free(v[i], RP_STREAM, infinirt__want_any());
     }
     return NULL;
 }
@@ -307,8 +320,8 @@ int test_hash_prefetch_during_grow(void)
     pthread_create(&t, NULL, grow_worker, NULL);
     for (int i = 0; i < 200000; i++) {
         void *p;
-        ASSERT_OK(infinirt__pool_alloc(g_rp, 1024, NULL, &p));
-        ASSERT_OK(infinirt__pool_free(p, NULL, infinirt__want_any()));
+        ASSERT_OK(infinirt__pool_alloc(g_rp, 1024, RP_STREAM, &p));
+        ASSERT_OK(infinirt__pool_free(p, RP_STREAM, infinirt__want_any()));
     }
     void *rv;
     pthread_join(t, &rv);
@@ -317,8 +330,10 @@ int test_hash_prefetch_during_grow(void)
 }
 
 /* Four threads with their own streams, each retiring its stream now and
- * then and moving to a new key; blocks handed between threads (freed on
- * another thread, synchronously); steal active; the invariants at the end. */
+ * then and moving to a new key, a quarter of their blocks on the NULL
+ * stream (their own arenas); blocks handed between threads (freed on
+ * another thread, synchronously); steal active; then four more; the
+ * invariants after each four have exited. */
 static infinirt__pool *g_mp;
 static fake *g_mf;
 static pthread_mutex_t g_hmu = PTHREAD_MUTEX_INITIALIZER;
@@ -329,20 +344,23 @@ static void *mt_worker(void *arg)
     int id = (int)(intptr_t)arg;
     uint64_t st = 0x9876543ull * (uint64_t)(id + 1);
     uintptr_t key = 0x10000u * (uintptr_t)(id + 1);
-    void *mine[64];
+    void *mine[64], *mkey[64]; /* blocks, and the stream each was allocated on */
     int n = 0;
     for (int it = 0; it < 30000; it++) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
         unsigned r = (unsigned)(st >> 33);
         if (n < 64 && (r % 3 != 0 || n == 0)) {
             size_t size = r % 5 == 0 ? (size_t)(1 + r % 16) * 256 * KiB : 1 + (r >> 8) % (32 * KiB);
-            if (infinirt__pool_alloc(g_mp, size, (void *)key, &mine[n]) != INFINI_STATUS_SUCCESS)
+            /* A quarter on the NULL stream: the thread's own arena. */
+            mkey[n] = (r >> 12) % 4 == 0 ? NULL : (void *)key;
+            if (infinirt__pool_alloc(g_mp, size, mkey[n], &mine[n]) != INFINI_STATUS_SUCCESS)
                 return (void *)1;
             n++;
         } else {
             int i = (int)(r % (unsigned)n);
-            void *p = mine[i];
+            void *p = mine[i], *pkey = mkey[i];
             mine[i] = mine[--n];
+            mkey[i] = mkey[n];
             if (r % 7 == 0) {
                 void *other = NULL;
                 pthread_mutex_lock(&g_hmu);
@@ -357,10 +375,10 @@ static void *mt_worker(void *arg)
                     continue;
             }
             if (r % 11 == 0)
-                fake_set_busy(g_mf, (void *)key);
+                fake_set_busy(g_mf, r % 3 == 0 ? NULL : (void *)key);
             if (r % 13 == 0)
                 fake_complete_all(g_mf);
-            if (free_either(p, r % 4 == 0, (void *)key, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
+            if (free_either(p, r % 4 == 0, pkey, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                 return (void *)3;
         }
         if (r % 1000 == 0) {
@@ -381,13 +399,19 @@ int test_invariants_threads(void)
     fake_init(&f, 0, 0, "mt");
     g_mf = &f;
     g_mp = make_pool(&f, NULL);
-    pthread_t t[4];
-    for (int i = 0; i < 4; i++)
-        pthread_create(&t[i], NULL, mt_worker, (void *)(intptr_t)i);
-    for (int i = 0; i < 4; i++) {
-        void *rv;
-        pthread_join(t[i], &rv);
-        ASSERT(rv == NULL);
+    /* Two waves: the second's threads take the own arenas the first's
+     * gave back at their exit. */
+    for (int wave = 0; wave < 2; wave++) {
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&t[i], NULL, mt_worker, (void *)(intptr_t)(4 * wave + i));
+        for (int i = 0; i < 4; i++) {
+            void *rv;
+            pthread_join(t[i], &rv);
+            ASSERT(rv == NULL);
+        }
+        CHECK(check_pool(g_mp));
+        ASSERT_EQ(atomic_load(&g_mp->nowned), 0);
     }
     while (g_nh > 0)
         ASSERT_OK(infinirt__pool_free_sync(g_hand[--g_nh], infinirt__want_any()));

@@ -202,7 +202,8 @@ static void *worker(void *arg)
     void *stream = (void *)(uintptr_t)(0x100 * (t->id + 1));
     char *mine[64];
     size_t msz[64];
-    int n = 0;
+    void *mkey[64]; /* the stream each block was allocated on: its own or, for a */
+    int n = 0;      /* quarter, the NULL stream (the thread's own arena when small) */
     uint64_t st = 0x1234567ull * (uint64_t)(t->id + 1);
     for (int it = 0; it < 20000; it++) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
@@ -210,17 +211,20 @@ static void *worker(void *arg)
         if (n < 64 && (r % 3 != 0 || n == 0)) {
             size_t size = 1 + (r >> 4) % (r % 7 == 0 ? 400 * KiB : 8 * KiB);
             infinirt__pool *pool = t->pools[r % 2];
+            void *key = (r >> 12) % 4 == 0 ? NULL : stream;
             char *p;
-            if (infinirt__pool_alloc(pool, size, stream, (void **)&p) != INFINI_STATUS_SUCCESS)
+            if (infinirt__pool_alloc(pool, size, key, (void **)&p) != INFINI_STATUS_SUCCESS)
                 return (void *)1;
             memset(p, t->id, size < 64 ? size : 64);
             p[size - 1] = (char)t->id;
             mine[n] = p;
+            mkey[n] = key;
             msz[n++] = size;
         } else {
             int i = (int)(r % (unsigned)n);
             char *p = mine[i];
             size_t size = msz[i];
+            void *key = mkey[i];
             if (p[0] != (char)t->id || p[size - 1] != (char)t->id)
                 return (void *)2; /* someone else wrote into our block */
             infinirt__ptr_info info;
@@ -228,8 +232,9 @@ static void *worker(void *arg)
                 return (void *)3;
             mine[i] = mine[--n];
             msz[i] = msz[n];
+            mkey[i] = mkey[n];
             if (r % 11 == 0) {
-                fake_set_busy(t->fakes[r % 2], stream);
+                fake_set_busy(t->fakes[r % 2], r % 3 == 0 ? NULL : stream);
             } else if (r % 13 == 0) {
                 fake_complete_all(t->fakes[0]);
                 fake_complete_all(t->fakes[1]);
@@ -250,12 +255,12 @@ static void *worker(void *arg)
                 if (handed)
                     continue;
             }
-            if (free_either(p, r % 4 == 0, stream, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
+            if (free_either(p, r % 4 == 0, key, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
                 return (void *)5;
         }
     }
     for (int i = 0; i < n; i++)
-        if (infinirt__pool_free(mine[i], stream, infinirt__want_any()) != INFINI_STATUS_SUCCESS)
+        if (infinirt__pool_free(mine[i], mkey[i], infinirt__want_any()) != INFINI_STATUS_SUCCESS)
             return (void *)6;
     /* The stream goes away while other threads still free its blocks
      * (handed over through g_xchg): they must find them wherever they move. */
