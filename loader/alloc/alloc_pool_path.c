@@ -16,7 +16,7 @@
 atomic_uint_fast64_t infinirt__alloc_gen = 1;
 
 /* initial-exec: read on every call.  Applications link the loader; one
- * dlopened later gets the loader's thread-local data (584 bytes in all,
+ * dlopened later gets the loader's thread-local data (680 bytes in all,
  * docs/architecture.md) from glibc's static TLS surplus. */
 #define INFINIRT__TLS static _Thread_local __attribute__((tls_model("initial-exec")))
 
@@ -268,8 +268,8 @@ static infiniStatus_t alloc_slow_in(infinirt__arena **ap, size_t n, size_t size,
  * first, then an empty segment of another arena, then a new segment, then
  * the out-of-memory path.  Returns the arena that holds the block (a, or
  * another of its stream's), locked, the status in *st. */
-static infinirt__arena *alloc_slow(infinirt__arena *a, size_t n, size_t size, bool small, infinirt__blk **out,
-                                   infiniStatus_t *st)
+static __attribute__((noinline)) infinirt__arena *alloc_slow(infinirt__arena *a, size_t n, size_t size, bool small,
+                                                             infinirt__blk **out, infiniStatus_t *st)
 {
     *st = alloc_slow_in(&a, n, size, small, out);
     return a;
@@ -382,7 +382,6 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     a->req_bytes += size;
     if (a->req_bytes > a->peak_req)
         a->peak_req = a->req_bytes;
-    bool event = atomic_load_explicit(&pool->multi, memory_order_relaxed) && infinirt__publish(pool, a);
     /* An operator's temporary - MallocAsync, a copy in, a kernel, a copy
      * out, FreeAsync - is copied into at once: its first copy finds it
      * remembered instead of looking it up under the lock.  Synchronous
@@ -391,9 +390,14 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
      * pay the entry's stores for them. */
     if (remember)
         infinirt__lookup_remember(a, infinirt__blk_seg(b), b->addr, size, gen);
-    infinirt__spin_unlock(&a->lock);
-    if (__builtin_expect(event, 0))
-        infinirt__peak_event(pool);
+    if (atomic_load_explicit(&pool->multi, memory_order_relaxed)) {
+        bool event = infinirt__publish(pool, a);
+        infinirt__spin_unlock(&a->lock);
+        if (__builtin_expect(event, 0))
+            infinirt__peak_event(pool);
+    } else {
+        infinirt__spin_unlock(&a->lock);
+    }
     tl_last = a;
     tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
     *out = (void *)b->addr;
