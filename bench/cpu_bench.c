@@ -851,6 +851,11 @@ int main(int argc, char **argv)
              0);
         line("the same, 4 threads at once (thread CPU)", value(out, lab, "null_malloc_4t"), "ns", t1, "1 thread", 1.5,
              0);
+        double g1 = value(out, lab, "libc_malloc_1t");
+        line("glibc malloc+free 64 B, 2 threads at once", value(out, lab, "libc_malloc_2t"), "ns", g1, "1 thread", 0,
+             0);
+        line("glibc malloc+free 64 B, 4 threads at once", value(out, lab, "libc_malloc_4t"), "ns", g1, "1 thread", 0,
+             0);
         struct mode_outs mo = {out, lab};
         g_missing |= layout_table(lab, out[0], mode_value, &mo);
     }

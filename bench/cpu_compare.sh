@@ -50,7 +50,8 @@ for row in copy_sync_1 copy_sync_4 event_idle event_cycle stream_cycle threads_1
     cmalloc64 cmalloc4k two_threads destroy_1000 destroy_20000 rr_1 rr_1000 first_call memcpy64 malloc64 malloc4k \
     pthread handoff \
     h2d_static h2d_between d2h_static d2h_between h2da_static h2da_between d2ha_static d2ha_between \
-    op_step op_host null_malloc_1t null_malloc_2t null_malloc_4t null_malloc_2x null_malloc_4x; do
+    op_step op_host null_malloc_1t null_malloc_2t null_malloc_4t null_malloc_2x null_malloc_4x \
+    libc_malloc_2x libc_malloc_4x; do
     get() { awk -v l="$1" -v r="$row" '$1 == l && $2 == r { print $3 }' "$tmp/rows" | median; }
     i=$(get inline) a=$(get async) c=$(get infinicore)
     [ -n "$a" ] || a=-
@@ -59,5 +60,5 @@ for row in copy_sync_1 copy_sync_4 event_idle event_cycle stream_cycle threads_1
 done
 echo "(times in ns per operation, first_call in ns, threads_1000 a count, two_threads a speed-up;"
 echo " null_malloc_Nt: each of N threads' CPU ns per MallocAsync+FreeAsync 64 B on the NULL stream, N at once;"
-echo " null_malloc_Nx: that over one thread's;"
+echo " null_malloc_Nx: that over one thread's; libc_malloc_Nx: the same for glibc malloc+free, the machine's own;"
 echo " median of $rounds rounds; first_call: inline config, median of 5 processes per round)"
