@@ -282,8 +282,12 @@ void infinirt__pool_destroy(infinirt__pool *pool)
             infinirt__spin_lock(&a->lock);
         }
         infinirt__spin_unlock(&a->lock);
-        infinirt__arena_free(a);
     }
+    /* Only now the arenas' own memory: a block's descriptor comes from the
+     * slab of the arena that cut it, which a merge (a stream retired, a
+     * thread exited) may have left behind in a later arena of the table. */
+    for (unsigned i = 0; i < pool->narenas; i++)
+        infinirt__arena_free(pool->arenas[i]);
     free(pool->arenas);
     pthread_mutex_destroy(&pool->mu);
     atomic_fetch_add(&infinirt__alloc_gen, 1);
