@@ -62,5 +62,6 @@ int test_tcache_trim_drains(void);
 int test_tcache_stats_exact(void);
 int test_tcache_fence_other_thread(void);
 int test_tcache_pool_destroyed_first(void);
+int test_tcache_lookup_after_alloc(void);
 
 #endif /* INFINIRT_TESTS_ALLOC_TEST_H_ */

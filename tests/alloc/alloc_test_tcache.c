@@ -534,3 +534,52 @@ int test_tcache_pool_destroyed_first(void)
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
 }
+
+/* ------------------------------------------------ remembered blocks */
+
+/* Allocates one 256 B block on the NULL stream, from its own arena, which
+ * it remembers as its block used last (alloc_pool_lookup.c). */
+static int step_alloc_remembered(worker *w)
+{
+    if (infinirt__pool_alloc(w->pool, 256, NULL, &w->p[0]) != INFINI_STATUS_SUCCESS)
+        return TEST_FAIL;
+    bool owned = false;
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_find((uintptr_t)w->p[0] + 255);
+    return arena_of(w->p[0], &owned) != NULL && owned && h != NULL && h->start == (uintptr_t)w->p[0] ? TEST_OK
+                                                                                                     : TEST_FAIL;
+}
+
+/* The block freed by another thread: this thread's entry no longer
+ * stands, and no lookup finds the block. */
+static int step_forgotten(worker *w)
+{
+    return infinirt__lookup_hit_find((uintptr_t)w->p[0]) == NULL && infinirt__pool_lookup(w->p[0], NULL) == 0
+               ? TEST_OK
+               : TEST_FAIL;
+}
+
+/* A MallocAsync block of a thread arena is remembered like any other, and
+ * the entry never outlives it: another thread that frees it on the NULL
+ * stream, into the owner's arena, takes that arena's lock and moves its
+ * epoch.  (A thread's exit moves its segments to the shared arena, which
+ * the entry sees too; its entries die with it.) */
+int test_tcache_lookup_after_alloc(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "remember");
+    infinirt__pool *pool = make_pool(&f, NULL);
+    ASSERT(pool != NULL);
+    worker w;
+    worker_start(&w, pool);
+    ASSERT_EQ(worker_do(&w, step_alloc_remembered), TEST_OK);
+    ASSERT_OK(infinirt__pool_free(w.p[0], NULL, infinirt__want_any()));
+    ASSERT_EQ(worker_do(&w, step_forgotten), TEST_OK);
+    /* Handed out again to its thread, then freed by this one again. */
+    ASSERT_EQ(worker_do(&w, step_alloc_remembered), TEST_OK);
+    ASSERT_OK(infinirt__pool_free(w.p[0], NULL, infinirt__want_any()));
+    ASSERT_EQ(worker_do(&w, step_forgotten), TEST_OK);
+    worker_exit(&w);
+    fake_complete_all(&f);
+    CHECK(check_stats(pool, &f, 0, 0));
+    return finish(pool, &f);
+}
