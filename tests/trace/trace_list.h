@@ -10,7 +10,8 @@
 
 #define TRACE_BACKEND_LIST(X) \
     X(workload)               \
-    X(summary)
+    X(summary)                \
+    X(null_threads)
 
 #define TRACE_LOADER_LIST(X) \
     X(coverage)              \

@@ -897,6 +897,106 @@ int test_summary(void)
     return r;
 }
 
+/* ------------------------------------------------------- null_threads */
+
+/* Threads allocating small blocks on the NULL stream at once, each from an
+ * arena of its own (docs/allocator.md, "Thread arenas"): NT threads take
+ * NB blocks each; once all have (a barrier), the parent thread takes one
+ * more, so that its counter holds every block; then each thread frees
+ * half of its own and half of its neighbour's (another thread's arena)
+ * and exits with NB / 4 blocks of its own still live, which its exit
+ * gives to the shared arena; the parent frees those last. */
+#define NT 4
+#define NB 16
+#define NBYTES 64
+
+typedef struct {
+    int k;
+    void *blk[NB];
+    pthread_barrier_t *bar;
+    int ok;
+} null_thread_arg;
+
+static null_thread_arg g_nt[NT];
+
+static void *null_thread(void *arg)
+{
+    null_thread_arg *t = arg;
+    t->ok = infinirtSetDevice(tc_device_type(), 0) == INFINI_STATUS_SUCCESS;
+    for (int i = 0; i < NB; i++)
+        t->ok &= infinirtMallocAsync(&t->blk[i], NBYTES, NULL) == INFINI_STATUS_SUCCESS;
+    pthread_barrier_wait(t->bar); /* all allocated */
+    pthread_barrier_wait(t->bar); /* the parent's one more too */
+    /* Own blocks 0..NB/2-1, then the neighbour's NB/2..3NB/4-1; NB/4 of
+     * its own (3NB/4..NB-1) stay live past its exit. */
+    for (int i = 0; i < NB / 2; i++)
+        t->ok &= infinirtFreeAsync(t->blk[i], NULL) == INFINI_STATUS_SUCCESS;
+    int n = (t->k + 1) % NT;
+    for (int i = NB / 2; i < 3 * NB / 4; i++)
+        t->ok &= infinirtFreeAsync(g_nt[n].blk[i], NULL) == INFINI_STATUS_SUCCESS;
+    return NULL;
+}
+
+static int null_threads(void)
+{
+    ASSERT_OK(infinirtSetDevice(tc_device_type(), 0));
+    pthread_barrier_t bar;
+    ASSERT_EQ(pthread_barrier_init(&bar, NULL, NT + 1), 0);
+    pthread_t th[NT];
+    for (int k = 0; k < NT; k++) {
+        g_nt[k].k = k;
+        g_nt[k].bar = &bar;
+        ASSERT_EQ(pthread_create(&th[k], NULL, null_thread, &g_nt[k]), 0);
+    }
+    pthread_barrier_wait(&bar);
+    void *mine = NULL;
+    ASSERT_OK(infinirtMallocAsync(&mine, NBYTES, NULL));
+    pthread_barrier_wait(&bar);
+    for (int k = 0; k < NT; k++) {
+        ASSERT_EQ(pthread_join(th[k], NULL), 0);
+        ASSERT(g_nt[k].ok);
+    }
+    pthread_barrier_destroy(&bar);
+    /* The threads have exited: their live blocks are in the shared arena. */
+    for (int k = 0; k < NT; k++)
+        for (int i = 3 * NB / 4; i < NB; i++)
+            ASSERT_OK(infinirtFreeAsync(g_nt[k].blk[i], NULL));
+    ASSERT_OK(infinirtFreeAsync(mine, NULL));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    return 0;
+}
+
+int test_null_threads(void)
+{
+    const char *path = trace_path("null_threads.json");
+    CHECK(run_child(null_threads, path));
+    CHECK(load_trace(path));
+    /* A malloc and a free event for every block, whichever thread freed it. */
+    ASSERT_GE(count_where("i", "alloc", "malloc"), NT * NB + 1);
+    ASSERT_EQ(count_where("i", "alloc", "free"), count_where("i", "alloc", "malloc"));
+    /* The device's counter: the parent's one more block found every
+     * thread's blocks live (peak), and every free came back to 0. */
+    char dev[64];
+    snprintf(dev, sizeof dev, "memory %s:0", infinirtGetDeviceTypeName(tc_device_type()));
+    double last = -1, peak = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *e = ev(i);
+        if (!is(jstr(e, "ph"), "C") || !is(jstr(e, "name"), dev))
+            continue;
+        const jv *args = jget(e, "args");
+        last = num(args, "allocated");
+        ASSERT_GE(last, 0);
+        ASSERT_GE(num(args, "reserved"), last);
+        peak = last > peak ? last : peak;
+    }
+    if (last != 0 || peak < (NT * NB + 1) * NBYTES)
+        fprintf(stderr, "counter \"%s\": last allocated %.0f, peak %.0f\n", dev, last, peak);
+    ASSERT_GE(peak, (NT * NB + 1) * NBYTES);
+    ASSERT_EQ(last, 0);
+    ASSERT_EQ(num(jget(&g_doc, "otherData"), "dropped_events"), 0);
+    return TEST_OK;
+}
+
 /* ------------------------------------------------------------ coverage */
 
 static void noop(void *arg)
