@@ -31,9 +31,8 @@ void infinirt__config_apply_only(infinirt__config *cfg);
 infinirt__plugin_conf *infinirt__config_find_plugin(infinirt__config *cfg, const char *name);
 /* The plugin entry named name, added (enabled) when there is none. */
 infinirt__plugin_conf *infinirt__config_add_plugin(infinirt__config *cfg, const char *name);
-/* Set pc's library (a copy of path) / why_off (formatted). */
+/* Set pc's library (a copy of path). */
 void infinirt__config_set_library(infinirt__plugin_conf *pc, const char *path);
-void infinirt__config_set_why_off(infinirt__plugin_conf *pc, const char *fmt, ...) INFINIRT__PRINTF(2, 3);
 /* 1 to 63 letters, digits, '_' or '-'. */
 bool infinirt__config_plugin_name_ok(const char *name);
 

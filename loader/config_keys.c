@@ -296,7 +296,9 @@ void infinirt__config_set_library(infinirt__plugin_conf *pc, const char *path)
     pc->library = copy;
 }
 
-void infinirt__config_set_why_off(infinirt__plugin_conf *pc, const char *fmt, ...)
+/* Set pc's why_off (formatted). */
+static void set_why_off(infinirt__plugin_conf *pc, const char *fmt, ...) INFINIRT__PRINTF(2, 3);
+static void set_why_off(infinirt__plugin_conf *pc, const char *fmt, ...)
 {
     char buf[256];
     va_list ap;
@@ -496,7 +498,7 @@ static void plugin_key(reader *r, int line, const char *name, const char *value)
             bad_value(r, line, section, name, value, "not true or false", pc->enabled ? "true" : "false");
         } else {
             pc->enabled = b;
-            infinirt__config_set_why_off(pc, "enabled = %s (%s:%d)", value, r->path, line);
+            set_why_off(pc, "enabled = %s (%s:%d)", value, r->path, line);
         }
     } else {
         /* The plugin's own key: the plugin checks it, and reports problems
@@ -594,7 +596,7 @@ void infinirt__config_apply_only(infinirt__config *cfg)
         infinirt__plugin_conf *pc = &cfg->plugins[i];
         if (pc->enabled && !listed[i]) {
             pc->enabled = false;
-            infinirt__config_set_why_off(pc, "not in %s", where);
+            set_why_off(pc, "not in %s", where);
         }
     }
     free(listed);

@@ -222,7 +222,8 @@ void infinirt__tb_hex(infinirt__tb *b, const void *v)
     infinirt__tb_raw(b, d + i, sizeof d - (size_t)i);
 }
 
-void infinirt__tb_ts(infinirt__tb *b, uint64_t ns)
+/* ns as microseconds, 3 decimals. */
+static void tb_ts(infinirt__tb *b, uint64_t ns)
 {
     infinirt__tb_u64(b, ns / 1000);
     unsigned f = (unsigned)(ns % 1000);
@@ -237,13 +238,6 @@ void infinirt__trace_dev_label(char *out, size_t size, infiniDevice_t type, int 
     infinirt__tb_raw(&b, ":", 1);
     infinirt__tb_i64(&b, id);
     out[b.n] = '\0';
-}
-
-void infinirt__tb_dev(infinirt__tb *b, const infinirt__device *dev)
-{
-    char s[48];
-    infinirt__trace_dev_label(s, sizeof s, dev->plugin->type, dev->id);
-    infinirt__tb_str(b, s);
 }
 
 /* ----------------------------------------------------------------- rings */
@@ -629,7 +623,7 @@ static void head_x(infinirt__tb *b, const char *ph, const char *cat, const char 
         INFINIRT__TB_LIT(b, "\"");
     }
     INFINIRT__TB_LIT(b, ",\"ts\":");
-    infinirt__tb_ts(b, ts);
+    tb_ts(b, ts);
 }
 
 static void head(infinirt__tb *b, const char *ph, const char *cat, const char *name, uint64_t ts)
@@ -657,7 +651,7 @@ static void pid_my_tid(infinirt__tb *b)
 static void dur(infinirt__tb *b, uint64_t t0, uint64_t t1)
 {
     INFINIRT__TB_LIT(b, ",\"dur\":");
-    infinirt__tb_ts(b, t1 > t0 ? t1 - t0 : 0);
+    tb_ts(b, t1 > t0 ? t1 - t0 : 0);
 }
 
 void infinirt__trace_call(const char *name, uint64_t t0, uint64_t t1, infiniStatus_t st, const char *args,
@@ -716,7 +710,8 @@ static pool_follow *follow(infinirt__pool *pool)
     return f;
 }
 
-void infinirt__trace_pool_seen(infinirt__pool *pool)
+/* Start following pool's counters (allocated, reserved), under its label. */
+static void pool_seen(infinirt__pool *pool)
 {
     if (pool == NULL || !atomic_load_explicit(&g_active, memory_order_relaxed))
         return;
@@ -769,7 +764,7 @@ void infinirt__trace_pool_note(infinirt__pool *pool, int what, size_t bytes, con
     static const char *const names[] = {"segment reserve", "segment release", "trim", "oom retry"};
     if ((unsigned)what >= sizeof names / sizeof names[0])
         return;
-    infinirt__trace_pool_seen(pool);
+    pool_seen(pool);
     infinirt__trace_alloc(names[what], infinirt__pool_label(pool), bytes, ptr, false, NULL);
 }
 
@@ -865,7 +860,7 @@ static void work_span(uint64_t id, const work_desc *d, uint64_t b0, uint64_t b1,
     infinirt__tb_u64(&s, id);
     pid_tid(&s, d->caller);
     INFINIRT__TB_LIT(&s, ",\"ts\":");
-    infinirt__tb_ts(&s, d->t_enq);
+    tb_ts(&s, d->t_enq);
     INFINIRT__TB_LIT(&s, "}");
     emit_tb(&s);
     TB(b);
@@ -885,7 +880,7 @@ static void work_span(uint64_t id, const work_desc *d, uint64_t b0, uint64_t b1,
     infinirt__tb_u64(&f, id);
     pid_tid(&f, d->tid);
     INFINIRT__TB_LIT(&f, ",\"ts\":");
-    infinirt__tb_ts(&f, b0);
+    tb_ts(&f, b0);
     INFINIRT__TB_LIT(&f, "}");
     emit_tb(&f);
 }

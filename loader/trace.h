@@ -58,9 +58,7 @@ void infinirt__tb_str(infinirt__tb *b, const char *s); /* s quoted, escaped */
 void infinirt__tb_u64(infinirt__tb *b, uint64_t v);    /* decimal */
 void infinirt__tb_i64(infinirt__tb *b, int64_t v);     /* decimal */
 void infinirt__tb_hex(infinirt__tb *b, const void *v); /* "0x..." quoted */
-void infinirt__tb_ts(infinirt__tb *b, uint64_t ns);    /* microseconds, 3 decimals */
-/* "cpu:0" for a device (the loader's id), quoted; and into out. */
-void infinirt__tb_dev(infinirt__tb *b, const infinirt__device *dev);
+/* "cpu:0" for a device type and the loader's id, into out. */
 void infinirt__trace_dev_label(char *out, size_t size, infiniDevice_t type, int id);
 
 /* ---- call spans (trace_api.c builds the args) */
@@ -72,8 +70,6 @@ void infinirt__trace_call(const char *name, uint64_t t0, uint64_t t1, infiniStat
  * device label, bytes, block, and the stream when has_stream. */
 void infinirt__trace_alloc(const char *what, const char *device, size_t bytes, const void *ptr, bool has_stream,
                            const void *stream);
-/* Start following pool's counters (allocated, reserved), under its label. */
-void infinirt__trace_pool_seen(infinirt__pool *pool);
 /* A counter event for pool (NULL: every followed pool) when its figures
  * changed. */
 void infinirt__trace_counters(infinirt__pool *pool);

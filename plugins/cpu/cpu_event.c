@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double cpu__now_ms(void)
+static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -117,7 +117,7 @@ static cpu_stream *complete_locked(cpu_event *e, uint64_t gen, double now)
  * no time. */
 static double stamp(const cpu_event *e)
 {
-    return (e->flags & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING) ? 0 : cpu__now_ms();
+    return (e->flags & INFINIRT_PLUGIN_EVENT_DISABLE_TIMING) ? 0 : now_ms();
 }
 
 void cpu__event_complete(cpu_event *e, uint64_t gen)

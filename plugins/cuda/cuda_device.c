@@ -117,7 +117,7 @@ cuda__device_t *cuda__device(int dev)
 
 /* First use of a device: retain its primary context.  The NULL stream is
  * the context's own legacy default stream, so nothing else is created. */
-static infiniStatus_t cuda__activate(int dev)
+static infiniStatus_t activate(int dev)
 {
     cuda__device_t *d = cuda__device(dev);
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
@@ -143,7 +143,7 @@ static infiniStatus_t cuda__activate(int dev)
 infiniStatus_t cuda__enter(int dev, cuda__scope_t *sc)
 {
     cuda__device_t *d = cuda__device(dev);
-    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
+    infiniStatus_t st = activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -170,7 +170,7 @@ void cuda__leave(const cuda__scope_t *sc)
 infiniStatus_t cuda__set_device(int dev)
 {
     cuda__device_t *d = cuda__device(dev);
-    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
+    infiniStatus_t st = activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
     CUcontext cur = NULL;
 
     if (st != INFINI_STATUS_SUCCESS)
@@ -187,7 +187,7 @@ infiniStatus_t cuda__set_device(int dev)
 infiniStatus_t cuda__device_get_native(int dev, void **device, void **context)
 {
     cuda__device_t *d = cuda__device(dev);
-    infiniStatus_t st = cuda__activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
+    infiniStatus_t st = activate(dev); /* DEVICE_NOT_FOUND when d is NULL */
 
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -232,7 +232,7 @@ int cuda__peer_enable(int a, int b)
     }
     /* b's memory belongs to its primary context (ours, or the runtime's,
      * which is the same one). */
-    if (cuda__activate(b) != INFINI_STATUS_SUCCESS)
+    if (activate(b) != INFINI_STATUS_SUCCESS)
         return 0;
     r = cuda__drv.CtxEnablePeerAccess(s->devices[b].ctx, 0);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {

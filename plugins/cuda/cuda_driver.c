@@ -52,7 +52,7 @@ const char *cuda__error_name(CUresult r)
     return name;
 }
 
-static infiniStatus_t cuda__status_of(CUresult r)
+static infiniStatus_t status_of(CUresult r)
 {
     switch (r) {
     case CUDA_SUCCESS:
@@ -145,7 +145,7 @@ infiniStatus_t cuda__check(CUresult r, const char *call, int dev)
               sticky(r) ? "; a sticky error: the device's CUDA context is unusable until the process "
                           "restarts (every later call on it fails the same way)"
                         : "");
-    return cuda__status_of(r);
+    return status_of(r);
 }
 
 /* dlsym returns a data pointer; POSIX guarantees it converts to a function

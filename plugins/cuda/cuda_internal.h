@@ -320,8 +320,6 @@ int cuda__nvml_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
  * NULL; set by cuda__trace_init at init, for `count` devices. */
 extern const infinirtPluginTrace *cuda__trace;
 void cuda__trace_init(const infinirtPluginTrace *trace, int count);
-/* Report the device's traced work that has completed (no wait). */
-void cuda__trace_poll(int dev);
 /* The table's entries: each passes the call on, and with a trace brackets
  * the work it queues with timing events (or, for the synchronizes, polls). */
 infiniStatus_t cuda__traced_memcpy_async(int dev, void *dst, const void *src, size_t size, int kind, void *stream);

@@ -156,9 +156,9 @@ static void poll_locked(dev_trace *t)
     }
 }
 
-/* Poll device dev's brackets (any thread): after a synchronize, and on
- * every traced entry. */
-void cuda__trace_poll(int dev)
+/* Report device dev's traced work that has completed, without waiting
+ * (any thread): after a synchronize, and on every traced entry. */
+static void trace_poll(int dev)
 {
     if (cuda__trace == NULL || dev < 0 || dev >= g_count)
         return;
@@ -223,7 +223,7 @@ static bracket *bracket_begin(int dev, void *stream, cuda__scope_t *sc, int *rel
 static void bracket_end(int dev, void *stream, bracket *b, cuda__scope_t *sc, int relaxed, infiniStatus_t st)
 {
     if (b == NULL) {
-        cuda__trace_poll(dev);
+        trace_poll(dev);
         return;
     }
     dev_trace *t = &g_dev[dev];
@@ -298,20 +298,20 @@ infiniStatus_t cuda__traced_graph_launch(int dev, void *exec, void *stream)
 infiniStatus_t cuda__traced_stream_synchronize(int dev, void *stream)
 {
     infiniStatus_t st = cuda__stream_synchronize(dev, stream);
-    cuda__trace_poll(dev);
+    trace_poll(dev);
     return st;
 }
 
 infiniStatus_t cuda__traced_device_synchronize(int dev)
 {
     infiniStatus_t st = cuda__device_synchronize(dev);
-    cuda__trace_poll(dev);
+    trace_poll(dev);
     return st;
 }
 
 infiniStatus_t cuda__traced_event_synchronize(int dev, void *event)
 {
     infiniStatus_t st = cuda__event_synchronize(dev, event);
-    cuda__trace_poll(dev);
+    trace_poll(dev);
     return st;
 }

@@ -20,7 +20,7 @@
 #include <string.h>
 
 /* "svm", "buffer" or "auto": the name a config uses for m (defined below). */
-static const char *opencl__mem_mode_name(opencl__mem_mode m);
+static const char *mem_mode_name(opencl__mem_mode m);
 
 /* Keys the loader itself reads from the section.  It does not pass them on
  * today; should it ever, they are not unknown. */
@@ -170,7 +170,7 @@ infiniStatus_t opencl__config_parse(const infinirtPluginInitArgs *args, opencl__
             used = cfg->devices == NULL ? "every device" : "the earlier list";
         } else if (ieq(k, "memory")) {
             st = parse_memory(v, cfg, why, sizeof why);
-            used = opencl__mem_mode_name(cfg->memory);
+            used = mem_mode_name(cfg->memory);
         } else {
             for (size_t j = 0; j < sizeof loader_keys / sizeof loader_keys[0]; j++)
                 known |= ieq(k, loader_keys[j]);
@@ -199,7 +199,7 @@ void opencl__config_free(opencl__config *cfg)
     cfg->device_count = 0;
 }
 
-static const char *opencl__mem_mode_name(opencl__mem_mode m)
+static const char *mem_mode_name(opencl__mem_mode m)
 {
     switch (m) {
     case OPENCL__MEM_SVM:
