@@ -23,10 +23,13 @@
  * NOT_IMPLEMENTED.  Later changes to the plugin's table are not seen.  It
  * refuses (status ABI mismatch, the reason in the plugin report) a table
  * without init, get_device_info, malloc_device, free_device or memcpy, and
- * one whose entries do not make sense together: stream_create without
+ * one whose entries do not make sense together: stream_create (or
+ * stream_create_with_flags, stream_create_from_native) without
  * stream_destroy and stream_synchronize; event_create without event_destroy
  * and event_record; event_record without event_create, event_query and
- * event_synchronize; malloc_host without free_host or the reverse.  A
+ * event_synchronize; malloc_host without free_host or the reverse; an entry
+ * that queues work without stream_synchronize or device_synchronize; some
+ * of the native graph entries (ABI 1.2) but not all.  A
  * plugin with no events at all is fine: the allocator then keeps memory
  * freed behind queued work until the device is next synchronised.
  *

@@ -4,10 +4,10 @@
  *
  * Names with the `infinirt__` prefix are internal: never exported (hidden
  * visibility), never part of the API.  The public functions are defined in
- * runtime.c, stream.c, event.c, memory.c, capture.c, graph.c, native.c and
- * snapshot.c
- * (docs/architecture.md has the map); the machinery they share is declared
- * here.
+ * runtime.c, stream.c, event.c, memory.c, capture.c, graph.c, native.c,
+ * snapshot.c, and for the names, the reports and the trace in common.c,
+ * plugin.c, config_report.c and trace.c (docs/architecture.md has the
+ * map); the machinery they share is declared here.
  */
 #ifndef INFINIRT_LOADER_INTERNAL_H_
 #define INFINIRT_LOADER_INTERNAL_H_
@@ -362,8 +362,9 @@ void infinirt__stream_put(infinirt__stream *s);
 infinirt__event *infinirt__event_get(infinirtEvent_t h);
 void infinirt__event_put(infinirt__event *e);
 
-/* A stream or event borrowed for one call (infinirt__handle_borrow), and
- * given back.  The inline borrow first; the full one out of line. */
+/* A stream or event borrowed for one call, and given back.  The inline
+ * borrow first (infinirt__handle_borrow_mine); the full one out of line
+ * (infinirt__handle_borrow_slow). */
 infinirt__stream *infinirt__stream_borrow_slow(infinirtStream_t h, int *use);
 infinirt__event *infinirt__event_borrow_slow(infinirtEvent_t h, int *use);
 static inline __attribute__((always_inline)) infinirt__stream *infinirt__stream_borrow(infinirtStream_t h, int *use)

@@ -16,8 +16,9 @@
 atomic_uint_fast64_t infinirt__alloc_gen = 1;
 
 /* initial-exec: read on every call.  Applications link the loader; one
- * dlopened later gets the loader's thread-local data (680 bytes in all,
- * docs/architecture.md) from glibc's static TLS surplus. */
+ * dlopened later gets the loader's thread-local data (some 700 bytes in
+ * all; docs/architecture.md has the figure) from glibc's static TLS
+ * surplus. */
 #define INFINIRT__TLS static _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* (pool, stream) -> arena, a few entries per thread. */

@@ -139,9 +139,9 @@ struct cpu_event {
 struct cpu_stream {
     infinirtCpuStreamHeader pub; /* first: the public view (infinirt_cpu.h) */
     cpu_device *dev;
-    /* enum run_state of cpu_queue.c: changed under mu, except that a
-     * caller running small work claims an IDLE stream (and gives it back)
-     * with an atomic operation alone. */
+    /* CPU__ST_* (below; cpu_queue.c says what each means): changed under
+     * mu, except that a caller running small work claims an IDLE stream
+     * (and gives it back) with an atomic operation alone. */
     _Atomic int sched;
     bool blocking; /* ordered with the default stream */
     bool is_default;

@@ -9,7 +9,7 @@
  * be changed with `nvml_library` in [plugin.cuda] (cuda_config.c).
  *
  * It also gives memory figures without a CUDA context (the get_mem_info
- * entry, cuda_plugin.c): cuMemGetInfo needs one, and retaining a primary
+ * entry, cuda_memory.c): cuMemGetInfo needs one, and retaining a primary
  * context costs hundreds of MiB of the device, which a tool that lists
  * every device's memory (infinirt-info) should not spend.
  *
