@@ -205,10 +205,6 @@ int test_loader_vendor_plugin_graph(void)
     return TEST_OK;
 }
 
-/* A plugin built against ABI 1.0 (its table ends after memset_async) keeps
- * working: its stream and event objects are the handles, the 1.1 calls
- * answer from the loader's defaults, and what needs an entry it lacks is
- * NOT_IMPLEMENTED. */
 /* get_device_uuid's text reaches the device properties; text that is not
  * terminated or not printable, or a failure, gives "" and a warning; the
  * CPU plugin has no UUID. */
@@ -234,6 +230,11 @@ int test_loader_device_uuid(void)
     return TEST_OK;
 }
 
+/* A plugin built against ABI 1.0 (its table ends after memset_async) keeps
+ * working: its stream and event objects are the handles, the 1.1 calls
+ * answer from the loader's defaults, and what needs an entry it lacks is
+ * NOT_IMPLEMENTED.  Nothing past its struct_size is read: the fake's table
+ * has a get_device_uuid there. */
 int test_loader_abi_1_0_plugin(void)
 {
     /* plugins = streams: the real plugins beside the loader stay out of
