@@ -688,13 +688,9 @@ static int visit_run(visit *v, void *(*fn)(void *))
     return TEST_OK;
 }
 
-/* A thread that used a stream of another thread before (its per-thread
- * hint names it) is inside a second call on it when the stream's owner
- * destroys it.  That thread is neither the owner nor alone, so its call
- * holds a reference, and the plugin stream is destroyed when the call lets
- * go, not under it.  (A borrow there would be looked for in the owner's
- * cells only.) */
-int test_threads_borrow_other_owner(void)
+/* visit_run of fn on a stream this thread made and used first (so its
+ * own hint names it: this thread is the owner). */
+static int visit_owned(void *(*fn)(void *))
 {
     ft_config(NULL, NULL);
     fault_api api;
@@ -705,7 +701,18 @@ int test_threads_borrow_other_owner(void)
                .second = INFINI_STATUS_INTERNAL_ERROR};
     ASSERT_OK(ft_stream(&v.s));
     ASSERT_OK(infinirtStreamSynchronize(v.s)); /* the owner's own hint too */
-    return visit_run(&v, visit_thread);
+    return visit_run(&v, fn);
+}
+
+/* A thread that used a stream of another thread before (its per-thread
+ * hint names it) is inside a second call on it when the stream's owner
+ * destroys it.  That thread is neither the owner nor alone, so its call
+ * holds a reference, and the plugin stream is destroyed when the call lets
+ * go, not under it.  (A borrow there would be looked for in the owner's
+ * cells only.) */
+int test_threads_borrow_other_owner(void)
+{
+    return visit_owned(visit_thread);
 }
 
 /* visit_thread without the first call: no hint of the visiting thread
@@ -726,16 +733,7 @@ static void *visit_thread_unhinted(void *p)
  * and still holds a reference. */
 int test_threads_borrow_other_owner_unhinted(void)
 {
-    ft_config(NULL, NULL);
-    fault_api api;
-    CHECK(ft_start(&api));
-    visit v = {.api = &api,
-               .made = INFINI_STATUS_SUCCESS,
-               .first = INFINI_STATUS_INTERNAL_ERROR,
-               .second = INFINI_STATUS_INTERNAL_ERROR};
-    ASSERT_OK(ft_stream(&v.s));
-    ASSERT_OK(infinirtStreamSynchronize(v.s));
-    return visit_run(&v, visit_thread_unhinted);
+    return visit_owned(visit_thread_unhinted);
 }
 
 /* At thread exit, after the loader counted the thread out: a call on the

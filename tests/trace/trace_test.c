@@ -503,17 +503,24 @@ static int in_queue_order(double tid)
     return TEST_OK;
 }
 
-int test_workload(void)
+/* Run the workload traced into `path`, load its trace, and read the
+ * handles it wrote beside it. */
+static int run_workload(const char *path, void **s1, void **s2, int *graphs)
 {
-    const char *path = trace_path("workload.json");
     CHECK(run_child(workload, path));
     CHECK(load_trace(path));
-    void *s1, *s2;
-    int graphs;
     FILE *f = fopen(trace_path("ids"), "r");
     ASSERT_PTR_NE(f, NULL);
-    ASSERT_EQ(fscanf(f, "%p %p %d", &s1, &s2, &graphs), 3);
+    ASSERT_EQ(fscanf(f, "%p %p %d", s1, s2, graphs), 3);
     fclose(f);
+    return TEST_OK;
+}
+
+int test_workload(void)
+{
+    void *s1, *s2;
+    int graphs;
+    CHECK(run_workload(trace_path("workload.json"), &s1, &s2, &graphs));
 
     /* Call spans: every call of the workload, with a duration and its
      * status; each on a thread named by a metadata event. */
@@ -881,14 +888,9 @@ int test_summary(void)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s", trace_path("workload.json"));
-    CHECK(run_child(workload, path));
-    CHECK(load_trace(path));
     void *s1, *s2;
     int graphs;
-    FILE *f = fopen(trace_path("ids"), "r");
-    ASSERT_PTR_NE(f, NULL);
-    ASSERT_EQ(fscanf(f, "%p %p %d", &s1, &s2, &graphs), 3);
-    fclose(f);
+    CHECK(run_workload(path, &s1, &s2, &graphs));
     static tool_out o;
     int rc = -1;
     CHECK(run_tool(path, &o, &rc));
