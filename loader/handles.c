@@ -435,25 +435,6 @@ static inline bool borrowable(uint32_t kind, infinirt__handle_free_fn *release)
     return (kind == KIND_STREAM || kind == KIND_EVENT) && release != NULL;
 }
 
-/* The map's value for key, read with no lock; false when not found (the
- * caller then takes the reference path, whose slow path is final). */
-static inline bool map_peek(table *t, uintptr_t key, uint64_t *val)
-{
-    map_array *a = atomic_load_explicit(&t->ix->map, memory_order_acquire);
-    if (a == NULL)
-        return false;
-    for (size_t i = map_hash(key, a->mask), n = 0; n <= a->mask; i = (i + 1) & a->mask, n++) {
-        uintptr_t k = atomic_load_explicit(&a->e[i].key, memory_order_acquire);
-        if (k == key) {
-            *val = atomic_load_explicit(&a->e[i].val, memory_order_acquire);
-            return true;
-        }
-        if (k == 0)
-            return false;
-    }
-    return false;
-}
-
 static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *put);
 
 /* The full borrow (handles.h has the inline one): a hint or the map, a
@@ -468,11 +449,16 @@ void *infinirt__handle_borrow_slow(uint32_t kind, const void *h, infinirt__handl
         const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
         uint64_t val;
         slot *sl;
+        bool found = hn != NULL;
+        if (found) {
+            val = infinirt__hint_val(hn);
+            sl = slot_known(t, (uint32_t)val);
+        } else {
+            found = infinirt__hmap_peek(kind, key, &val, &sl); /* handles.h */
+        }
         /* Neither the owner nor alone: the reference path at once (both are
          * checked again below, after the cell is written). */
-        if ((hn != NULL ? (val = infinirt__hint_val(hn), true) : map_peek(t, key, &val)) &&
-            (sl = slot_known(t, (uint32_t)val)) != NULL &&
-            (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id || infinirt__solo_is_one(w0))) {
+        if (found && (atomic_load_explicit(&sl->owner, memory_order_relaxed) == p->id || infinirt__solo_is_one(w0))) {
             int i = p->depth;
             atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
             p->depth = i + 1;
@@ -534,7 +520,8 @@ static slot *handle_find(uint32_t kind, const void *h, infinirt__handle_put_fn *
         /* A stale hint (h destroyed, maybe made again): the map decides. */
     }
     uint64_t val;
-    if (map_peek(t, key, &val)) {
+    slot *seen; /* unused: slot_ref checks the index itself */
+    if (infinirt__hmap_peek(kind, key, &val, &seen)) {
         slot *sl = slot_ref(t, val);
         if (sl != NULL && atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
             hint_set(kind, key, val, sl);
