@@ -26,11 +26,20 @@ tmp=$(mktemp -d)
 cleanup() { git -C "$root" worktree remove --force "$tmp/base" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-echo "baseline: building revision $rev ..." >&2
+# The baseline's allocator built as BUILD's is: a build with the tests has
+# the lock checks and the fault hooks on by default (loader/alloc/CMakeLists.txt),
+# which cost Malloc + Free some 15 instructions; a baseline without them
+# would be measured against a cheaper allocator than the library's own.
+cached() { # option: its value in BUILD's cache (OFF when not set)
+    v=$(sed -n "s/^$1:BOOL=//p" "$build/CMakeCache.txt" 2>/dev/null)
+    echo "${v:-OFF}"
+}
+checks="-DINFINIRT_LOCK_CHECKS=$(cached INFINIRT_LOCK_CHECKS) -DINFINIRT_ALLOC_FAULTS=$(cached INFINIRT_ALLOC_FAULTS)"
+echo "baseline: building revision $rev ($checks, as $build) ..." >&2
 git -C "$root" worktree add --detach "$tmp/base" "$rev" >/dev/null 2>&1
 cmake -S "$tmp/base" -B "$tmp/base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFINIRT_BUILD_TESTS=OFF \
     -DINFINIRT_BUILD_EXAMPLES=OFF -DINFINIRT_BUILD_BENCH=OFF -DINFINIRT_PLUGIN_OPENCL=OFF \
-    -DINFINIRT_PLUGIN_CUDA=OFF >"$tmp/base.log" 2>&1
+    -DINFINIRT_PLUGIN_CUDA=OFF $checks >"$tmp/base.log" 2>&1
 cmake --build "$tmp/base/build" -j2 --target infinirt >>"$tmp/base.log" 2>&1 ||
     { cat "$tmp/base.log" >&2; exit 1; }
 mkdir -p "$tmp/lib-base"
