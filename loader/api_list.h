@@ -2,10 +2,9 @@
 /*
  * api_list.h - every public function of include/infinirt.h, once: its
  * name, parameters, the arguments to pass them on, and what a trace shows
- * of them.  The one place calls are dispatched from when a trace is
- * written (trace_api.c defines each public symbol from this list and
- * passes the call to the loader's own definition); a function missing
- * here is never traced, which trace.coverage catches.
+ * of them.  The one place calls are traced from when a trace is written
+ * (trace_api.c defines each traced call from this list); a function
+ * missing here is never traced, which trace.coverage catches.
  *
  *   S(name, (params), (args), desc)  a function returning infiniStatus_t
  *   C(name, (params), (args), desc)  one returning const char *
@@ -18,10 +17,12 @@
  * what completes work (TA_SYNCS_STREAM, TA_SYNCS_DEVICE).  Items run
  * before the call; TA_NONE is an empty list.
  *
- * The loader's own definitions keep their names in the source (and so in
- * __func__ and the log lines); internal.h renames their symbols to
- * infinirt__impl_NAME with an asm label made from this list, and
- * trace_api.c exports NAME.
+ * An S function is defined under its own name, and its first statement,
+ * INFINIRT__TRACE_ENTRY(name, args) (trace.h), sends a call to
+ * infinirt__traced_NAME while a trace is written.  A C function keeps its
+ * name in the source (and so in __func__ and the log lines); internal.h
+ * renames its symbol to infinirt__impl_NAME with an asm label made from
+ * this list, and trace_api.c exports NAME.
  */
 #ifndef INFINIRT_LOADER_API_LIST_H_
 #define INFINIRT_LOADER_API_LIST_H_

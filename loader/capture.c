@@ -459,6 +459,7 @@ infiniStatus_t infinirt__capture_free(void *ptr, infinirt__stream *s, const char
 
 INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, infinirtStreamCaptureMode_t mode)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamBeginCapture, (stream, mode));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -519,6 +520,7 @@ INFINIRT_API infiniStatus_t infinirtStreamBeginCapture(infinirtStream_t stream, 
 
 INFINIRT_API infiniStatus_t infinirtStreamEndCapture(infinirtStream_t stream, infinirtGraph_t *graph_ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamEndCapture, (stream, graph_ptr));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

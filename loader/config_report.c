@@ -69,6 +69,7 @@ void infinirt__config_problem(infinirt__config *cfg, int level, const char *fmt,
 
 INFINIRT_API infiniStatus_t infinirtGetConfigEntryCount(int *count)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetConfigEntryCount, (count));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -80,6 +81,7 @@ INFINIRT_API infiniStatus_t infinirtGetConfigEntryCount(int *count)
 
 INFINIRT_API infiniStatus_t infinirtGetConfigEntry(int index, infinirtConfigEntry_t *entry)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetConfigEntry, (index, entry));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

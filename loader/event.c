@@ -48,17 +48,19 @@ void infinirt__event_put(infinirt__event *e)
 
 /* ------------------------------------------------------------- event API */
 
-INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_ptr, uint32_t flags)
+/* Both creates: a public function calling the other would trace a second
+ * span inside the first (INFINIRT__TRACE_ENTRY). */
+static infiniStatus_t create_event(infinirtEvent_t *event_ptr, uint32_t flags, const char *fn)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (event_ptr == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "event_ptr is NULL");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "event_ptr is NULL");
     if (flags & ~(uint32_t)(INFINIRT_EVENT_DISABLE_TIMING | INFINIRT_EVENT_BLOCKING_SYNC))
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "unknown flag bits 0x%x", flags);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "unknown flag bits 0x%x", flags);
     infinirt__device *dev = NULL;
-    if ((st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+    if ((st = infinirt__current_device(fn, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     /* malloc and each field set, not calloc: glibc serves malloc from the
      * thread's cache (calloc bypasses it), and an event often lives one
@@ -66,7 +68,7 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
      * calloc by the compiler.) */
     infinirt__event *e = malloc(sizeof *e);
     if (e == NULL)
-        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, __func__, "no memory for an event handle");
+        return infinirt__fail(INFINI_STATUS_OUT_OF_MEMORY, fn, "no memory for an event handle");
     e->slot = 0;
     e->pe = NULL;
     atomic_init(&e->captured, NULL);
@@ -102,20 +104,28 @@ INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_
     if (rc != 0) {
         dev->plugin->ops->event_destroy(dev->index, e->pe);
         free(e);
-        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, __func__, "%s",
+        return infinirt__fail(rc == -2 ? INFINI_STATUS_INTERNAL_ERROR : INFINI_STATUS_OUT_OF_MEMORY, fn, "%s",
                               infinirt__handle_register_error(rc));
     }
     *event_ptr = (infinirtEvent_t)native;
     return INFINI_STATUS_SUCCESS;
 }
 
+INFINIRT_API infiniStatus_t infinirtEventCreateWithFlags(infinirtEvent_t *event_ptr, uint32_t flags)
+{
+    INFINIRT__TRACE_ENTRY(infinirtEventCreateWithFlags, (event_ptr, flags));
+    return create_event(event_ptr, flags, __func__);
+}
+
 INFINIRT_API infiniStatus_t infinirtEventCreate(infinirtEvent_t *event_ptr)
 {
-    return infinirtEventCreateWithFlags(event_ptr, INFINIRT_EVENT_DEFAULT);
+    INFINIRT__TRACE_ENTRY(infinirtEventCreate, (event_ptr));
+    return create_event(event_ptr, INFINIRT_EVENT_DEFAULT, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventDestroy, (event));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -132,6 +142,7 @@ INFINIRT_API infiniStatus_t infinirtEventDestroy(infinirtEvent_t event)
 
 INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, void **native)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventGetNativeHandle, (event, native));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -147,6 +158,7 @@ INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, 
 
 INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventRecord, (event, stream));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -181,6 +193,7 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
 
 INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventQuery, (event, status_ptr));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -206,6 +219,7 @@ INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEv
 
 INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventSynchronize, (event));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -226,6 +240,7 @@ INFINIRT_API infiniStatus_t infinirtEventSynchronize(infinirtEvent_t event)
 
 INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEvent_t start, infinirtEvent_t end)
 {
+    INFINIRT__TRACE_ENTRY(infinirtEventElapsedTime, (ms_ptr, start, end));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -260,6 +275,7 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
  * the stream code and not the reverse. */
 INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamWaitEvent, (stream, event));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -84,6 +84,7 @@ INFINIRT_API infiniStatus_t infinirtGraphInstantiate(infinirtGraphExec_t *graph_
                                                      infinirtGraphNode_t *node_ptr, char *log_buffer,
                                                      size_t buffer_size)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGraphInstantiate, (graph_exec_ptr, graph, node_ptr, log_buffer, buffer_size));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -160,11 +161,13 @@ static infiniStatus_t destroy(uint32_t kind, void *h, const char *fn)
 
 INFINIRT_API infiniStatus_t infinirtGraphDestroy(infinirtGraph_t graph)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGraphDestroy, (graph));
     return destroy(INFINIRT__KIND_GRAPH, graph, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtGraphExecDestroy(infinirtGraphExec_t graph_exec)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGraphExecDestroy, (graph_exec));
     return destroy(INFINIRT__KIND_EXEC, graph_exec, __func__);
 }
 
@@ -389,10 +392,12 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
 
 INFINIRT_API infiniStatus_t infinirtGraphLuanch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGraphLuanch, (graph_exec, stream));
     return launch(graph_exec, stream, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtGraphLaunch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGraphLaunch, (graph_exec, stream));
     return launch(graph_exec, stream, __func__);
 }

@@ -32,12 +32,15 @@ typedef struct infinirt__stream infinirt__stream;
 typedef struct infinirt__event infinirt__event;
 typedef struct infinirt__capture infinirt__capture;
 
-/* The loader's definitions of the public functions are the symbols
- * infinirt__impl_NAME (hidden); trace_api.c defines each public NAME,
- * which traces the call when a trace is written (api_list.h).  Calls
- * between the loader's files go straight to the definitions. */
+/* Each public function returning a status is defined under its own name
+ * and tests the trace flag first (INFINIRT__TRACE_ENTRY, trace.h).  Those
+ * returning const char * are defined as infinirt__impl_NAME (hidden, an
+ * asm label made from api_list.h) and trace_api.c defines each public
+ * NAME, which traces the call when a trace is written: the loader calls
+ * them itself (log lines) from threads and places no call is made from.
+ * Calls between the loader's files go straight to those definitions. */
 #ifndef INFINIRT__API_WRAPPERS
-#define INFINIRT__RENAME_S(name, params, args, desc) infiniStatus_t name params __asm__("infinirt__impl_" #name);
+#define INFINIRT__RENAME_S(name, params, args, desc)
 #define INFINIRT__RENAME_C(name, params, args, desc) const char *name params __asm__("infinirt__impl_" #name);
 INFINIRT__API_LIST(INFINIRT__RENAME_S, INFINIRT__RENAME_C)
 #undef INFINIRT__RENAME_S

@@ -78,16 +78,19 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
 
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMalloc, (p_ptr, size));
     return do_malloc(p_ptr, size, NULL, false, false, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMallocHost, (p_ptr, size));
     return do_malloc(p_ptr, size, NULL, true, false, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMallocAsync, (p_ptr, size, stream));
     return do_malloc(p_ptr, size, stream, false, true, __func__);
 }
 
@@ -166,16 +169,19 @@ static inline __attribute__((always_inline)) infiniStatus_t do_free(void *ptr, i
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtFree, (ptr));
     return do_free(ptr, NULL, true, infinirt__want_device(), __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtFreeHost, (ptr));
     return do_free(ptr, NULL, true, infinirt__want_host(), __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtFreeAsync, (ptr, stream));
     return do_free(ptr, stream, false, infinirt__want_device(), __func__);
 }
 
@@ -545,6 +551,7 @@ static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const voi
 
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMemcpy, (dst, src, size, kind));
     infiniStatus_t qst;
     if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst))
         return qst;
@@ -623,6 +630,7 @@ static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, con
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
                                                 infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMemcpyAsync, (dst, src, size, kind, stream));
     infiniStatus_t qst;
     if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst))
         return qst;
@@ -631,6 +639,7 @@ INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size
 
 INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMemset, (ptr, value, count));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -660,6 +669,7 @@ INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
 
 INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count, infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMemsetAsync, (ptr, value, count, stream));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -8,6 +8,7 @@
 INFINIRT_API infiniStatus_t infinirtDeviceGetNativeHandle(infiniDevice_t device, int device_id, void **native_device,
                                                           void **native_context)
 {
+    INFINIRT__TRACE_ENTRY(infinirtDeviceGetNativeHandle, (device, device_id, native_device, native_context));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -27,6 +28,7 @@ INFINIRT_API infiniStatus_t infinirtDeviceGetNativeHandle(infiniDevice_t device,
 
 INFINIRT_API infiniStatus_t infinirtMemGetNativeHandle(const void *ptr, void **native, size_t *offset)
 {
+    INFINIRT__TRACE_ENTRY(infinirtMemGetNativeHandle, (ptr, native, offset));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -532,6 +532,7 @@ int infinirt__plugins_load(const infinirt__config *cfg, infinirt__plugin **plugi
 
 INFINIRT_API infiniStatus_t infinirtGetPluginCount(int *count)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetPluginCount, (count));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -578,6 +579,7 @@ static infinirt__plugin *report_entry(int index, infinirtPluginInfo_t *info, con
 
 INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_t *info)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetPluginInfo, (index, info));
     infiniStatus_t st;
     infinirt__plugin *p = report_entry(index, info, __func__, &st);
     if (p == NULL)
@@ -589,6 +591,7 @@ INFINIRT_API infiniStatus_t infinirtGetPluginInfo(int index, infinirtPluginInfo_
 
 INFINIRT_API infiniStatus_t infinirtPeekPluginInfo(int index, infinirtPluginInfo_t *info)
 {
+    INFINIRT__TRACE_ENTRY(infinirtPeekPluginInfo, (index, info));
     infiniStatus_t st;
     infinirt__plugin *p = report_entry(index, info, __func__, &st);
     if (p == NULL)

@@ -164,11 +164,13 @@ infiniStatus_t infinirt__current_device_slow(const char *fn, infinirt__device **
 
 INFINIRT_API infiniStatus_t infinirtInit(void)
 {
+    INFINIRT__TRACE_ENTRY(infinirtInit, ());
     return infinirt__ensure_init();
 }
 
 INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetAllDeviceCount, (count_array));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -185,6 +187,7 @@ INFINIRT_API infiniStatus_t infinirtGetAllDeviceCount(int *count_array)
 
 INFINIRT_API infiniStatus_t infinirtGetDeviceTypes(infiniDevice_t *types, int capacity, int *count)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetDeviceTypes, (types, capacity, count));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -201,6 +204,7 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceTypes(infiniDevice_t *types, int ca
 
 INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *count)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetDeviceCount, (device, count));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -217,6 +221,7 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceCount(infiniDevice_t device, int *c
 
 INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_id)
 {
+    INFINIRT__TRACE_ENTRY(infinirtSetDevice, (device, device_id));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -238,6 +243,7 @@ INFINIRT_API infiniStatus_t infinirtSetDevice(infiniDevice_t device, int device_
 
 INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *device_id_ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetDevice, (device_ptr, device_id_ptr));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -255,6 +261,7 @@ INFINIRT_API infiniStatus_t infinirtGetDevice(infiniDevice_t *device_ptr, int *d
 INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device_id, size_t *free_bytes,
                                                size_t *total_bytes)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetMemInfo, (device, device_id, free_bytes, total_bytes));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -274,6 +281,7 @@ INFINIRT_API infiniStatus_t infinirtGetMemInfo(infiniDevice_t device, int device
 
 INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void)
 {
+    INFINIRT__TRACE_ENTRY(infinirtDeviceSynchronize, ());
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -288,6 +296,7 @@ INFINIRT_API infiniStatus_t infinirtDeviceSynchronize(void)
 INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, int device_id,
                                                         infinirtDeviceProperties_t *props)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetDeviceProperties, (device, device_id, props));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -308,6 +317,7 @@ INFINIRT_API infiniStatus_t infinirtGetDeviceProperties(infiniDevice_t device, i
 
 INFINIRT_API infiniStatus_t infinirtGetConfigPath(const char **path)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetConfigPath, (path));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -319,6 +329,7 @@ INFINIRT_API infiniStatus_t infinirtGetConfigPath(const char **path)
 
 INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patch)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetVersion, (major, minor, patch));
     if (major != NULL)
         *major = INFINIRT_VERSION_MAJOR;
     if (minor != NULL)
@@ -333,6 +344,7 @@ INFINIRT_API infiniStatus_t infinirtGetVersion(int *major, int *minor, int *patc
 INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int device_id,
                                                       infinirtAllocatorStats_t *stats)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetAllocatorStats, (device, device_id, stats));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -351,6 +363,7 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorStats(infiniDevice_t device, int
 
 INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device, infinirtAllocatorStats_t *stats)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetHostAllocatorStats, (device, stats));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -365,6 +378,7 @@ INFINIRT_API infiniStatus_t infinirtGetHostAllocatorStats(infiniDevice_t device,
 
 INFINIRT_API infiniStatus_t infinirtGetAllocatorSettings(infinirtAllocatorSettings_t *settings)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetAllocatorSettings, (settings));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -378,6 +392,7 @@ INFINIRT_API infiniStatus_t infinirtGetAllocatorSettings(infinirtAllocatorSettin
 
 INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int device_id)
 {
+    INFINIRT__TRACE_ENTRY(infinirtResetPeakStats, (device, device_id));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -392,6 +407,7 @@ INFINIRT_API infiniStatus_t infinirtResetPeakStats(infiniDevice_t device, int de
 
 INFINIRT_API infiniStatus_t infinirtTrimCache(infiniDevice_t device, int device_id)
 {
+    INFINIRT__TRACE_ENTRY(infinirtTrimCache, (device, device_id));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

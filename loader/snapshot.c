@@ -64,6 +64,7 @@ static void add_utilization(infinirt__device *dev, infinirtDeviceResourceSnapsho
 INFINIRT_API infiniStatus_t infinirtGetDeviceResourceSnapshot(infiniDevice_t device, int device_id,
                                                               infinirtDeviceResourceSnapshot_t *snapshot)
 {
+    INFINIRT__TRACE_ENTRY(infinirtGetDeviceResourceSnapshot, (device, device_id, snapshot));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -210,6 +210,7 @@ static infiniStatus_t stream_new(infinirt__device *dev, stream_how how, const ch
 
 INFINIRT_API infiniStatus_t infinirtStreamCreateWithFlags(infinirtStream_t *stream_ptr, uint32_t flags)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamCreateWithFlags, (stream_ptr, flags));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -225,6 +226,7 @@ INFINIRT_API infiniStatus_t infinirtStreamCreateWithFlags(infinirtStream_t *stre
 
 INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamCreate, (stream_ptr));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -238,6 +240,7 @@ INFINIRT_API infiniStatus_t infinirtStreamCreate(infinirtStream_t *stream_ptr)
 
 INFINIRT_API infiniStatus_t infinirtStreamCreateFromNative(infinirtStream_t *stream_ptr, void *native)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamCreateFromNative, (stream_ptr, native));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -260,6 +263,7 @@ INFINIRT_API infiniStatus_t infinirtStreamCreateFromNative(infinirtStream_t *str
 
 INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t stream, void **native)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamGetNativeHandle, (stream, native));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -286,6 +290,7 @@ INFINIRT_API infiniStatus_t infinirtStreamGetNativeHandle(infinirtStream_t strea
 
 INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamDestroy, (stream));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -315,6 +320,7 @@ INFINIRT_API infiniStatus_t infinirtStreamDestroy(infinirtStream_t stream)
 
 INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
 {
+    INFINIRT__TRACE_ENTRY(infinirtStreamSynchronize, (stream));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
@@ -343,6 +349,7 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
 
 INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn, void *user_data)
 {
+    INFINIRT__TRACE_ENTRY(infinirtLaunchHostFunc, (stream, fn, user_data));
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

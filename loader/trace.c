@@ -489,6 +489,7 @@ static void trace_forked(void)
 
 INFINIRT_API infiniStatus_t infinirtTraceFlush(void)
 {
+    INFINIRT__TRACE_ENTRY(infinirtTraceFlush, ());
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;

@@ -6,8 +6,9 @@
  * trace names a file.  Included at the end of internal.h.
  *
  * Cost when no trace is written: every public function tests
- * infinirt__trace_on (trace_api.c) and every place that queues work on a
- * stream tests it once more (INFINIRT__TRACE_WORK); nothing else.
+ * infinirt__trace_on at its start (INFINIRT__TRACE_ENTRY) and every place
+ * that queues work on a stream tests it once more (INFINIRT__TRACED,
+ * INFINIRT__TRACE_WORK); nothing else.
  *
  * When one is: each thread formats its events into a ring of its own (made
  * at its first event; no lock, no allocation afterwards), which a writer
@@ -32,6 +33,33 @@ static inline bool infinirt__tracing(void)
 {
     return __builtin_expect(atomic_load_explicit(&infinirt__trace_on, memory_order_relaxed) != 0, 0);
 }
+
+/* The first statement of each public function returning a status
+ * (api_list.h's S entries): with no trace, one test of the flag and on to
+ * the function's own code, so the public symbol is the implementation
+ * itself (no call in front of it).  With one, the call goes to
+ * infinirt__traced_NAME (trace_api.c), which notes the arguments, sets
+ * infinirt__tl_traced_entry and calls NAME again; that call clears the
+ * flag and runs the function.  Only the one call the traced function
+ * makes is let through: calls made inside it (a host function the CPU
+ * plugin runs inline) are traced as their own. */
+extern _Thread_local __attribute__((tls_model("initial-exec"))) bool infinirt__tl_traced_entry;
+static inline bool infinirt__take_traced_entry(void)
+{
+    bool let_through = infinirt__tl_traced_entry;
+    infinirt__tl_traced_entry = false;
+    return let_through;
+}
+#define INFINIRT__TRACE_ENTRY(name, args)                                               \
+    do {                                                                                \
+        if (__builtin_expect(infinirt__tracing() && !infinirt__take_traced_entry(), 0)) \
+            return infinirt__traced_##name args;                                        \
+    } while (0)
+#define INFINIRT__DECLARE_TRACED_S(name, params, args, desc) infiniStatus_t infinirt__traced_##name params;
+#define INFINIRT__DECLARE_TRACED_C(name, params, args, desc)
+INFINIRT__API_LIST(INFINIRT__DECLARE_TRACED_S, INFINIRT__DECLARE_TRACED_C)
+#undef INFINIRT__DECLARE_TRACED_S
+#undef INFINIRT__DECLARE_TRACED_C
 
 /* CLOCK_MONOTONIC in nanoseconds: the trace's clock, and the one plugins
  * report work in. */

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * trace_api.c - the public symbols.  Each public function of api_list.h is
- * defined here: with no trace it passes the call on to the loader's own
- * definition (infinirt__impl_NAME) after one test of a flag; with a trace
- * the out-of-line traced_NAME notes the arguments the list names, times
- * the call, and writes its span (docs/tracing.md), with the allocator's
- * events and counters for the calls that allocate or free.
+ * trace_api.c - the traced calls.  For each public function of api_list.h
+ * that returns a status, infinirt__traced_NAME, where the function's own
+ * first statement sends a call while a trace is written
+ * (INFINIRT__TRACE_ENTRY, trace.h); for each that returns const char *,
+ * the public symbol itself, which passes the call on to the loader's own
+ * definition (infinirt__impl_NAME) after one test of a flag.  The traced
+ * call notes the arguments the list names, times the call, and writes its
+ * span (docs/tracing.md), with the allocator's events and counters for the
+ * calls that allocate or free.
  */
 #define _GNU_SOURCE
 #define INFINIRT__API_WRAPPERS /* no renaming here: this file defines the public names */
@@ -243,28 +246,30 @@ static void call_end(tcall *c, const char *name, uint64_t t0, infiniStatus_t st)
         infinirt__trace_counters(c->counted);
 }
 
-/* The loader's definitions (hidden: only the names below are exported). */
-#define DECLARE_S(name, params, args, desc) \
-    __attribute__((visibility("hidden"))) infiniStatus_t infinirt__impl_##name params;
+/* The loader's definitions of the const char * functions (hidden: the
+ * names below are exported). */
+#define DECLARE_S(name, params, args, desc)
 #define DECLARE_C(name, params, args, desc) \
     __attribute__((visibility("hidden"))) const char *infinirt__impl_##name params;
 INFINIRT__API_LIST(DECLARE_S, DECLARE_C)
 
-#define DEFINE_S(name, params, args, desc)                                     \
-    static __attribute__((noinline, cold)) infiniStatus_t traced_##name params \
-    {                                                                          \
-        tcall c;                                                               \
-        call_begin(&c);                                                        \
-        desc uint64_t t0 = infinirt__trace_now();                              \
-        infiniStatus_t r = infinirt__impl_##name args;                         \
-        call_end(&c, #name, t0, r);                                            \
-        return r;                                                              \
-    }                                                                          \
-    INFINIRT_API infiniStatus_t name params                                    \
-    {                                                                          \
-        if (infinirt__tracing())                                               \
-            return traced_##name args;                                         \
-        return infinirt__impl_##name args;                                     \
+_Thread_local __attribute__((tls_model("initial-exec"))) bool infinirt__tl_traced_entry;
+
+/* A status function's traced call (INFINIRT__TRACE_ENTRY sends it here):
+ * the function itself is called again with the flag set that lets it
+ * through; the flag is cleared after, should the trace have stopped
+ * meanwhile (then the function did not clear it). */
+#define DEFINE_S(name, params, args, desc)                                        \
+    __attribute__((noinline, cold)) infiniStatus_t infinirt__traced_##name params \
+    {                                                                             \
+        tcall c;                                                                  \
+        call_begin(&c);                                                           \
+        desc uint64_t t0 = infinirt__trace_now();                                 \
+        infinirt__tl_traced_entry = true;                                         \
+        infiniStatus_t r = name args;                                             \
+        infinirt__tl_traced_entry = false;                                        \
+        call_end(&c, #name, t0, r);                                               \
+        return r;                                                                 \
     }
 #define DEFINE_C(name, params, args, desc)                                  \
     static __attribute__((noinline, cold)) const char *traced_##name params \

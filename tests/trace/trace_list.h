@@ -15,6 +15,7 @@
 
 #define TRACE_LOADER_LIST(X) \
     X(coverage)              \
+    X(entry)                 \
     X(dropped)               \
     X(env_wins)              \
     X(off)                   \

@@ -1134,6 +1134,53 @@ int test_coverage(void)
     return TEST_OK;
 }
 
+/* ------------------------------------------------------------ entry */
+
+static void nested_fn(void *arg)
+{
+    infiniDevice_t dt;
+    int id;
+    (void)infinirtGetDevice(&dt, &id); /* the status does not matter here */
+    (*(int *)arg)++;
+}
+
+static int entry_calls(void)
+{
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *p = NULL;
+    ASSERT_OK(infinirtMalloc(&p, 64));
+    ASSERT_OK(infinirtFree(p));
+    int ran = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(NULL, nested_fn, &ran));
+    ASSERT_OK(infinirtStreamSynchronize(NULL));
+    ASSERT_EQ(ran, 1);
+    ASSERT_OK(infinirtEventDestroy(e));
+    return 0;
+}
+
+/* A public function is its own implementation, which sends a traced call
+ * through the trace once (INFINIRT__TRACE_ENTRY, loader/trace.h): each
+ * call has one span, a public function the loader's code runs for another
+ * (EventCreate's body) none, and a call a host function makes inside a
+ * traced call its own span. */
+int test_entry(void)
+{
+    const char *path = trace_path("entry.json");
+    CHECK(run_child(entry_calls, path));
+    CHECK(load_trace(path));
+    ASSERT_EQ(count_where("X", "call", "infinirtSetDevice"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtEventCreate"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtEventCreateWithFlags"), 0);
+    ASSERT_EQ(count_where("X", "call", "infinirtMalloc"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtFree"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtLaunchHostFunc"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtGetDevice"), 1);
+    ASSERT_EQ(count_where("X", "call", "infinirtEventDestroy"), 1);
+    return TEST_OK;
+}
+
 /* ------------------------------------------------------------ dropped */
 
 static int many_calls(void)
