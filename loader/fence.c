@@ -125,6 +125,11 @@ static bool busy(infinirt__stream *s)
     return dev->plugin->ops->stream_query(dev->index, s->ps, &idle) != INFINI_STATUS_SUCCESS || !idle;
 }
 
+bool infinirt__stream_busy(infinirt__stream *s)
+{
+    return !s->dev->done_at_return && busy(s); /* done_at_return: never any work in flight */
+}
+
 /* The submission count a fence item on dev is taken at.  Native work is not
  * counted, so on such a device the count is raised first: only a device
  * synchronize that begins after this (and so waits for the native work

@@ -246,9 +246,14 @@ struct infinirt__device {
     bool done_at_return;
     /* The plugin has stream_query (INFINIRT__NATIVE_WORK): the allocator
      * asks it whether a stream is idle and raises `submitted` itself for
-     * each fence, so the loader's calls are not counted on the device (a
-     * counter every stream of the device would fight over). */
+     * each fence, so the loader's calls are not counted (neither on the
+     * device, a counter every stream of the device would fight over, nor
+     * on the stream: counts_work). */
     bool native_work;
+    /* Neither done_at_return nor native_work: the loader's counts are all
+     * there is to tell queued work from done, so every submission is
+     * counted (infinirt__stream_note_submit). */
+    bool counts_work;
     /* A trace is written and the plugin reports when the work it leaves
      * queued ran (INFINIRT_PLUGIN_TRACE_REPORTS; trace.c). */
     bool trace_reports;
@@ -300,7 +305,7 @@ struct infinirt__stream {
     _Atomic(infinirt__capture *) capture;
     uint64_t id;                    /* unique for the process: a freed stream's address may come back */
     atomic_int pins;                /* device_sync is using it with no lock held: not freed until 0 */
-    atomic_uint_fast64_t submitted; /* async operations queued */
+    atomic_uint_fast64_t submitted; /* async operations queued (only where dev->counts_work) */
     atomic_uint_fast64_t synced;    /* `submitted` as of the last completed sync */
     /* StreamDestroy drained it: the last reference's drop drains again
      * only if loader calls queued work after that drain. */
@@ -425,16 +430,19 @@ infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const
  * that read the counts before then did not cover it).  The stream's count
  * first: whoever reads the device's count and then the streams' (the
  * allocator's "every stream idle" checks) sees this stream busy whenever
- * that device count includes the work.  A native_work device's count is
- * not raised here: nothing reads it as "work queued" (fence.c asks the
- * plugin, and raises it for each fence it takes). */
+ * that device count includes the work.  Only a device that counts_work
+ * counts: on a done_at_return one the work is complete already, and on a
+ * native_work one nothing reads the counts as "work queued" - whoever
+ * asks whether a stream is idle asks the plugin (infinirt__stream_busy),
+ * and each fence raises the device's count itself (fence.c) - so the
+ * common path there takes no locked instruction of the loader's, and a
+ * synchronize after it has nothing to raise. */
 static inline void infinirt__stream_note_submit(infinirt__stream *s)
 {
-    if (s->dev->done_at_return)
-        return; /* complete already: nothing to count, nothing to fence */
+    if (!s->dev->counts_work)
+        return;
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
-    if (!s->dev->native_work)
-        atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
+    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
 }
 /* Work queued on a stream of `user` touches memory of `owner`. */
 static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__device *user)
@@ -446,7 +454,9 @@ static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__
         atomic_fetch_or(&owner->peers, bit);
 }
 /* Raise *v to at least `to` (never lower it): the loader's "completed up
- * to" counters only move forward. */
+ * to" counters only move forward.  Read first: no locked instruction
+ * when *v is there already (a synchronize with nothing counted since the
+ * last one). */
 static inline void infinirt__raise(atomic_uint_fast64_t *v, uint_fast64_t to)
 {
     uint_fast64_t cur = atomic_load(v);
@@ -538,6 +548,12 @@ bool infinirt__native_capturing(infinirt__stream *s);
  * pool, and for a plugin's host (MallocHost) pool. */
 void infinirt__fence_backend_device(infinirt__pool_backend *be, infinirt__device *dev);
 void infinirt__fence_backend_host(infinirt__pool_backend *be, infinirt__plugin *host_plugin);
+/* Whether s may have work queued that has not completed, as the allocator's
+ * fences decide it (fence.c): by the loader's counts on a device that
+ * counts_work, else by asking the plugin (an error, or a stream capturing
+ * in its backend, counts as busy); never on a done_at_return device.
+ * Never blocks. */
+bool infinirt__stream_busy(infinirt__stream *s);
 
 /* ------------------------------------------------------------- runtime */
 

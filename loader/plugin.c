@@ -281,6 +281,7 @@ static int setup_device(infinirt__plugin *p, infinirt__device *d, int id, int in
     d->done_at_return = p->ops->get_device_flags(index, &flags) == INFINI_STATUS_SUCCESS &&
                         (flags & INFINIRT_PLUGIN_DEVICE_DONE_AT_RETURN);
     d->native_work = INFINIRT__NATIVE_WORK(p);
+    d->counts_work = !d->done_at_return && !d->native_work;
     d->trace_reports = infinirt__trace_enabled() && (p->trace.plugin_flags & INFINIRT_PLUGIN_TRACE_REPORTS) != 0;
     d->default_stream = calloc(1, sizeof *d->default_stream);
     if (d->default_stream == NULL)

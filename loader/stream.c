@@ -64,12 +64,12 @@ static void stream_free(infinirt__stream *s)
 {
     infinirt__device *dev = s->dev;
     /* Usually the destroy's own drain was the last thing done on the
-     * stream: nothing queued since (every loader submission raises
-     * `submitted` past `synced`; native launches on a destroyed handle are
-     * the caller's error), so a second plugin sync would only cost. */
-    bool idle = atomic_load_explicit(&s->destroy_drained, memory_order_acquire) &&
-                atomic_load_explicit(&s->submitted, memory_order_acquire) <=
-                    atomic_load_explicit(&s->synced, memory_order_acquire);
+     * stream: nothing queued since (on a device that counts_work every
+     * loader submission raises `submitted` past `synced`; elsewhere the
+     * plugin is asked, as the allocator's fences ask it), so a second
+     * plugin sync would only cost.  No one can begin a capture on it now:
+     * its handle is dead and this was the last reference. */
+    bool idle = atomic_load_explicit(&s->destroy_drained, memory_order_acquire) && !infinirt__stream_busy(s);
     if (!idle && stream_drain(s) != INFINI_STATUS_SUCCESS) {
         INFINIRT__ERROR("%s:%d (plugin %s): a destroyed stream could not be drained; its cached memory is "
                         "kept out of use",

@@ -73,6 +73,7 @@
     X(conformance, sync_binds_current_record)     \
     X(conformance, malloc_after_null_free_async)  \
     X(conformance, malloc_async_after_free_held)  \
+    X(conformance, inline_then_held_free)         \
     X(conformance, null_record_orders_blocking)
 
 #define OTHER_LIST(X)                          \
@@ -125,6 +126,7 @@
     X(threads, sync_copy_after_default_stream) \
     X(threads, gate_timeout)                   \
     X(threads, destroy_drains_late_work)       \
+    X(threads, destroy_asks_native_stream)     \
     X(threads, event_destroy_while_queried)    \
     X(threads, destroy_while_borrowed)         \
     X(threads, borrow_churn)                   \

@@ -597,3 +597,103 @@ int test_conformance_malloc_async_after_free_held(void)
     free(got);
     return TEST_OK;
 }
+
+/* Small work the backend may run on the caller's thread, mixed with work
+ * another thread queues on the same stream and holds.  The CPU backend
+ * runs a small copy on an idle asynchronous stream right away and the
+ * loader then counts nothing for it (a device with stream_query is asked
+ * whether a stream is idle instead): a block freed on the stream behind the
+ * held work, or freed with Free while that work still writes it, must not
+ * be handed out again until the work has run, whatever ran inline before
+ * or is queued behind it. */
+typedef struct {
+    infinirtStream_t s;
+    tc_gate *gate;
+    void *p, *r;
+    size_t n;
+    infiniDevice_t type;
+    int rc;
+} held_fill_arg;
+
+/* Hold a->s on a->gate, and queue fills of a->p and a->r behind it. */
+static void *queue_held_fills(void *arg)
+{
+    held_fill_arg *a = arg;
+    a->rc = TEST_FAIL;
+    if (infinirtSetDevice(a->type, 0) != INFINI_STATUS_SUCCESS || tc_hold_stream(a->s, a->gate) != TEST_OK)
+        return NULL;
+    if (infinirtMemsetAsync(a->p, 0x86, a->n, a->s) == INFINI_STATUS_SUCCESS &&
+        infinirtMemsetAsync(a->r, 0x86, a->n, a->s) == INFINI_STATUS_SUCCESS)
+        a->rc = TEST_OK;
+    return NULL;
+}
+
+/* Whether [q, q + n) and [p, p + n) overlap. */
+static bool overlaps(const void *p, const void *q, size_t n)
+{
+    uintptr_t x = (uintptr_t)p, y = (uintptr_t)q;
+    return x < y + n && y < x + n;
+}
+
+int test_conformance_inline_then_held_free(void)
+{
+    CHECK(tc_use_device(0));
+    CHECK(tc_needs_async());
+    CHECK(tc_needs_caching_allocator(false)); /* else the frees wait for the gate */
+    enum { N = 4096, SMALL = 64 };
+    infinirtStream_t s, nb;
+    ASSERT_OK(tc_stream_create_nonblocking(&s));
+    ASSERT_OK(tc_stream_create_nonblocking(&nb));
+    void *p, *r, *small;
+    ASSERT_OK(infinirtMalloc(&p, N));
+    ASSERT_OK(infinirtMalloc(&r, N));
+    /* Pinned: a copy of pageable memory may wait for its stream (CUDA's
+     * rule), and nothing here may wait while the gate is shut. */
+    ASSERT_OK(infinirtMallocHost(&small, SMALL));
+    memset(small, 0x3c, SMALL);
+    /* Small copies on the idle stream, synchronized and not: what the CPU
+     * backend runs on the caller. */
+    for (int i = 0; i < 8; i++) {
+        ASSERT_OK(infinirtMemcpyAsync(p, small, SMALL, INFINIRT_MEMCPY_H2D, s));
+        ASSERT_OK(infinirtStreamSynchronize(s));
+    }
+    ASSERT_OK(infinirtMemcpyAsync(r, small, SMALL, INFINIRT_MEMCPY_H2D, s));
+    /* Real queued work from another thread, held. */
+    static tc_gate gate;
+    held_fill_arg a = {.s = s, .gate = &gate, .p = p, .r = r, .n = N, .type = tc_device_type()};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, queue_held_fills, &a), 0);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_EQ(a.rc, TEST_OK);
+    /* A small copy again, now behind the held work, then the frees. */
+    ASSERT_OK(infinirtMemcpyAsync((char *)p + N - SMALL, small, SMALL, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtFreeAsync(p, s));
+    ASSERT_OK(infinirtFree(r));
+    void *q[3];
+    ASSERT_OK(infinirtMallocAsync(&q[0], N, nb));
+    ASSERT_OK(infinirtMalloc(&q[1], N));
+    ASSERT_OK(infinirtMalloc(&q[2], N));
+    for (int i = 0; i < 3; i++) {
+        if (overlaps(p, q[i], N) || overlaps(r, q[i], N))
+            TEST_FAILED_("new block %d (%p) is memory the held fills of %p and %p still write: freed %s", i, q[i], p,
+                         r, overlaps(p, q[i], N) ? "with FreeAsync on the held stream" : "with Free");
+        ASSERT_OK(infinirtMemsetAsync(q[i], 0xb5, N, nb));
+    }
+    ASSERT_OK(infinirtStreamSynchronize(nb)); /* does not wait for the held stream */
+    tc_gate_open(&gate);
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    unsigned char got[N];
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(infinirtMemcpy(got, q[i], N, INFINIRT_MEMCPY_D2H));
+        for (size_t k = 0; k < N; k++)
+            if (got[k] != 0xb5)
+                TEST_FAILED_("byte %zu of new block %d is 0x%02x, not 0xb5: a held fill landed on it", k, i, got[k]);
+    }
+    ASSERT_OK(infinirtFreeAsync(q[0], nb));
+    ASSERT_OK(infinirtFree(q[1]));
+    ASSERT_OK(infinirtFree(q[2]));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    ASSERT_OK(infinirtStreamDestroy(nb));
+    ASSERT_OK(infinirtFreeHost(small));
+    return TEST_OK;
+}

@@ -457,6 +457,44 @@ int test_threads_destroy_drains_late_work(void)
     return TEST_OK;
 }
 
+/* The same with the plugin's stream_query (FAULT_NATIVE_QUERIES=1): the
+ * loader counts no work there, so the release of the last reference asks
+ * the plugin whether the stream is idle - once, and drains again only if it
+ * is not.  Both destroys find it idle (the racing copy was queued before
+ * the destroy's drain began): one stream_synchronize and one stream_query
+ * each. */
+int test_threads_destroy_asks_native_stream(void)
+{
+    ft_config(NULL, NULL);
+    tc_setenv("FAULT_NATIVE_QUERIES", "1");
+    fault_api api;
+    CHECK(ft_start(&api));
+    static unsigned char host[4096];
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, sizeof host));
+
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    long syncs = api.calls("stream_synchronize"), queries = api.calls("stream_query");
+    ASSERT_OK(infinirtStreamDestroy(a));
+    ASSERT_EQ(api.calls("stream_synchronize") - syncs, 1);
+    ASSERT_EQ(api.calls("stream_query") - queries, 1);
+
+    ASSERT_OK(ft_stream(&a));
+    late_destroy d = {.s = a, .st = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_EQ(api.hook("memcpy_async", destroy_from_hook, &d), 0);
+    syncs = api.calls("stream_synchronize");
+    queries = api.calls("stream_query");
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    ASSERT_OK(d.st);
+    ASSERT_EQ(api.calls("stream_synchronize") - syncs, 1);
+    ASSERT_EQ(api.calls("stream_query") - queries, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
 typedef struct {
     fault_api *api;
     infinirtEvent_t e;
