@@ -129,6 +129,12 @@ struct infinirt__arena {
     /* The thread whose own arena this is (alloc_tcache.c), or NULL for an
      * arena any thread allocating on `stream` uses.  Under pool->mu. */
     void *owner;
+    /* A shared arena that keeps its falls as slack, as an own arena does
+     * (infinirt__slack_start, alloc_pool.h; counted in pool->nslack).
+     * Written under the arena's lock; a peak event reads it unlocked as a
+     * hint. */
+    atomic_bool slack;
+    bool tight; /* locked by a peak event (under pool->mu) */
 };
 
 /* A new, empty arena of pool (NULL without memory). */

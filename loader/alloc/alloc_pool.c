@@ -42,26 +42,32 @@ static void start_multi(infinirt__pool *pool)
     infinirt__raise_peak(pool, peak);
 }
 
-/* Take every own arena's slack out of the pool's total (pool->mu held;
- * the own arenas locked together, so their allocated bytes hold still
- * while the total is read).  Returns the total then: the exact sum of the
- * arenas' allocated bytes, each shared arena's as it last published it. */
+/* Take the slack of every arena keeping it out of the pool's total
+ * (pool->mu held; those arenas locked together, so their allocated bytes
+ * hold still while the total is read; shared ones stop keeping slack).
+ * Returns the total then: the exact sum of the arenas' allocated bytes,
+ * each other shared arena's as it last published it. */
 static size_t tighten_locked(infinirt__pool *pool)
 {
     size_t slack = 0;
     for (unsigned i = 0; i < pool->narenas; i++) {
         infinirt__arena *x = pool->arenas[i];
-        if (x->owner == NULL)
+        /* A shared arena starts keeping slack under its own lock only:
+         * the flag read here is a hint, read again once locked. */
+        x->tight = x->owner != NULL || atomic_load_explicit(&x->slack, memory_order_relaxed);
+        if (!x->tight)
             continue;
         /* Read locks: nothing a remembered lookup depends on changes. */
         infinirt__spin_lock_read(&x->lock);
-        slack += x->published - x->req_bytes;
-        x->published = x->req_bytes;
+        if (infinirt__keeps_slack(x))
+            slack += infinirt__slack_take(pool, x);
     }
     size_t total = atomic_fetch_sub(&pool->pub_total, slack) - slack;
-    for (unsigned i = 0; i < pool->narenas; i++)
-        if (pool->arenas[i]->owner != NULL)
+    for (unsigned i = 0; i < pool->narenas; i++) {
+        if (pool->arenas[i]->tight)
             infinirt__spin_unlock(&pool->arenas[i]->lock);
+        pool->arenas[i]->tight = false;
+    }
     return total;
 }
 
@@ -586,6 +592,12 @@ void infinirt__pool_stream_retired(infinirt__pool *pool, void *stream)
         infinirt__arena *a = pool->arenas[i];
         if (!a->in_use || a->stream != stream || a->owner != NULL)
             continue;
+        /* Its slack out of the total first: what it holds is published
+         * as it stands in the arena it joins. */
+        infinirt__spin_lock_read(&a->lock);
+        if (infinirt__keeps_slack(a))
+            atomic_fetch_sub(&pool->pub_total, infinirt__slack_take(pool, a));
+        infinirt__spin_unlock(&a->lock);
         if (infinirt__arena_merge_into(pool->arenas[0], a, false) == 0) {
             a->in_use = false;
             /* Thread caches naming this arena for `stream` are stale now. */

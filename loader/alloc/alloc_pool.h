@@ -80,6 +80,7 @@ struct infinirt__pool {
     atomic_size_t peak_reserved, segments, raw_allocs, raw_frees, retries, oom;
     atomic_size_t pub_total, pub_peak;
     atomic_uint nowned;     /* own arenas (alloc_tcache.c) in use; changed under mu */
+    atomic_uint nslack;     /* shared arenas keeping slack (infinirt__slack_start) */
     atomic_size_t capacity; /* for strict mode; 0 = unknown */
 };
 
@@ -109,8 +110,16 @@ static inline size_t infinirt__max_single(const infinirt__pool *pool)
  *    frees the same sizes writes nothing shared once warm, and the total
  *    is an upper bound of the true sum.  Its rises that stay under the
  *    slack publish nothing.
- * While the pool has own arenas, a total above the peak so far may be
- * slack, not a new peak: the call that finds it so runs a peak event once
+ *  - A shared arena that one thread uses for an allocation and its free
+ *    over and over (MallocAsync and FreeAsync of an operator's temporary
+ *    on one stream) keeps slack too once that thread frees in it twice in
+ *    a row (infinirt__slack_start): then its alloc+free pair writes nothing
+ *    shared either.  The next peak event takes its slack out and ends that
+ *    until the pattern is seen again; so a thread taking turns over streams
+ *    keeps publishing every change, and never makes slack that another
+ *    stream's rise would find above the peak at every step.
+ * While the pool has own arenas or shared arenas keeping slack, a total
+ * above the peak so far may be slack, not a new peak: the call that finds it so runs a peak event once
  * its arena is unlocked (infinirt__peak_event): every own arena locked at
  * once, their slack taken out of the total, which is then the exact sum,
  * and the peak raised to it.  Exact wherever calls are ordered (one thread,
@@ -118,6 +127,13 @@ static inline size_t infinirt__max_single(const infinirt__pool *pool)
  * of several threads overlapped may be missed, as no order of them is
  * kept.  Without own arenas the total is exact and raises the peak
  * directly.  A one-arena pool's own peak is the pool's. */
+/* Whether arena a (locked) keeps its falls as slack: a thread's own
+ * arena, or a shared one that started to (infinirt__slack_start). */
+static inline bool infinirt__keeps_slack(const infinirt__arena *a)
+{
+    return a->owner != NULL || atomic_load_explicit(&a->slack, memory_order_relaxed);
+}
+
 static inline void infinirt__raise_peak(infinirt__pool *pool, size_t to)
 {
     size_t pk = atomic_load_explicit(&pool->pub_peak, memory_order_relaxed);
@@ -130,9 +146,10 @@ static inline void infinirt__raise_peak(infinirt__pool *pool, size_t to)
 static inline bool infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
 {
     size_t cur = a->req_bytes, pub = a->published;
-    if (a->owner != NULL) {
-        /* Own arena: a rise above the published bytes only; any rise may
-         * reach a new peak while the total is above the peak so far. */
+    if (infinirt__keeps_slack(a)) {
+        /* Own arena, or shared keeping slack: a rise above the published
+         * bytes only; any rise may reach a new peak while the total is
+         * above the peak so far. */
         size_t total;
         if (cur > pub) {
             total = atomic_fetch_add_explicit(&pool->pub_total, cur - pub, memory_order_relaxed) + (cur - pub);
@@ -148,7 +165,8 @@ static inline bool infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
     a->published = cur;
     if (cur < pub)
         return false; /* a fall reaches no peak */
-    if (atomic_load_explicit(&pool->nowned, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&pool->nowned, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&pool->nslack, memory_order_relaxed) == 0) {
         infinirt__raise_peak(pool, total);
         return false;
     }
@@ -156,11 +174,33 @@ static inline bool infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
 }
 
 /* An arena's fall in allocated bytes (a locked, pool multi-arena): a
- * shared arena publishes it, an own arena keeps it as slack. */
+ * shared arena publishes it, an own arena or one keeping slack keeps it. */
 static inline void infinirt__publish_fall(infinirt__pool *pool, infinirt__arena *a)
 {
-    if (a->owner == NULL)
+    if (!infinirt__keeps_slack(a))
         (void)infinirt__publish(pool, a);
+}
+
+/* Shared arena a (locked, pool multi-arena) keeps its falls as slack from
+ * now on, until a peak event or its merge takes the slack out. */
+static inline void infinirt__slack_start(infinirt__pool *pool, infinirt__arena *a)
+{
+    atomic_store_explicit(&a->slack, true, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool->nslack, 1, memory_order_relaxed);
+}
+
+/* The slack of arena a (locked, keeping slack, pool multi-arena: pool->mu
+ * held), taken out of its published bytes; a shared arena stops keeping
+ * it.  Returns the bytes the caller takes out of the pool's total. */
+static inline size_t infinirt__slack_take(infinirt__pool *pool, infinirt__arena *a)
+{
+    size_t slack = a->published - a->req_bytes;
+    a->published = a->req_bytes;
+    if (atomic_load_explicit(&a->slack, memory_order_relaxed)) {
+        atomic_store_explicit(&a->slack, false, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&pool->nslack, 1, memory_order_relaxed);
+    }
+    return slack;
 }
 
 /* The pool's total may hold slack above the peak: take every own arena's

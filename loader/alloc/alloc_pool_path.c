@@ -33,6 +33,8 @@ INFINIRT__TLS tl_map_ent tl_map[4];
  * likely finds its block, without touching the directory. */
 INFINIRT__TLS infinirt__arena *tl_last;
 INFINIRT__TLS uint_fast64_t tl_last_gen;
+/* The arena of this thread's last free, as a number: only compared. */
+INFINIRT__TLS uintptr_t tl_last_free;
 
 static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
 {
@@ -76,13 +78,20 @@ void infinirt__tl_own_forget(void)
 }
 
 /* The counters a free changes first, before its block is handled (arena
- * locked). */
-static inline void account_free(infinirt__arena *a, size_t req)
+ * locked).  A shared arena in which this thread's last call and its last
+ * free were made too (an operator's MallocAsync and FreeAsync on one
+ * stream, over and over) starts keeping its falls as slack
+ * (infinirt__slack_start, alloc_pool.h). */
+static inline __attribute__((always_inline)) void account_free(infinirt__arena *a, size_t req)
 {
     a->active--;
     a->req_bytes -= req;
-    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed))
+    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed)) {
+        if (__builtin_expect(tl_last_free == (uintptr_t)a && tl_last == a && !infinirt__keeps_slack(a), 0))
+            infinirt__slack_start(a->pool, a);
         infinirt__publish_fall(a->pool, a);
+    }
+    tl_last_free = (uintptr_t)a;
 }
 
 /* --------------------------------------------------------------- alloc */

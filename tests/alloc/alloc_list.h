@@ -52,6 +52,7 @@
     X(tcache_thread_churn)         \
     X(tcache_trim_drains)          \
     X(tcache_stats_exact)          \
+    X(stream_slack_peak)           \
     X(tcache_fence_other_thread)   \
     X(tcache_pool_destroyed_first) \
     X(tcache_lookup_after_alloc)

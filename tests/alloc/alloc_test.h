@@ -45,6 +45,7 @@ int test_release_on_free(void);
 int test_max_cached(void);
 int test_trim_and_peak(void);
 int test_stream_retired(void);
+int test_stream_slack_peak(void);
 int test_free_unqueued_async(void);
 int test_free_unqueued_sync(void);
 int test_reserved_free_alloc_race(void);

@@ -162,11 +162,24 @@ static int check_pool(infinirt__pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
     int rc = TEST_OK;
-    unsigned owned = 0;
+    unsigned owned = 0, slack = 0;
+    size_t published = 0;
+    bool multi = atomic_load(&pool->multi) != 0;
     for (unsigned i = 0; i < pool->narenas && rc == TEST_OK; i++) {
         infinirt__arena *a = pool->arenas[i];
         infinirt__spin_lock(&a->lock);
         rc = check_arena(a);
+        /* What the arena published: its allocated bytes, or more where it
+         * keeps slack (a thread's own, or a shared one counted in
+         * nslack); never slack in a shared arena that does not. */
+        bool keeps = infinirt__keeps_slack(a);
+        slack += a->owner == NULL && keeps;
+        published += a->published;
+        if (rc == TEST_OK && multi && (keeps ? a->published < a->req_bytes : a->published != a->req_bytes)) {
+            fprintf(stderr, "arena published %zu, allocated %zu, keeps slack %d\n", a->published, a->req_bytes,
+                    keeps);
+            rc = TEST_FAIL;
+        }
         /* A thread's own arena is in use and serves the NULL stream. */
         if (rc == TEST_OK && a->owner != NULL && (!a->in_use || a->stream != NULL)) {
             fprintf(stderr, "own arena in use %d, stream %p\n", a->in_use, a->stream);
@@ -179,6 +192,14 @@ static int check_pool(infinirt__pool *pool)
     }
     if (rc == TEST_OK && owned != atomic_load(&pool->nowned)) {
         fprintf(stderr, "%u own arenas, nowned %u\n", owned, atomic_load(&pool->nowned));
+        rc = TEST_FAIL;
+    }
+    if (rc == TEST_OK && slack != atomic_load(&pool->nslack)) {
+        fprintf(stderr, "%u shared arenas keep slack, nslack %u\n", slack, atomic_load(&pool->nslack));
+        rc = TEST_FAIL;
+    }
+    if (rc == TEST_OK && multi && published != atomic_load(&pool->pub_total)) {
+        fprintf(stderr, "arenas published %zu, pool total %zu\n", published, atomic_load(&pool->pub_total));
         rc = TEST_FAIL;
     }
     pthread_mutex_unlock(&pool->mu);

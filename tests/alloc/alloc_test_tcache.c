@@ -5,8 +5,9 @@
  * on the thread at once and in LIFO order, by nobody else before the
  * fence; the arena given back when its thread exits, drained by trim while
  * its thread lives, dropped when the pool goes first; the statistics and
- * the peak exact across threads.  White-box: it reads the arena table
- * through alloc_pool.h.
+ * the peak exact across threads, and beside a stream's arena that keeps
+ * slack as they do.  White-box: it reads the arena table through
+ * alloc_pool.h.
  */
 #define _GNU_SOURCE
 #include "alloc_pool.h"
@@ -408,6 +409,58 @@ int test_tcache_stats_exact(void)
     CHECK(check_stats(pool, &f, 100, 1));
     ASSERT_OK(infinirt__pool_free(t2.p[0], NULL, infinirt__want_any()));
     CHECK(stats_are(pool, 0, 150));
+    CHECK(check_stats(pool, &f, 0, 0));
+    return finish(pool, &f);
+}
+
+/* A stream's arena in which one thread allocates and frees over and over
+ * (an operator's temporaries: MallocAsync, FreeAsync) keeps its falls as
+ * slack, published no more: the peak stays exact all the same.  Its slack
+ * makes no peak when another stream rises (a peak event takes it out), a
+ * sum that does exist is caught, and a reset or the stream's retire takes
+ * the slack out of the pool's total. */
+int test_stream_slack_peak(void)
+{
+    fake f;
+    fake_init(&f, 0, 0, "slack");
+    infinirt__pool *pool = make_pool(&f, NULL);
+    void *A = (void *)0x5000, *B = (void *)0x6000, *w, *p, *q;
+    ASSERT_OK(infinirt__pool_alloc(pool, 1000, INFINIRT__POOL_SYNC, &w)); /* weights: a second arena */
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(infinirt__pool_alloc(pool, 4000, A, &p));
+        ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
+    }
+    ASSERT_EQ(atomic_load(&pool->nslack), 1); /* A keeps its 4000 as slack */
+    ASSERT_EQ(atomic_load(&pool->pub_total), 5000);
+    CHECK(stats_are(pool, 1000, 5000));
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, B, &q));
+    CHECK(stats_are(pool, 4000, 5000)); /* not 8000: A's 4000 are gone */
+    ASSERT_EQ(atomic_load(&pool->nslack), 0);
+    ASSERT_OK(infinirt__pool_alloc(pool, 4000, A, &p));
+    CHECK(stats_are(pool, 8000, 8000)); /* a new peak, not a missed one */
+    ASSERT_OK(infinirt__pool_free(q, B, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(infinirt__pool_alloc(pool, 2000, A, &p));
+        ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
+    }
+    ASSERT_EQ(atomic_load(&pool->nslack), 1);
+    infinirt__pool_reset_peak(pool);
+    CHECK(stats_are(pool, 1000, 1000));
+    ASSERT_EQ(atomic_load(&pool->nslack), 0);
+    ASSERT_EQ(atomic_load(&pool->pub_total), 1000);
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(infinirt__pool_alloc(pool, 2000, A, &p));
+        ASSERT_OK(infinirt__pool_free(p, A, infinirt__want_any()));
+    }
+    ASSERT_EQ(atomic_load(&pool->nslack), 1);
+    infinirt__pool_stream_retired(pool, A);
+    ASSERT_EQ(atomic_load(&pool->nslack), 0);
+    ASSERT_EQ(atomic_load(&pool->pub_total), 1000);
+    ASSERT_OK(infinirt__pool_alloc(pool, 500, B, &q));
+    CHECK(stats_are(pool, 1500, 3000)); /* the reset's 1000, then A's 2000 above it */
+    ASSERT_OK(infinirt__pool_free(q, B, infinirt__want_any()));
+    ASSERT_OK(infinirt__pool_free_sync(w, infinirt__want_any()));
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
 }
