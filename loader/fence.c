@@ -328,7 +328,9 @@ static infiniStatus_t device_fence_take(void *ctx, void *stream, infinirt__fence
     infinirt__device *dev = ctx;
     /* On a device whose work is done when queued (DONE_AT_RETURN), freed by
      * such a device's stream, with memory no other device's stream has
-     * touched: nothing can be in flight, no fence. */
+     * touched: nothing can be in flight, no fence.  (The allocator tests
+     * `quiet_while_zero`, the same `peers` word, before calling: the
+     * streams it is given for this device's pool are this device's.) */
     if (dev->done_at_return && atomic_load_explicit(&dev->peers, memory_order_relaxed) == 0 &&
         (stream == NULL || ((infinirt__stream *)stream)->dev->done_at_return)) {
         *out = NULL;

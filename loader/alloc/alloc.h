@@ -61,9 +61,11 @@ typedef struct infinirt__pool_backend {
      * loader's API gives its own). */
     const char *(*status_name)(infiniStatus_t status);
     /* Optional (NULL: none).  The backend promises that while the word it
-     * points to reads 0, fence_take_all would give no fence: a synchronous
-     * free then makes no call.  (The loader points it at the `peers` word
-     * of a DONE_AT_RETURN device, fence.c.) */
+     * points to reads 0, fence_take_all would give no fence, nor would
+     * fence_take for any stream key the pool is given: a free then makes
+     * no call.  (The loader points it at the `peers` word of a
+     * DONE_AT_RETURN device, whose pool is only given its own device's
+     * streams, fence.c.) */
     const atomic_uint_fast64_t *quiet_while_zero;
     size_t max_alloc_size; /* largest raw allocation; 0 = no limit */
     size_t total_memory;   /* device memory size, for segment sizing; 0 = unknown */

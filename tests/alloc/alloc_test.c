@@ -223,8 +223,8 @@ static int test_null_free_sync_alloc(void)
     return finish(pool, &f);
 }
 
-/* A backend's quiet_while_zero word: while it reads 0 a synchronous free
- * asks for no fence at all (the backend promises none would be given: here
+/* A backend's quiet_while_zero word: while it reads 0 a free, synchronous
+ * or stream-ordered, asks for no fence at all (the backend promises none would be given: here
  * the pool is made to trust it against a busy stream, to show the call is
  * skipped); once it reads non-zero the free asks again, and the busy
  * stream pins the block. */
@@ -251,6 +251,19 @@ static int test_quiet_word(void)
     ASSERT_OK(infinirt__pool_alloc(pool, 3000, NULL, (void **)&r));
     ASSERT(r + 3000 <= q || r >= q + 3000); /* pinned by the fence */
     ASSERT_OK(infinirt__pool_free_sync(r, infinirt__want_any()));
+    /* A stream-ordered free trusts the word too: no call while it reads
+     * 0, the backend's fence once it does not. */
+    void *A = (void *)0xA0;
+    char *s;
+    int calls = f.take_calls;
+    atomic_store(&word, 0);
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&s));
+    ASSERT_OK(infinirt__pool_free(s, A, infinirt__want_any()));
+    ASSERT_EQ(f.take_calls, calls);
+    atomic_store(&word, 1);
+    ASSERT_OK(infinirt__pool_alloc(pool, 3000, A, (void **)&s));
+    ASSERT_OK(infinirt__pool_free(s, A, infinirt__want_any()));
+    ASSERT_EQ(f.take_calls, calls + 1);
     fake_complete_all(&f);
     CHECK(check_stats(pool, &f, 0, 0));
     return finish(pool, &f);
