@@ -50,7 +50,7 @@ typedef struct {
     uint64_t map[INFINIRT__QUICK_MAX / 64]; /* bit n-1: list[n] not empty */
 } infinirt__quick;
 
-static inline void infinirt__quick_push(infinirt__quick *q, infinirt__blk *b, size_t n)
+static inline __attribute__((always_inline)) void infinirt__quick_push(infinirt__quick *q, infinirt__blk *b, size_t n)
 {
     infinirt__blk_set_state(b, INFINIRT__BLK_QUICK);
     b->prev = NULL;

@@ -175,7 +175,7 @@ static inline bool infinirt__publish(infinirt__pool *pool, infinirt__arena *a)
 
 /* An arena's fall in allocated bytes (a locked, pool multi-arena): a
  * shared arena publishes it, an own arena or one keeping slack keeps it. */
-static inline void infinirt__publish_fall(infinirt__pool *pool, infinirt__arena *a)
+static inline __attribute__((always_inline)) void infinirt__publish_fall(infinirt__pool *pool, infinirt__arena *a)
 {
     if (!infinirt__keeps_slack(a))
         (void)infinirt__publish(pool, a);
