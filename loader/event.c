@@ -156,20 +156,22 @@ INFINIRT_API infiniStatus_t infinirtEventGetNativeHandle(infinirtEvent_t event, 
     return INFINI_STATUS_SUCCESS;
 }
 
-INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream)
+/* infinirtEventRecord after its entry; traced a constant (INFINIRT__TRACE_ENTRY_WORK). */
+static inline __attribute__((always_inline)) infiniStatus_t event_record_code(infinirtEvent_t event,
+                                                                              infinirtStream_t stream, bool traced)
 {
-    INFINIRT__TRACE_ENTRY(infinirtEventRecord, (event, stream));
+    static const char fn[] = "infinirtEventRecord";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     int use_e, use_s;
     infinirt__event *e = infinirt__event_borrow(event, &use_e);
     if (e == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "event %p is not a live event", event);
     infinirt__stream *s = NULL;
-    if ((st = infinirt__stream_resolve_borrow(stream, e->dev, __func__, &s, &use_s)) == INFINI_STATUS_SUCCESS) {
+    if ((st = infinirt__stream_resolve_borrow(stream, e->dev, fn, &s, &use_s)) == INFINI_STATUS_SUCCESS) {
         if (s->dev != e->dev) {
-            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event of %s:%d recorded on a stream of %s:%d",
+            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "event of %s:%d recorded on a stream of %s:%d",
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->id,
                                 infinirtGetDeviceTypeName(s->dev->plugin->type), s->dev->id);
         } else {
@@ -177,9 +179,9 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
             if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
                                      atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
                                  0))
-                st = infinirt__capture_event_record(e, s, __func__, &recorded);
+                st = infinirt__capture_event_record(e, s, fn, &recorded);
             if (st == INFINI_STATUS_SUCCESS && !recorded) {
-                st = INFINIRT__TRACED(infinirt__traced_event_record(s, e->pe),
+                st = INFINIRT__TRACED(traced, infinirt__traced_event_record(s, e->pe),
                                       e->dev->plugin->ops->event_record(e->dev->index, e->pe, s->ps));
                 if (st != INFINI_STATUS_SUCCESS)
                     infinirt__plugin_failed(st, e->dev, "event_record");
@@ -189,6 +191,18 @@ INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtS
     }
     infinirt__event_return(e, use_e);
     return st;
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t event_record_traced(infinirtEvent_t event,
+                                                                          infinirtStream_t stream)
+{
+    return event_record_code(event, stream, true);
+}
+
+INFINIRT_API infiniStatus_t infinirtEventRecord(infinirtEvent_t event, infinirtStream_t stream)
+{
+    INFINIRT__TRACE_ENTRY_WORK(infinirtEventRecord, (event, stream), event_record_traced(event, stream));
+    return event_record_code(event, stream, false);
 }
 
 INFINIRT_API infiniStatus_t infinirtEventQuery(infinirtEvent_t event, infinirtEventStatus_t *status_ptr)
@@ -272,27 +286,29 @@ INFINIRT_API infiniStatus_t infinirtEventElapsedTime(float *ms_ptr, infinirtEven
 }
 
 /* A stream waiting for an event: here, so that the event code depends on
- * the stream code and not the reverse. */
-INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event)
+ * the stream code and not the reverse.  infinirtStreamWaitEvent after its
+ * entry; traced a constant (INFINIRT__TRACE_ENTRY_WORK). */
+static inline __attribute__((always_inline)) infiniStatus_t stream_wait_event_code(infinirtStream_t stream,
+                                                                                   infinirtEvent_t event, bool traced)
 {
-    INFINIRT__TRACE_ENTRY(infinirtStreamWaitEvent, (stream, event));
+    static const char fn[] = "infinirtStreamWaitEvent";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     int use_e, use_s = -1;
     infinirt__event *e = infinirt__event_borrow(event, &use_e);
     if (e == NULL)
-        return infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "event %p is not a live event", event);
+        return infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "event %p is not a live event", event);
     infinirt__device *dev = NULL;
     infinirt__stream *s = NULL;
     if (stream == NULL)
-        st = infinirt__current_device(__func__, &dev);
+        st = infinirt__current_device(fn, &dev);
     if (st == INFINI_STATUS_SUCCESS)
-        st = infinirt__stream_resolve_borrow(stream, dev, __func__, &s, &use_s);
+        st = infinirt__stream_resolve_borrow(stream, dev, fn, &s, &use_s);
     if (st == INFINI_STATUS_SUCCESS) {
         dev = s->dev;
         if (dev->plugin != e->dev->plugin)
-            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__,
+            st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn,
                                 "stream on %s:%d and event on %s:%d belong to different backends",
                                 infinirtGetDeviceTypeName(dev->plugin->type), dev->id,
                                 infinirtGetDeviceTypeName(e->dev->plugin->type), e->dev->id);
@@ -301,9 +317,9 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
             if (__builtin_expect(infinirt__stream_capture(s) != NULL ||
                                      atomic_load_explicit(&e->captured, memory_order_acquire) != NULL,
                                  0))
-                st = infinirt__capture_wait(s, e, __func__, &recorded);
+                st = infinirt__capture_wait(s, e, fn, &recorded);
             if (st == INFINI_STATUS_SUCCESS && !recorded) {
-                st = INFINIRT__TRACED(infinirt__traced_wait_event(s, e->pe),
+                st = INFINIRT__TRACED(traced, infinirt__traced_wait_event(s, e->pe),
                                       dev->plugin->ops->stream_wait_event(dev->index, s->ps, e->pe));
                 infinirt__stream_note_submit(s);
                 if (st != INFINI_STATUS_SUCCESS)
@@ -314,4 +330,16 @@ INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, inf
     }
     infinirt__event_return(e, use_e);
     return st;
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t stream_wait_event_traced(infinirtStream_t stream,
+                                                                               infinirtEvent_t event)
+{
+    return stream_wait_event_code(stream, event, true);
+}
+
+INFINIRT_API infiniStatus_t infinirtStreamWaitEvent(infinirtStream_t stream, infinirtEvent_t event)
+{
+    INFINIRT__TRACE_ENTRY_WORK(infinirtStreamWaitEvent, (stream, event), stream_wait_event_traced(stream, event));
+    return stream_wait_event_code(stream, event, false);
 }

@@ -295,15 +295,18 @@ static void order_after(launch_order *o, infinirt__device *dev, infinirt__stream
     }
 }
 
-/* Queue the operations of one launch on s; *queued: whether any was. */
-static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
+/* Queue the operations of one launch on s; *queued: whether any was.
+ * traced: a constant (INFINIRT__TRACE_ENTRY_WORK), as in launch_code. */
+static inline __attribute__((always_inline)) infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued,
+                                                                   bool traced)
 {
     infinirt__device *dev = x->dev;
     const infinirtPluginOps *ops = dev->plugin->ops;
     infiniStatus_t st = INFINI_STATUS_SUCCESS;
     if (dev->plugin->type == INFINI_DEVICE_CPU) {
         atomic_fetch_add(&x->ops->refs, 1);
-        INFINIRT__TRACE_WORK(st, s, "graph launch", 0, ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops));
+        INFINIRT__TRACE_WORK(traced, st, s, "graph launch", 0,
+                             ops->launch_host_func(dev->index, s->ps, run_on_host, x->ops));
         infinirt__stream_note_submit(s);
         *queued = st == INFINI_STATUS_SUCCESS;
         if (st != INFINI_STATUS_SUCCESS) {
@@ -320,15 +323,16 @@ static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
         infinirt__note_peer(op->touched[1], dev);
         switch (op->kind) {
         case INFINIRT__GOP_COPY:
-            INFINIRT__TRACE_WORK(st, s, infinirt__trace_copy_name(op->arg), op->size,
+            INFINIRT__TRACE_WORK(traced, st, s, infinirt__trace_copy_name(op->arg), op->size,
                                  ops->memcpy_async(dev->index, op->dst, op->src, op->size, op->arg, s->ps));
             break;
         case INFINIRT__GOP_SET:
-            INFINIRT__TRACE_WORK(st, s, "fill", op->size,
+            INFINIRT__TRACE_WORK(traced, st, s, "fill", op->size,
                                  ops->memset_async(dev->index, op->dst, op->arg, op->size, s->ps));
             break;
         case INFINIRT__GOP_HOSTFN:
-            INFINIRT__TRACE_WORK(st, s, "host function", 0, ops->launch_host_func(dev->index, s->ps, op->fn, op->ud));
+            INFINIRT__TRACE_WORK(traced, st, s, "host function", 0,
+                                 ops->launch_host_func(dev->index, s->ps, op->fn, op->ud));
             break;
         }
         if (st != INFINI_STATUS_SUCCESS) {
@@ -344,7 +348,8 @@ static infiniStatus_t replay(gobj *x, infinirt__stream *s, bool *queued)
     return st;
 }
 
-static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t stream, const char *fn)
+static inline __attribute__((always_inline)) infiniStatus_t
+launch_code(infinirtGraphExec_t graph_exec, infinirtStream_t stream, const char *fn, bool traced)
 {
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
@@ -366,7 +371,8 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
                             infinirt__dev_name(dev, a, sizeof a), stream, infinirt__dev_name(s->dev, b, sizeof b));
     } else if (x->native != NULL) {
         /* The backend orders launches of one exec itself (CUDA does). */
-        INFINIRT__TRACE_WORK(st, s, "graph launch", 0, dev->plugin->ops->graph_launch(dev->index, x->native, s->ps));
+        INFINIRT__TRACE_WORK(traced, st, s, "graph launch", 0,
+                             dev->plugin->ops->graph_launch(dev->index, x->native, s->ps));
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
             infinirt__plugin_failed(st, dev, "graph_launch");
@@ -379,7 +385,7 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
         pthread_mutex_lock(&o->mu);
         bool queued = false;
         if ((st = order_before(o, dev, s)) == INFINI_STATUS_SUCCESS)
-            st = replay(x, s, &queued);
+            st = replay(x, s, &queued, traced);
         if (queued)
             order_after(o, dev, s, put);
         pthread_mutex_unlock(&o->mu);
@@ -390,14 +396,28 @@ static infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t st
     return st;
 }
 
+static __attribute__((noinline)) infiniStatus_t launch(infinirtGraphExec_t graph_exec, infinirtStream_t stream,
+                                                       const char *fn)
+{
+    return launch_code(graph_exec, stream, fn, false);
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t launch_traced(infinirtGraphExec_t graph_exec,
+                                                                    infinirtStream_t stream, const char *fn)
+{
+    return launch_code(graph_exec, stream, fn, true);
+}
+
 INFINIRT_API infiniStatus_t infinirtGraphLuanch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
 {
-    INFINIRT__TRACE_ENTRY(infinirtGraphLuanch, (graph_exec, stream));
+    INFINIRT__TRACE_ENTRY_WORK(infinirtGraphLuanch, (graph_exec, stream),
+                               launch_traced(graph_exec, stream, __func__));
     return launch(graph_exec, stream, __func__);
 }
 
 INFINIRT_API infiniStatus_t infinirtGraphLaunch(infinirtGraphExec_t graph_exec, infinirtStream_t stream)
 {
-    INFINIRT__TRACE_ENTRY(infinirtGraphLaunch, (graph_exec, stream));
+    INFINIRT__TRACE_ENTRY_WORK(infinirtGraphLaunch, (graph_exec, stream),
+                               launch_traced(graph_exec, stream, __func__));
     return launch(graph_exec, stream, __func__);
 }

@@ -386,10 +386,12 @@ static infiniStatus_t copy_across_backends(infinirt__device *ddev, void *dst, in
 }
 
 /* The plugin's synchronous copy on owner, and its failure logged: the
- * last step of both paths of infinirtMemcpy. */
-static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, int kind)
+ * last step of both paths of infinirtMemcpy.  traced: a constant
+ * (INFINIRT__TRACE_ENTRY_WORK), here and in the helpers below. */
+static inline __attribute__((always_inline)) infiniStatus_t
+plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, int kind, bool traced)
 {
-    infiniStatus_t st = INFINIRT__TRACED(infinirt__traced_memcpy(owner, dst, src, size, kind),
+    infiniStatus_t st = INFINIRT__TRACED(traced, infinirt__traced_memcpy(owner, dst, src, size, kind),
                                          owner->plugin->ops->memcpy(owner->index, dst, src, size, kind));
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__plugin_failed(st, owner, "memcpy") : st;
 }
@@ -397,10 +399,11 @@ static inline infiniStatus_t plugin_copy(infinirt__device *owner, void *dst, con
 /* The copy queued on stream str and counted as submitted (even when the
  * plugin fails: it may have queued part of it), its failure logged: the
  * last step of both paths of infinirtMemcpyAsync. */
-static inline infiniStatus_t queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind)
+static inline __attribute__((always_inline)) infiniStatus_t
+queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind, bool traced)
 {
     infinirt__device *dev = str->dev;
-    infiniStatus_t st = INFINIRT__TRACED(infinirt__traced_memcpy_async(str, dst, src, size, kind),
+    infiniStatus_t st = INFINIRT__TRACED(traced, infinirt__traced_memcpy_async(str, dst, src, size, kind),
                                          dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps));
     infinirt__stream_note_submit(str);
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
@@ -467,14 +470,14 @@ static inline bool quick_args(void *dst, const void *src, size_t size)
  * the device.  Returns true when it made the copy (status in *st);
  * anything else goes through the full checks, which also give the errors. */
 static inline __attribute__((always_inline)) bool quick_copy(void *dst, const void *src, size_t size, int kind,
-                                                             infiniStatus_t *st)
+                                                             infiniStatus_t *st, bool traced)
 {
     infinirt__device *owner, *other;
     if (!quick_sides(dst, src, size, kind, &owner, &other))
         return false;
     if (atomic_load_explicit(&owner->captures, memory_order_acquire) != 0)
         return false;
-    *st = plugin_copy(owner, dst, src, size, kind);
+    *st = plugin_copy(owner, dst, src, size, kind, traced);
     return true;
 }
 
@@ -484,7 +487,8 @@ static inline __attribute__((always_inline)) bool quick_copy(void *dst, const vo
  * *st); anything else, a dead stream included, goes through the full
  * checks. */
 static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, const void *src, size_t size, int kind,
-                                                                   infinirtStream_t stream, infiniStatus_t *st)
+                                                                   infinirtStream_t stream, infiniStatus_t *st,
+                                                                   bool traced)
 {
     infinirt__device *owner, *other;
     if (stream == NULL || !quick_sides(dst, src, size, kind, &owner, &other))
@@ -498,16 +502,16 @@ static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, co
         infinirt__stream_return(str, use);
         return false;
     }
-    *st = queue_copy(str, dst, src, size, kind);
+    *st = queue_copy(str, dst, src, size, kind, traced);
     infinirt__stream_return(str, use);
     return true;
 }
 
 /* infinirtMemcpy's full checks: every copy the one-pass path leaves, and
- * every error.  Out of line, so the one-pass path saves no registers for
- * it. */
-static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const void *src, size_t size,
-                                                            infinirtMemcpyKind_t kind)
+ * every error.  Out of line (memcpy_full, memcpy_full_traced), so the
+ * one-pass path saves no registers for it. */
+static inline __attribute__((always_inline)) infiniStatus_t memcpy_full_code(void *dst, const void *src, size_t size,
+                                                                             infinirtMemcpyKind_t kind, bool traced)
 {
     const char *fn = "infinirtMemcpy";
     infiniStatus_t st = infinirt__ensure_init();
@@ -546,21 +550,47 @@ static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const voi
                                   infinirtGetDeviceTypeName(owner->plugin->type), owner->id);
         return st;
     }
-    return plugin_copy(owner, dst, src, size, (int)kind);
+    return plugin_copy(owner, dst, src, size, (int)kind, traced);
+}
+
+static __attribute__((noinline)) infiniStatus_t memcpy_full(void *dst, const void *src, size_t size,
+                                                            infinirtMemcpyKind_t kind)
+{
+    return memcpy_full_code(dst, src, size, kind, false);
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t memcpy_full_traced(void *dst, const void *src, size_t size,
+                                                                         infinirtMemcpyKind_t kind)
+{
+    return memcpy_full_code(dst, src, size, kind, true);
+}
+
+/* infinirtMemcpy after its entry: the one-pass path, else the full one. */
+static inline __attribute__((always_inline)) infiniStatus_t memcpy_code(void *dst, const void *src, size_t size,
+                                                                        infinirtMemcpyKind_t kind, bool traced)
+{
+    infiniStatus_t qst;
+    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst, traced))
+        return qst;
+    return traced ? memcpy_full_traced(dst, src, size, kind) : memcpy_full(dst, src, size, kind);
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t memcpy_traced(void *dst, const void *src, size_t size,
+                                                                    infinirtMemcpyKind_t kind)
+{
+    return memcpy_code(dst, src, size, kind, true);
 }
 
 INFINIRT_API infiniStatus_t infinirtMemcpy(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind)
 {
-    INFINIRT__TRACE_ENTRY(infinirtMemcpy, (dst, src, size, kind));
-    infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst))
-        return qst;
-    return memcpy_full(dst, src, size, kind);
+    INFINIRT__TRACE_ENTRY_WORK(infinirtMemcpy, (dst, src, size, kind), memcpy_traced(dst, src, size, kind));
+    return memcpy_code(dst, src, size, kind, false);
 }
 
 /* infinirtMemcpyAsync's full checks, out of line like memcpy_full. */
-static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, const void *src, size_t size,
-                                                                  infinirtMemcpyKind_t kind, infinirtStream_t stream)
+static inline __attribute__((always_inline)) infiniStatus_t
+memcpy_async_full_code(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind, infinirtStream_t stream,
+                       bool traced)
 {
     const char *fn = "infinirtMemcpyAsync";
     infiniStatus_t st = infinirt__ensure_init();
@@ -621,76 +651,119 @@ static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, con
          * its synchronous frees must wait for this device's streams too. */
         infinirt__note_peer(known(&d), dev);
         infinirt__note_peer(known(&s), dev);
-        st = queue_copy(str, dst, src, size, (int)kind);
+        st = queue_copy(str, dst, src, size, (int)kind, traced);
     }
     infinirt__stream_put(str);
     return st;
 }
 
+static __attribute__((noinline)) infiniStatus_t memcpy_async_full(void *dst, const void *src, size_t size,
+                                                                  infinirtMemcpyKind_t kind, infinirtStream_t stream)
+{
+    return memcpy_async_full_code(dst, src, size, kind, stream, false);
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t
+memcpy_async_full_traced(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind, infinirtStream_t stream)
+{
+    return memcpy_async_full_code(dst, src, size, kind, stream, true);
+}
+
+/* infinirtMemcpyAsync after its entry. */
+static inline __attribute__((always_inline)) infiniStatus_t memcpy_async_code(void *dst, const void *src, size_t size,
+                                                                              infinirtMemcpyKind_t kind,
+                                                                              infinirtStream_t stream, bool traced)
+{
+    infiniStatus_t qst;
+    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, traced))
+        return qst;
+    return traced ? memcpy_async_full_traced(dst, src, size, kind, stream)
+                  : memcpy_async_full(dst, src, size, kind, stream);
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t
+memcpy_async_traced(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind, infinirtStream_t stream)
+{
+    return memcpy_async_code(dst, src, size, kind, stream, true);
+}
+
 INFINIRT_API infiniStatus_t infinirtMemcpyAsync(void *dst, const void *src, size_t size, infinirtMemcpyKind_t kind,
                                                 infinirtStream_t stream)
 {
-    INFINIRT__TRACE_ENTRY(infinirtMemcpyAsync, (dst, src, size, kind, stream));
-    infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst))
-        return qst;
-    return memcpy_async_full(dst, src, size, kind, stream);
+    INFINIRT__TRACE_ENTRY_WORK(infinirtMemcpyAsync, (dst, src, size, kind, stream),
+                               memcpy_async_traced(dst, src, size, kind, stream));
+    return memcpy_async_code(dst, src, size, kind, stream, false);
 }
 
-INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
+/* infinirtMemset after its entry; traced a constant. */
+static inline __attribute__((always_inline)) infiniStatus_t memset_code(void *ptr, int value, size_t count,
+                                                                        bool traced)
 {
-    INFINIRT__TRACE_ENTRY(infinirtMemset, (ptr, value, count));
+    static const char fn[] = "infinirtMemset";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (count == 0)
         return INFINI_STATUS_SUCCESS;
     if (ptr == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "ptr is NULL");
     mem_side p;
-    if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
-        (st = check_side(ptr, count, true, "ptr", __func__, &p)) != INFINI_STATUS_SUCCESS)
+    if ((st = check_size(count, fn)) != INFINI_STATUS_SUCCESS ||
+        (st = check_side(ptr, count, true, "ptr", fn, &p)) != INFINI_STATUS_SUCCESS)
         return st;
     if (p.foreign) {
         infinirt__device *base;
-        if ((st = infinirt__current_device(__func__, &base)) != INFINI_STATUS_SUCCESS ||
-            (st = resolve_foreign(&p, ptr, base, __func__)) != INFINI_STATUS_SUCCESS)
+        if ((st = infinirt__current_device(fn, &base)) != INFINI_STATUS_SUCCESS ||
+            (st = resolve_foreign(&p, ptr, base, fn)) != INFINI_STATUS_SUCCESS)
             return st;
     }
     infinirt__device *dev = p.dev;
-    if ((st = infinirt__capture_sync_check(dev, true, __func__)) != INFINI_STATUS_SUCCESS)
+    if ((st = infinirt__capture_sync_check(dev, true, fn)) != INFINI_STATUS_SUCCESS)
         return st;
-    st = INFINIRT__TRACED(infinirt__traced_memset(dev, ptr, value, count),
+    st = INFINIRT__TRACED(traced, infinirt__traced_memset(dev, ptr, value, count),
                           dev->plugin->ops->memset(dev->index, ptr, value, count));
     if (st != INFINI_STATUS_SUCCESS)
         return infinirt__plugin_failed(st, dev, "memset");
     return st;
 }
 
-INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count, infinirtStream_t stream)
+static __attribute__((noinline, cold)) infiniStatus_t memset_traced(void *ptr, int value, size_t count)
 {
-    INFINIRT__TRACE_ENTRY(infinirtMemsetAsync, (ptr, value, count, stream));
+    return memset_code(ptr, value, count, true);
+}
+
+INFINIRT_API infiniStatus_t infinirtMemset(void *ptr, int value, size_t count)
+{
+    INFINIRT__TRACE_ENTRY_WORK(infinirtMemset, (ptr, value, count), memset_traced(ptr, value, count));
+    return memset_code(ptr, value, count, false);
+}
+
+/* infinirtMemsetAsync after its entry; traced a constant. */
+static inline __attribute__((always_inline)) infiniStatus_t memset_async_code(void *ptr, int value, size_t count,
+                                                                              infinirtStream_t stream, bool traced)
+{
+    static const char fn[] = "infinirtMemsetAsync";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (count == 0)
-        return check_stream_alive(stream, __func__);
+        return check_stream_alive(stream, fn);
     if (ptr == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "ptr is NULL");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, fn, "ptr is NULL");
     mem_side p;
-    if ((st = check_size(count, __func__)) != INFINI_STATUS_SUCCESS ||
-        (st = check_side(ptr, count, true, "ptr", __func__, &p)) != INFINI_STATUS_SUCCESS)
+    if ((st = check_size(count, fn)) != INFINI_STATUS_SUCCESS ||
+        (st = check_side(ptr, count, true, "ptr", fn, &p)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
     infinirt__device *base = p.dev;
     if (stream != NULL) {
-        if ((st = infinirt__stream_resolve(stream, NULL, __func__, &s)) != INFINI_STATUS_SUCCESS)
+        if ((st = infinirt__stream_resolve(stream, NULL, fn, &s)) != INFINI_STATUS_SUCCESS)
             return st;
         base = s->dev;
-    } else if (base == NULL && (st = infinirt__current_device(__func__, &base)) != INFINI_STATUS_SUCCESS) {
+    } else if (base == NULL && (st = infinirt__current_device(fn, &base)) != INFINI_STATUS_SUCCESS) {
         return st;
     }
-    if ((st = resolve_foreign(&p, ptr, base, __func__)) != INFINI_STATUS_SUCCESS) {
+    if ((st = resolve_foreign(&p, ptr, base, fn)) != INFINI_STATUS_SUCCESS) {
         infinirt__stream_put(s);
         return st;
     }
@@ -699,7 +772,7 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
         s = owner->default_stream;
     infinirt__device *dev = s->dev;
     if (owner->plugin != dev->plugin) {
-        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, __func__, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
+        st = infinirt__fail(INFINI_STATUS_BAD_PARAM, fn, "%p is memory of %s:%d, the stream is on %s:%d", ptr,
                             infinirtGetDeviceTypeName(owner->plugin->type), owner->id,
                             infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
     } else {
@@ -707,14 +780,14 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
             bool recorded = false;
             infinirt__gop op = {
                 .kind = INFINIRT__GOP_SET, .arg = value, .dst = ptr, .size = count, .touched = {known(&p), NULL}};
-            st = infinirt__capture_op(s, &op, __func__, &recorded);
+            st = infinirt__capture_op(s, &op, fn, &recorded);
             if (st != INFINI_STATUS_SUCCESS || recorded) {
                 infinirt__stream_put(s);
                 return st;
             }
         }
         infinirt__note_peer(known(&p), dev);
-        st = INFINIRT__TRACED(infinirt__traced_memset_async(s, ptr, value, count),
+        st = INFINIRT__TRACED(traced, infinirt__traced_memset_async(s, ptr, value, count),
                               dev->plugin->ops->memset_async(dev->index, ptr, value, count, s->ps));
         infinirt__stream_note_submit(s);
         if (st != INFINI_STATUS_SUCCESS)
@@ -722,4 +795,17 @@ INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t cou
     }
     infinirt__stream_put(s);
     return st;
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t memset_async_traced(void *ptr, int value, size_t count,
+                                                                          infinirtStream_t stream)
+{
+    return memset_async_code(ptr, value, count, stream, true);
+}
+
+INFINIRT_API infiniStatus_t infinirtMemsetAsync(void *ptr, int value, size_t count, infinirtStream_t stream)
+{
+    INFINIRT__TRACE_ENTRY_WORK(infinirtMemsetAsync, (ptr, value, count, stream),
+                               memset_async_traced(ptr, value, count, stream));
+    return memset_async_code(ptr, value, count, stream, false);
 }

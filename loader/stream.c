@@ -347,20 +347,22 @@ INFINIRT_API infiniStatus_t infinirtStreamSynchronize(infinirtStream_t stream)
     return st;
 }
 
-INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn, void *user_data)
+/* infinirtLaunchHostFunc after its entry; traced a constant (INFINIRT__TRACE_ENTRY_WORK). */
+static inline __attribute__((always_inline)) infiniStatus_t
+launch_host_func_code(infinirtStream_t stream, infinirtHostFn_t fn, void *user_data, bool traced)
 {
-    INFINIRT__TRACE_ENTRY(infinirtLaunchHostFunc, (stream, fn, user_data));
+    static const char api[] = "infinirtLaunchHostFunc";
     infiniStatus_t st = infinirt__ensure_init();
     if (st != INFINI_STATUS_SUCCESS)
         return st;
     if (fn == NULL)
-        return infinirt__fail(INFINI_STATUS_NULL_POINTER, __func__, "fn is NULL");
+        return infinirt__fail(INFINI_STATUS_NULL_POINTER, api, "fn is NULL");
     infinirt__device *dev = NULL;
-    if (stream == NULL && (st = infinirt__current_device(__func__, &dev)) != INFINI_STATUS_SUCCESS)
+    if (stream == NULL && (st = infinirt__current_device(api, &dev)) != INFINI_STATUS_SUCCESS)
         return st;
     infinirt__stream *s = NULL;
     int use;
-    if ((st = infinirt__stream_resolve_borrow(stream, dev, __func__, &s, &use)) != INFINI_STATUS_SUCCESS)
+    if ((st = infinirt__stream_resolve_borrow(stream, dev, api, &s, &use)) != INFINI_STATUS_SUCCESS)
         return st;
     dev = s->dev;
     if (__builtin_expect(infinirt__stream_capture(s) != NULL, 0)) {
@@ -368,23 +370,36 @@ INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infi
          * eagerly, rather than at every launch. */
         if (!INFINIRT__HAS(dev->plugin, launch_host_func)) {
             infinirt__stream_return(s, use);
-            return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, __func__,
+            return infinirt__fail(INFINI_STATUS_NOT_IMPLEMENTED, api,
                                   "the %s backend (plugin %s) has no host functions, so none can be captured",
                                   infinirtGetDeviceTypeName(dev->plugin->type), dev->plugin->name);
         }
         bool recorded = false;
         infinirt__gop op = {.kind = INFINIRT__GOP_HOSTFN, .fn = fn, .ud = user_data};
-        st = infinirt__capture_op(s, &op, __func__, &recorded);
+        st = infinirt__capture_op(s, &op, api, &recorded);
         if (st != INFINI_STATUS_SUCCESS || recorded) {
             infinirt__stream_return(s, use);
             return st;
         }
     }
-    st = INFINIRT__TRACED(infinirt__traced_host_fn(s, fn, user_data),
+    st = INFINIRT__TRACED(traced, infinirt__traced_host_fn(s, fn, user_data),
                           dev->plugin->ops->launch_host_func(dev->index, s->ps, fn, user_data));
     infinirt__stream_note_submit(s);
     if (st != INFINI_STATUS_SUCCESS)
         infinirt__plugin_failed(st, dev, "launch_host_func");
     infinirt__stream_return(s, use);
     return st;
+}
+
+static __attribute__((noinline, cold)) infiniStatus_t launch_host_func_traced(infinirtStream_t stream,
+                                                                              infinirtHostFn_t fn, void *user_data)
+{
+    return launch_host_func_code(stream, fn, user_data, true);
+}
+
+INFINIRT_API infiniStatus_t infinirtLaunchHostFunc(infinirtStream_t stream, infinirtHostFn_t fn, void *user_data)
+{
+    INFINIRT__TRACE_ENTRY_WORK(infinirtLaunchHostFunc, (stream, fn, user_data),
+                               launch_host_func_traced(stream, fn, user_data));
+    return launch_host_func_code(stream, fn, user_data, false);
 }

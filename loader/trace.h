@@ -6,9 +6,11 @@
  * trace names a file.  Included at the end of internal.h.
  *
  * Cost when no trace is written: every public function tests
- * infinirt__trace_on at its start (INFINIRT__TRACE_ENTRY) and every place
- * that queues work on a stream tests it once more (INFINIRT__TRACED,
- * INFINIRT__TRACE_WORK); nothing else.
+ * infinirt__trace_on at its start (INFINIRT__TRACE_ENTRY); nothing else.
+ * The functions that queue work on a stream go, when traced, to a copy of
+ * their code built with traced = true (INFINIRT__TRACE_ENTRY_WORK); the
+ * untraced copy has traced = false, so no second test (INFINIRT__TRACED,
+ * INFINIRT__TRACE_WORK).
  *
  * When one is: each thread formats its events into a ring of its own (made
  * at its first event; no lock, no allocation afterwards), which a writer
@@ -54,6 +56,19 @@ static inline bool infinirt__take_traced_entry(void)
     do {                                                                                \
         if (__builtin_expect(infinirt__tracing() && !infinirt__take_traced_entry(), 0)) \
             return infinirt__traced_##name args;                                        \
+    } while (0)
+/* INFINIRT__TRACE_ENTRY for a function that queues work on a stream: the
+ * let-through call returns traced_call, the function's own code built with
+ * traced = true (out of line, cold), and the code after the macro is built
+ * with traced = false, so that with no trace the flag is tested here once
+ * and nowhere else on the call's path. */
+#define INFINIRT__TRACE_ENTRY_WORK(name, args, traced_call) \
+    do {                                                    \
+        if (__builtin_expect(infinirt__tracing(), 0)) {     \
+            if (!infinirt__take_traced_entry())             \
+                return infinirt__traced_##name args;        \
+            return traced_call;                             \
+        }                                                   \
     } while (0)
 #define INFINIRT__DECLARE_TRACED_S(name, params, args, desc) infiniStatus_t infinirt__traced_##name params;
 #define INFINIRT__DECLARE_TRACED_C(name, params, args, desc)
@@ -126,16 +141,20 @@ void infinirt__trace_work_begin(infinirt__trace_work *w, infinirt__stream *s, co
 void infinirt__trace_work_end(infinirt__trace_work *w, infiniStatus_t st);
 /* "copy H2D" ...: the work's name for a memcpy kind. */
 const char *infinirt__trace_copy_name(int kind);
-/* st = call, where call queues work `name` of `bytes` on loader stream s:
- * traced as a span on s's track from when it started to when it completed
- * (the plugin reports it, or the call did it, or the loader saw it done),
- * with a flow from the calling thread's span. */
-#define INFINIRT__TRACE_WORK(st, s, name, bytes, call) INFINIRT__TRACE_WORK_(st, s, name, bytes, false, call)
+/* st = call, where call queues work `name` of `bytes` on loader stream s,
+ * in code built with a constant traced (INFINIRT__TRACE_ENTRY_WORK): when
+ * traced and the trace still runs, a span on s's track from when it
+ * started to when it completed (the plugin reports it, or the call did it,
+ * or the loader saw it done), with a flow from the calling thread's span;
+ * when not traced, the call alone. */
+#define INFINIRT__TRACE_WORK(traced, st, s, name, bytes, call) \
+    INFINIRT__TRACE_WORK_(traced, st, s, name, bytes, false, call)
 /* The same for a synchronous entry (memcpy, memset): done when it returns. */
-#define INFINIRT__TRACE_SYNC_WORK(st, s, name, bytes, call) INFINIRT__TRACE_WORK_(st, s, name, bytes, true, call)
-#define INFINIRT__TRACE_WORK_(st, s, name, bytes, sync, call)                              \
+#define INFINIRT__TRACE_SYNC_WORK(traced, st, s, name, bytes, call) \
+    INFINIRT__TRACE_WORK_(traced, st, s, name, bytes, true, call)
+#define INFINIRT__TRACE_WORK_(traced, st, s, name, bytes, sync, call)                      \
     do {                                                                                   \
-        if (infinirt__tracing()) {                                                         \
+        if ((traced) && infinirt__tracing()) {                                             \
             infinirt__trace_work trace_w_;                                                 \
             infinirt__trace_work_begin(&trace_w_, (s), (name), (uint64_t)(bytes), (sync)); \
             (st) = (call);                                                                 \
@@ -146,10 +165,11 @@ const char *infinirt__trace_copy_name(int kind);
     } while (0)
 /* The plugin calls of the hot paths, traced: each queues its work as the
  * plain call does, between work_begin and work_end.  Out of line, and
- * called as `infinirt__tracing() ? traced(...) : plain(...)`
- * (INFINIRT__TRACED), so that the hot path keeps no value alive for them
- * and costs one test when no trace is written. */
-#define INFINIRT__TRACED(traced, plain) (infinirt__tracing() ? (traced) : (plain))
+ * called as INFINIRT__TRACED(traced, traced_call, plain) in code built
+ * with a constant traced (INFINIRT__TRACE_ENTRY_WORK): the untraced copy
+ * is the plain call alone; the traced one still asks whether the trace
+ * runs (initialisation may have settled it off meanwhile). */
+#define INFINIRT__TRACED(traced, traced_call, plain) ((traced) && infinirt__tracing() ? (traced_call) : (plain))
 infiniStatus_t infinirt__traced_memcpy(infinirt__device *d, void *dst, const void *src, size_t n, int kind);
 infiniStatus_t infinirt__traced_memcpy_async(infinirt__stream *s, void *dst, const void *src, size_t n, int kind);
 infiniStatus_t infinirt__traced_memset(infinirt__device *d, void *p, int value, size_t n);

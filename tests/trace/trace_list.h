@@ -16,6 +16,7 @@
 #define TRACE_LOADER_LIST(X) \
     X(coverage)              \
     X(entry)                 \
+    X(work)                  \
     X(dropped)               \
     X(env_wins)              \
     X(off)                   \

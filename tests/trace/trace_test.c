@@ -1181,6 +1181,128 @@ int test_entry(void)
     return TEST_OK;
 }
 
+/* ------------------------------------------------------------ work */
+
+static void noop_fn(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* Each public call that queues work, by each of its paths: the one-pass
+ * copies (a stack buffer), the full ones (pinned host memory, the NULL
+ * stream), and a graph launch by both names. */
+static int work_calls(void)
+{
+    ASSERT_OK(infinirtSetDevice(INFINI_DEVICE_CPU, 0));
+    infinirtStream_t s;
+    ASSERT_OK(infinirtStreamCreate(&s));
+    infinirtEvent_t e;
+    ASSERT_OK(infinirtEventCreate(&e));
+    void *d = NULL, *h = NULL;
+    ASSERT_OK(infinirtMalloc(&d, 256));
+    ASSERT_OK(infinirtMallocHost(&h, 256));
+    unsigned char buf[256] = {0};
+    ASSERT_OK(infinirtMemcpy(d, buf, sizeof buf, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpy(d, h, 256, INFINIRT_MEMCPY_H2D));
+    ASSERT_OK(infinirtMemcpyAsync(d, buf, sizeof buf, INFINIRT_MEMCPY_H2D, s));
+    ASSERT_OK(infinirtMemcpyAsync(d, h, 256, INFINIRT_MEMCPY_H2D, NULL));
+    ASSERT_OK(infinirtMemset(d, 1, 256));
+    ASSERT_OK(infinirtMemsetAsync(d, 2, 256, s));
+    ASSERT_OK(infinirtEventRecord(e, s));
+    ASSERT_OK(infinirtStreamWaitEvent(NULL, e));
+    int ran = 0;
+    ASSERT_OK(infinirtLaunchHostFunc(s, noop_fn, &ran));
+    infinirtGraph_t g;
+    infinirtGraphExec_t x;
+    ASSERT_OK(infinirtStreamBeginCapture(s, INFINIRT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_OK(infinirtLaunchHostFunc(s, noop_fn, &ran));
+    ASSERT_OK(infinirtStreamEndCapture(s, &g));
+    ASSERT_OK(infinirtGraphInstantiate(&x, g, NULL, NULL, 0));
+    ASSERT_OK(infinirtGraphLaunch(x, s));
+    ASSERT_OK(infinirtGraphLuanch(x, s));
+    ASSERT_OK(infinirtStreamSynchronize(s));
+    ASSERT_OK(infinirtDeviceSynchronize());
+    ASSERT_EQ(ran, 3);
+    ASSERT_OK(infinirtGraphExecDestroy(x));
+    ASSERT_OK(infinirtGraphDestroy(g));
+    ASSERT_OK(infinirtFreeHost(h));
+    ASSERT_OK(infinirtFree(d));
+    ASSERT_OK(infinirtEventDestroy(e));
+    ASSERT_OK(infinirtStreamDestroy(s));
+    return 0;
+}
+
+/* How many spans of call `name` have exactly one flow starting inside
+ * them that ends at a stream span named `work` (0: none of them). */
+static size_t calls_with_work(const char *name, const char *work)
+{
+    size_t good = 0;
+    for (size_t i = 0; i < g_events->n; i++) {
+        const jv *c = ev(i);
+        if (!is(jstr(c, "ph"), "X") || !is(jstr(c, "cat"), "call") || !is(jstr(c, "name"), name))
+            continue;
+        double t0 = num(c, "ts"), t1 = t0 + num(c, "dur") + 0.001, tid = num(c, "tid");
+        size_t flows = 0, to_work = 0;
+        for (size_t j = 0; j < g_events->n; j++) {
+            const jv *st = ev(j);
+            if (!is(jstr(st, "ph"), "s") || num(st, "tid") != tid || num(st, "ts") < t0 || num(st, "ts") > t1)
+                continue;
+            flows++;
+            for (size_t k = 0; k < g_events->n; k++) {
+                const jv *f = ev(k);
+                if (!is(jstr(f, "ph"), "f") || num(f, "id") != num(st, "id"))
+                    continue;
+                for (size_t m = 0; m < g_events->n; m++)
+                    if (is(jstr(ev(m), "cat"), "stream") && is(jstr(ev(m), "name"), work) &&
+                        num(ev(m), "tid") == num(f, "tid") && num(ev(m), "ts") == num(f, "ts"))
+                        to_work++;
+            }
+        }
+        if (flows == 1 && to_work == 1)
+            good++;
+        else
+            fprintf(stderr, "%s at %.3f: %zu flows, %zu to \"%s\" work\n", name, t0, flows, to_work, work);
+    }
+    return good;
+}
+
+/* With a trace, every call that queues work, by every path, has its work
+ * on the stream's track and a flow to it from its call span (the calls'
+ * traced copies, INFINIRT__TRACE_ENTRY_WORK in loader/trace.h, keep the
+ * plugin calls' tracing that their untraced copies leave out). */
+int test_work(void)
+{
+    const char *path = trace_path("work.json");
+    CHECK(run_child(work_calls, path));
+    CHECK(load_trace(path));
+    /* spans: the calls made; work: those that queue work (LaunchHostFunc
+     * once more while capturing, which queues nothing). */
+    static const struct {
+        const char *call, *work;
+        size_t spans, with_work;
+    } want[] = {
+        {"infinirtMemcpy", "copy H2D", 2, 2},
+        {"infinirtMemcpyAsync", "copy H2D", 2, 2},
+        {"infinirtMemset", "fill", 1, 1},
+        {"infinirtMemsetAsync", "fill", 1, 1},
+        {"infinirtEventRecord", "event record", 1, 1},
+        {"infinirtStreamWaitEvent", "event wait", 1, 1},
+        {"infinirtLaunchHostFunc", "host function", 2, 1},
+        {"infinirtGraphLaunch", "graph launch", 1, 1},
+        {"infinirtGraphLuanch", "graph launch", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        size_t spans = count_where("X", "call", want[i].call),
+               with_work = calls_with_work(want[i].call, want[i].work);
+        if (spans != want[i].spans || with_work != want[i].with_work)
+            fprintf(stderr, "%s: %zu spans (want %zu), %zu with their work (want %zu)\n", want[i].call, spans,
+                    want[i].spans, with_work, want[i].with_work);
+        ASSERT_EQ(spans, want[i].spans);
+        ASSERT_EQ(with_work, want[i].with_work);
+    }
+    return TEST_OK;
+}
+
 /* ------------------------------------------------------------ dropped */
 
 static int many_calls(void)
