@@ -424,6 +424,45 @@ static void destroy_from_hook(void *p)
     on_other_thread(late_destroy_thread, p);
 }
 
+/* A plain StreamDestroy, then one racing a copy that another thread is
+ * still inside, on the fault plugin (native: with its stream_query,
+ * FAULT_NATIVE_QUERIES=1): each must cost the plugin the stream_synchronize
+ * calls given, and on the native plugin one stream_query. */
+static int destroy_drains(bool native, long plain_syncs, long race_syncs)
+{
+    ft_config(NULL, NULL);
+    if (native)
+        tc_setenv("FAULT_NATIVE_QUERIES", "1");
+    fault_api api;
+    CHECK(ft_start(&api));
+    static unsigned char host[4096];
+    void *p;
+    ASSERT_OK(infinirtMalloc(&p, sizeof host));
+
+    infinirtStream_t a;
+    ASSERT_OK(ft_stream(&a));
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    long syncs = api.calls("stream_synchronize"), queries = native ? api.calls("stream_query") : 0;
+    ASSERT_OK(infinirtStreamDestroy(a));
+    ASSERT_EQ(api.calls("stream_synchronize") - syncs, plain_syncs);
+    if (native)
+        ASSERT_EQ(api.calls("stream_query") - queries, 1);
+
+    ASSERT_OK(ft_stream(&a));
+    late_destroy d = {.s = a, .st = INFINI_STATUS_INTERNAL_ERROR};
+    ASSERT_EQ(api.hook("memcpy_async", destroy_from_hook, &d), 0);
+    syncs = api.calls("stream_synchronize");
+    queries = native ? api.calls("stream_query") : 0;
+    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
+    ASSERT_OK(d.st);
+    ASSERT_EQ(api.calls("stream_synchronize") - syncs, race_syncs);
+    if (native)
+        ASSERT_EQ(api.calls("stream_query") - queries, 1);
+    ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
+    ASSERT_OK(infinirtFree(p));
+    return TEST_OK;
+}
+
 /* StreamDestroy drains the stream once, and the release of its last
  * reference drains it only if a call queued work after that drain: a plain
  * destroy costs the plugin one stream_synchronize, and a destroy racing a
@@ -431,68 +470,17 @@ static void destroy_from_hook(void *p)
  * copy was counted (before the stream's cached blocks move). */
 int test_threads_destroy_drains_late_work(void)
 {
-    ft_config(NULL, NULL);
-    fault_api api;
-    CHECK(ft_start(&api));
-    static unsigned char host[4096];
-    void *p;
-    ASSERT_OK(infinirtMalloc(&p, sizeof host));
-
-    infinirtStream_t a;
-    ASSERT_OK(ft_stream(&a));
-    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
-    long before = api.calls("stream_synchronize");
-    ASSERT_OK(infinirtStreamDestroy(a));
-    ASSERT_EQ(api.calls("stream_synchronize") - before, 1);
-
-    ASSERT_OK(ft_stream(&a));
-    late_destroy d = {.s = a, .st = INFINI_STATUS_INTERNAL_ERROR};
-    ASSERT_EQ(api.hook("memcpy_async", destroy_from_hook, &d), 0);
-    before = api.calls("stream_synchronize");
-    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
-    ASSERT_OK(d.st);
-    ASSERT_EQ(api.calls("stream_synchronize") - before, 2);
-    ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
-    ASSERT_OK(infinirtFree(p));
-    return TEST_OK;
+    return destroy_drains(false, 1, 2);
 }
 
-/* The same with the plugin's stream_query (FAULT_NATIVE_QUERIES=1): the
- * loader counts no work there, so the release of the last reference asks
- * the plugin whether the stream is idle - once, and drains again only if it
- * is not.  Both destroys find it idle (the racing copy was queued before
- * the destroy's drain began): one stream_synchronize and one stream_query
- * each. */
+/* The same with the plugin's stream_query: the loader counts no work
+ * there, so the release of the last reference asks the plugin whether the
+ * stream is idle - once, and drains again only if it is not.  Both
+ * destroys find it idle (the racing copy was queued before the destroy's
+ * drain began): one stream_synchronize and one stream_query each. */
 int test_threads_destroy_asks_native_stream(void)
 {
-    ft_config(NULL, NULL);
-    tc_setenv("FAULT_NATIVE_QUERIES", "1");
-    fault_api api;
-    CHECK(ft_start(&api));
-    static unsigned char host[4096];
-    void *p;
-    ASSERT_OK(infinirtMalloc(&p, sizeof host));
-
-    infinirtStream_t a;
-    ASSERT_OK(ft_stream(&a));
-    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
-    long syncs = api.calls("stream_synchronize"), queries = api.calls("stream_query");
-    ASSERT_OK(infinirtStreamDestroy(a));
-    ASSERT_EQ(api.calls("stream_synchronize") - syncs, 1);
-    ASSERT_EQ(api.calls("stream_query") - queries, 1);
-
-    ASSERT_OK(ft_stream(&a));
-    late_destroy d = {.s = a, .st = INFINI_STATUS_INTERNAL_ERROR};
-    ASSERT_EQ(api.hook("memcpy_async", destroy_from_hook, &d), 0);
-    syncs = api.calls("stream_synchronize");
-    queries = api.calls("stream_query");
-    ASSERT_OK(infinirtMemcpyAsync(p, host, sizeof host, INFINIRT_MEMCPY_H2D, a));
-    ASSERT_OK(d.st);
-    ASSERT_EQ(api.calls("stream_synchronize") - syncs, 1);
-    ASSERT_EQ(api.calls("stream_query") - queries, 1);
-    ASSERT_STATUS(infinirtStreamSynchronize(a), INFINI_STATUS_BAD_PARAM);
-    ASSERT_OK(infinirtFree(p));
-    return TEST_OK;
+    return destroy_drains(true, 1, 1);
 }
 
 typedef struct {
