@@ -194,9 +194,9 @@ static inline __attribute__((always_inline)) void infinirt__handle_return(int us
     atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
     /* The innermost cell given back: the cells in use end below it (and
      * below any given back earlier out of order). */
-    if (use == p->depth - 1) {
+    if (__builtin_expect(use == p->depth - 1, 1)) {
         int d = use;
-        while (d > 0 && atomic_load_explicit(&p->cell[d - 1], memory_order_relaxed) == NULL)
+        while (__builtin_expect(d > 0, 0) && atomic_load_explicit(&p->cell[d - 1], memory_order_relaxed) == NULL)
             d--;
         p->depth = d;
     }
@@ -250,8 +250,9 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
     if (__builtin_expect(key == 0, 0))
-        return NULL; /* (an empty hint has key 0) */
-    if (__builtin_expect(p->depth >= INFINIRT__SOLO_CELLS, 0))
+        return NULL;  /* (an empty hint has key 0) */
+    int i = p->depth; /* read once: only this thread writes it */
+    if (__builtin_expect(i >= INFINIRT__SOLO_CELLS, 0))
         return NULL;
     const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
     if (__builtin_expect(hn == NULL, 0))
@@ -266,7 +267,6 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
     uint64_t id = p->id;
     if (__builtin_expect(atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0, 0))
         return NULL;
-    int i = p->depth;
     atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
     p->depth = i + 1;
     /* No fence: see "borrows" in handles.c.  Only the compiler is kept

@@ -437,12 +437,18 @@ infinirt__stream_resolve_borrow(infinirtStream_t h, infinirt__device *dev, const
  * and each fence raises the device's count itself (fence.c) - so the
  * common path there takes no locked instruction of the loader's, and a
  * synchronize after it has nothing to raise. */
-static inline void infinirt__stream_note_submit(infinirt__stream *s)
+static inline void infinirt__stream_note_submit_on(infinirt__stream *s, infinirt__device *dev)
 {
-    if (!s->dev->counts_work)
+    if (!dev->counts_work)
         return;
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_release);
-    atomic_fetch_add_explicit(&s->dev->submitted, 1, memory_order_release);
+    atomic_fetch_add_explicit(&dev->submitted, 1, memory_order_release);
+}
+/* The same with s's device (infinirt__stream_note_submit_on takes it from
+ * a caller that has it at hand). */
+static inline void infinirt__stream_note_submit(infinirt__stream *s)
+{
+    infinirt__stream_note_submit_on(s, s->dev);
 }
 /* Work queued on a stream of `user` touches memory of `owner`. */
 static inline void infinirt__note_peer(infinirt__device *owner, const infinirt__device *user)

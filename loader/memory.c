@@ -396,38 +396,44 @@ plugin_copy(infinirt__device *owner, void *dst, const void *src, size_t size, in
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__plugin_failed(st, owner, "memcpy") : st;
 }
 
-/* The copy queued on stream str and counted as submitted (even when the
- * plugin fails: it may have queued part of it), its failure logged: the
- * last step of both paths of infinirtMemcpyAsync. */
-static inline __attribute__((always_inline)) infiniStatus_t
-queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind, bool traced)
+/* The copy queued on stream str of device dev and counted as submitted
+ * (even when the plugin fails: it may have queued part of it), its failure
+ * logged: the last step of both paths of infinirtMemcpyAsync.  dev is
+ * str->dev, which the one-pass path has in a register already. */
+static inline __attribute__((always_inline)) infiniStatus_t queue_copy_on(infinirt__stream *str,
+                                                                          infinirt__device *dev, void *dst,
+                                                                          const void *src, size_t size, int kind,
+                                                                          bool traced)
 {
-    infinirt__device *dev = str->dev;
     infiniStatus_t st = INFINIRT__TRACED(traced, infinirt__traced_memcpy_async(str, dst, src, size, kind),
                                          dev->plugin->ops->memcpy_async(dev->index, dst, src, size, kind, str->ps));
-    infinirt__stream_note_submit(str);
+    infinirt__stream_note_submit_on(str, dev);
     if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
         infinirt__plugin_failed(st, dev, "memcpy_async");
     return st;
 }
 
-/* The device of a device side that is one of this thread's two remembered
- * blocks (alloc.h) of a device pool, with room for size bytes from ptr;
- * else NULL, and the full checks decide. */
-static inline __attribute__((always_inline)) infinirt__device *quick_device_side(const void *ptr, size_t size)
+static inline __attribute__((always_inline)) infiniStatus_t
+queue_copy(infinirt__stream *str, void *dst, const void *src, size_t size, int kind, bool traced)
 {
-    uintptr_t p = (uintptr_t)ptr;
-    const infinirt__lookup_hit *h = infinirt__lookup_hit_find(p);
-    if (h != NULL && infinirt__lookup_hit_fits_device(h, p, size))
-        return h->owner;
-    return NULL;
+    return queue_copy_on(str, str->dev, dst, src, size, kind, traced);
 }
 
-/* A host side the loader knows nothing of: outside every pool, and not
- * wrapping around the address space. */
+/* The device of a device side that is one of this thread's two remembered
+ * blocks (alloc.h) of a device pool, with room for size bytes from ptr;
+ * else NULL, and the full checks decide.  A NULL ptr is never in one (no
+ * block starts at 0 or wraps around the address space). */
+static inline __attribute__((always_inline)) infinirt__device *quick_device_side(const void *ptr, size_t size)
+{
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_device((uintptr_t)ptr, size);
+    return h != NULL ? h->owner : NULL;
+}
+
+/* A host side the loader knows nothing of: not NULL, not wrapping around
+ * the address space (size is at least 1), outside every pool. */
 static inline bool quick_host_side(const void *ptr, size_t size)
 {
-    return (uintptr_t)ptr <= UINTPTR_MAX - size && infinirt__dir_outside((uintptr_t)ptr);
+    return (uintptr_t)ptr - 1 < UINTPTR_MAX - size && infinirt__dir_outside((uintptr_t)ptr);
 }
 
 /* Both sides of a copy in one pass: each device side in one of the
@@ -459,11 +465,13 @@ static inline __attribute__((always_inline)) bool quick_sides(void *dst, const v
     return false;
 }
 
-/* Whether a copy of these arguments may try the one-pass path at all. */
-static inline bool quick_args(void *dst, const void *src, size_t size)
+/* Whether a copy of these arguments may try the one-pass path at all.
+ * NULL sides are left to the sides' checks: a host side is never NULL
+ * (quick_host_side), nor is a device side (quick_device_side). */
+static inline bool quick_args(size_t size)
 {
     return __builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) &&
-           size - 1 < (size_t)PTRDIFF_MAX && dst != NULL && src != NULL;
+           size - 1 < (size_t)PTRDIFF_MAX;
 }
 
 /* The usual synchronous copy in one pass: quick_sides, and no capture on
@@ -481,28 +489,39 @@ static inline __attribute__((always_inline)) bool quick_copy(void *dst, const vo
     return true;
 }
 
-/* The usual asynchronous copy in one pass: quick_sides, on a created
- * stream of the very device whose memory both device sides are (no peer to
- * note), not capturing.  Returns true when it queued the copy (status in
- * *st); anything else, a dead stream included, goes through the full
- * checks. */
+/* The device of both sides of an asynchronous copy in one pass, as
+ * quick_sides finds them, when it is one device: with the copy on that
+ * device's stream, there is no peer to note.  NULL: the full checks
+ * decide. */
+static inline __attribute__((always_inline)) infinirt__device *quick_async_device(void *dst, const void *src,
+                                                                                  size_t size, int kind)
+{
+    infinirt__device *owner, *other;
+    if (!quick_sides(dst, src, size, kind, &owner, &other))
+        return NULL;
+    return other == NULL || other == owner ? owner : NULL;
+}
+
+/* The usual asynchronous copy in one pass: quick_async_device, on a
+ * created stream of that very device, not capturing.  Returns true when
+ * it queued the copy (status in *st); anything else, a dead stream
+ * included, goes through the full checks. */
 static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, const void *src, size_t size, int kind,
                                                                    infinirtStream_t stream, infiniStatus_t *st,
                                                                    bool traced)
 {
-    infinirt__device *owner, *other;
-    if (stream == NULL || !quick_sides(dst, src, size, kind, &owner, &other))
+    infinirt__device *dev;
+    if (stream == NULL || (dev = quick_async_device(dst, src, size, kind)) == NULL)
         return false;
     int use;
     infinirt__stream *str = infinirt__stream_borrow(stream, &use);
     if (str == NULL)
         return false;
-    infinirt__device *dev = str->dev;
-    if (owner != dev || (other != NULL && other != dev) || infinirt__stream_capture(str) != NULL) {
+    if (dev != str->dev || infinirt__stream_capture(str) != NULL) {
         infinirt__stream_return(str, use);
         return false;
     }
-    *st = queue_copy(str, dst, src, size, kind, traced);
+    *st = queue_copy_on(str, dev, dst, src, size, kind, traced);
     infinirt__stream_return(str, use);
     return true;
 }
@@ -570,7 +589,7 @@ static inline __attribute__((always_inline)) infiniStatus_t memcpy_code(void *ds
                                                                         infinirtMemcpyKind_t kind, bool traced)
 {
     infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy(dst, src, size, (int)kind, &qst, traced))
+    if (quick_args(size) && quick_copy(dst, src, size, (int)kind, &qst, traced))
         return qst;
     return traced ? memcpy_full_traced(dst, src, size, kind) : memcpy_full(dst, src, size, kind);
 }
@@ -675,7 +694,7 @@ static inline __attribute__((always_inline)) infiniStatus_t memcpy_async_code(vo
                                                                               infinirtStream_t stream, bool traced)
 {
     infiniStatus_t qst;
-    if (quick_args(dst, src, size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, traced))
+    if (quick_args(size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, traced))
         return qst;
     return traced ? memcpy_async_full_traced(dst, src, size, kind, stream)
                   : memcpy_async_full(dst, src, size, kind, stream);

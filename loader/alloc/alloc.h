@@ -327,6 +327,29 @@ static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
     return &infinirt__tl_hit[k];
 }
 
+/* infinirt__lookup_hit_find of a device side: the remembered block that
+ * holds p and still stands, if it has room for size bytes from p and is a
+ * device pool's (infinirt__lookup_hit_fits_device); else NULL.  The entry
+ * used last is tried first and only a hit on the other one stores which
+ * was used last. */
+static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinirt__lookup_hit_device(uintptr_t p,
+                                                                                                     size_t size)
+{
+    unsigned k = infinirt__tl_hit_last;
+    const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
+    /* Kept in a register: the compiler would otherwise work the address
+     * out again from k after each check. */
+    __asm__("" : "+r"(h));
+    if (!infinirt__lookup_hit_valid(h, p)) {
+        h = &infinirt__tl_hit[k ^ 1u];
+        __asm__("" : "+r"(h));
+        if (!infinirt__lookup_hit_valid(h, p))
+            return NULL;
+        infinirt__tl_hit_last = k ^ 1u;
+    }
+    return infinirt__lookup_hit_fits_device(h, p, size) ? h : NULL;
+}
+
 /* Both sides of a copy between two device blocks at once: the remembered
  * block that holds a (*ha) and the one that holds b (*hb), which may be
  * the same, each still standing; false when either side is in neither.
