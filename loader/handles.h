@@ -138,7 +138,7 @@ typedef struct {
     _Atomic(infinirt__hslot *) chunks[INFINIRT__HMAX_CHUNKS]; /* never freed */
 } infinirt__hindex;
 
-extern infinirt__hindex infinirt__handle_index[INFINIRT__KINDS];
+extern __attribute__((visibility("hidden"))) infinirt__hindex infinirt__handle_index[INFINIRT__KINDS];
 
 static inline size_t infinirt__hmap_hash(uintptr_t key, size_t mask)
 {
@@ -182,7 +182,7 @@ static inline __attribute__((always_inline)) bool infinirt__hmap_peek(uint32_t k
 /* How many objects are retired (handles.c, retire_locked) and not yet
  * freed: a borrower that gives its cell back and then reads 0 knows
  * nothing waits for it. */
-extern atomic_size_t infinirt__handle_nretired;
+extern __attribute__((visibility("hidden"))) atomic_size_t infinirt__handle_nretired;
 /* Free the object retired with slot sl if no cell names sl any more. */
 void infinirt__handle_reclaim(const void *sl);
 
@@ -190,8 +190,11 @@ void infinirt__handle_reclaim(const void *sl);
 static inline __attribute__((always_inline)) void infinirt__handle_return(int use)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
-    const void *sl = atomic_load_explicit(&p->cell[use], memory_order_relaxed);
-    atomic_store_explicit(&p->cell[use], NULL, memory_order_release);
+    /* (unsigned: use is never negative here, and a caller keeps it in one
+     * register across its calls rather than a sign-extended copy too.) */
+    _Atomic(void *) *c = &p->cell[(unsigned)use];
+    const void *sl = atomic_load_explicit(c, memory_order_relaxed);
+    atomic_store_explicit(c, NULL, memory_order_release);
     /* The innermost cell given back: the cells in use end below it (and
      * below any given back earlier out of order). */
     if (__builtin_expect(use == p->depth - 1, 1)) {
@@ -267,7 +270,7 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
     uint64_t id = p->id;
     if (__builtin_expect(atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0, 0))
         return NULL;
-    atomic_store_explicit(&p->cell[i], sl, memory_order_relaxed);
+    atomic_store_explicit(&p->cell[(unsigned)i], sl, memory_order_relaxed);
     p->depth = i + 1;
     /* No fence: see "borrows" in handles.c.  Only the compiler is kept
      * from moving the check before the cell's store. */

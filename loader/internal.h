@@ -538,7 +538,7 @@ infiniStatus_t infinirt__capture_wait(infinirt__stream *s, infinirt__event *e, c
 infiniStatus_t infinirt__capture_event_forbid(infinirt__event *e, const char *fn);
 /* Number of blocks graphs hold (graph_mem.c); the free paths ask capture.c only
  * when it is not 0 or the stream captures. */
-extern atomic_size_t infinirt__graph_held;
+extern __attribute__((visibility("hidden"))) atomic_size_t infinirt__graph_held;
 /* MallocAsync on a capturing stream (or one of a plugin with native
  * graphs, which may capture natively): *handled = true when the block came
  * from the capture's private memory. */
@@ -590,10 +590,10 @@ typedef struct {
     char config_path[1024];
 } infinirt__runtime;
 
-extern infinirt__runtime infinirt__rt;
+extern __attribute__((visibility("hidden"))) infinirt__runtime infinirt__rt;
 /* 1 while calls may proceed: set once infinirt__rt is complete, cleared for
  * good at process exit and in a child forked after initialisation. */
-extern atomic_int infinirt__ready;
+extern __attribute__((visibility("hidden"))) atomic_int infinirt__ready;
 
 /* Initialise once; returns SUCCESS, or DEVICE_NOT_INITIALIZED with a log line
  * saying why (shut down at exit, forked child). */

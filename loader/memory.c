@@ -452,8 +452,9 @@ static inline __attribute__((always_inline)) bool quick_sides(void *dst, const v
     if (kind == INFINIRT_MEMCPY_D2D) {
         const infinirt__lookup_hit *hd, *hs;
         uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-        if (!infinirt__lookup_hit_pair(d, s, &hd, &hs) || !infinirt__lookup_hit_fits_device(hd, d, size) ||
-            !infinirt__lookup_hit_fits_device(hs, s, size))
+        if (!infinirt__lookup_hit_pair(d, s, &hd, &hs) ||
+            !infinirt__lookup_hit_fits_device(hd, d - hd->start, size) ||
+            !infinirt__lookup_hit_fits_device(hs, s - hs->start, size))
             return false;
         infinirt__device *o = hd->owner, *so = hs->owner;
         if (so->plugin != o->plugin)
@@ -502,10 +503,19 @@ static inline __attribute__((always_inline)) infinirt__device *quick_async_devic
     return other == NULL || other == owner ? owner : NULL;
 }
 
-/* The usual asynchronous copy in one pass: quick_async_device, on a
- * created stream of that very device, not capturing.  Returns true when
+/* Whether the one-pass path may queue the copy on str, a created stream
+ * it borrowed: a stream of dev, the device of both sides (no peer to
+ * note), and not capturing. */
+static inline bool quick_stream_takes(infinirt__stream *str, infinirt__device *dev)
+{
+    return dev == str->dev && infinirt__stream_capture(str) == NULL;
+}
+
+/* The usual asynchronous copy in one pass, as the traced code makes it:
+ * quick_async_device, on a stream quick_stream_takes.  Returns true when
  * it queued the copy (status in *st); anything else, a dead stream
- * included, goes through the full checks. */
+ * included, goes through the full checks.  (The untraced code is
+ * memcpy_async_code's own, the same in three parts.) */
 static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, const void *src, size_t size, int kind,
                                                                    infinirtStream_t stream, infiniStatus_t *st,
                                                                    bool traced)
@@ -517,7 +527,7 @@ static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, co
     infinirt__stream *str = infinirt__stream_borrow(stream, &use);
     if (str == NULL)
         return false;
-    if (dev != str->dev || infinirt__stream_capture(str) != NULL) {
+    if (!quick_stream_takes(str, dev)) {
         infinirt__stream_return(str, use);
         return false;
     }
@@ -688,16 +698,62 @@ memcpy_async_full_traced(void *dst, const void *src, size_t size, infinirtMemcpy
     return memcpy_async_full_code(dst, src, size, kind, stream, true);
 }
 
-/* infinirtMemcpyAsync after its entry. */
+/* The untraced one-pass path past the inline borrow: the stream borrowed
+ * by the full borrow (another thread's, one no hint names), or not
+ * borrowed at all; the same checks as quick_copy_async's. */
+static __attribute__((noinline)) infiniStatus_t quick_async_borrow_slow(void *dst, const void *src, size_t size,
+                                                                        int kind, infinirtStream_t stream,
+                                                                        infinirt__device *dev)
+{
+    int use;
+    infinirt__stream *str = infinirt__stream_borrow_slow(stream, &use);
+    if (str != NULL) {
+        if (quick_stream_takes(str, dev)) {
+            infiniStatus_t st = queue_copy_on(str, dev, dst, src, size, kind, false);
+            infinirt__stream_return(str, use);
+            return st;
+        }
+        infinirt__stream_return(str, use);
+    }
+    return memcpy_async_full(dst, src, size, (infinirtMemcpyKind_t)kind, stream);
+}
+
+/* The untraced one-pass path on a stream it borrowed inline (cell use)
+ * and may not take: given back, and the full checks decide. */
+static __attribute__((noinline)) infiniStatus_t quick_async_leave(void *dst, const void *src, size_t size, int kind,
+                                                                  infinirtStream_t stream, int use)
+{
+    infinirt__handle_return(use);
+    return memcpy_async_full(dst, src, size, (infinirtMemcpyKind_t)kind, stream);
+}
+
+/* infinirtMemcpyAsync after its entry.  Untraced, the one-pass path is
+ * written out here: whatever leaves it once the stream is borrowed does
+ * so by a tail call (quick_async_borrow_slow, quick_async_leave), so the
+ * arguments need not outlive a call, and only what the plugin's call must
+ * not clobber takes a saved register. */
 static inline __attribute__((always_inline)) infiniStatus_t memcpy_async_code(void *dst, const void *src, size_t size,
                                                                               infinirtMemcpyKind_t kind,
                                                                               infinirtStream_t stream, bool traced)
 {
     infiniStatus_t qst;
-    if (quick_args(size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, traced))
-        return qst;
-    return traced ? memcpy_async_full_traced(dst, src, size, kind, stream)
-                  : memcpy_async_full(dst, src, size, kind, stream);
+    if (traced) {
+        if (quick_args(size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, true))
+            return qst;
+        return memcpy_async_full_traced(dst, src, size, kind, stream);
+    }
+    infinirt__device *dev;
+    if (!quick_args(size) || stream == NULL || (dev = quick_async_device(dst, src, size, (int)kind)) == NULL)
+        return memcpy_async_full(dst, src, size, kind, stream);
+    int use;
+    infinirt__stream *str = infinirt__handle_borrow_mine(INFINIRT__KIND_STREAM, stream, &use);
+    if (__builtin_expect(str == NULL, 0))
+        return quick_async_borrow_slow(dst, src, size, (int)kind, stream, dev);
+    if (__builtin_expect(!quick_stream_takes(str, dev), 0))
+        return quick_async_leave(dst, src, size, (int)kind, stream, use);
+    qst = queue_copy_on(str, dev, dst, src, size, (int)kind, false);
+    infinirt__handle_return(use);
+    return qst;
 }
 
 static __attribute__((noinline, cold)) infiniStatus_t

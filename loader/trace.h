@@ -30,7 +30,10 @@
 /* 1 while a trace is written.  1 also from load until the first
  * initialisation has settled it (infinirt__trace_settle), so the very first
  * call, which initialises, is traced when the config asks for a trace. */
-extern atomic_int infinirt__trace_on;
+/* (Declared hidden, as the loader's globals read on the calls' paths are:
+ * the library's own, so each read is one instruction, not a load of its
+ * address first.) */
+extern __attribute__((visibility("hidden"))) atomic_int infinirt__trace_on;
 static inline bool infinirt__tracing(void)
 {
     return __builtin_expect(atomic_load_explicit(&infinirt__trace_on, memory_order_relaxed) != 0, 0);

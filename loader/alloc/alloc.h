@@ -179,7 +179,7 @@ typedef struct {
 /* Every segment ever given to a pool lies in [infinirt__dir_lo,
  * infinirt__dir_hi) (alloc_dir.c: only widened, under the directory's
  * lock, before any pointer into the segment is handed out). */
-extern atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
+extern __attribute__((visibility("hidden"))) atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
 
 /* The page directory (alloc_dir.c): for each 4 KiB page of the addresses
  * below 2^48, which of its bytes live segments may cover, as at most two
@@ -200,7 +200,7 @@ extern atomic_uintptr_t infinirt__dir_lo, infinirt__dir_hi;
 typedef struct infinirt__pd_node {
     _Atomic(uint64_t) e[INFINIRT__PD_SLOTS];
 } infinirt__pd_node;
-extern infinirt__pd_node infinirt__pd_top;
+extern __attribute__((visibility("hidden"))) infinirt__pd_node infinirt__pd_top;
 
 /* A leaf slot: intervals [a0, b0) and [a1, b1) of offsets 0..4096 in the
  * page, 13 bits each from bit 0 (a0, b0, a1, b1), empty ones [0, 0). */
@@ -278,7 +278,7 @@ typedef struct {
 } infinirt__lookup_hit;
 extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__lookup_hit infinirt__tl_hit[2];
 extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hit_last;
-extern atomic_uint_fast64_t infinirt__alloc_gen;
+extern __attribute__((visibility("hidden"))) atomic_uint_fast64_t infinirt__alloc_gen;
 
 /* Whether entry h still stands, with the allocator's generation `gen`
  * already read: compared first, since a changed generation may mean a pool
@@ -296,11 +296,11 @@ static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uin
            infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire));
 }
 
-/* Whether a device side of size bytes from p (in entry h) fits in h's
- * block, and h is a device pool's. */
-static inline bool infinirt__lookup_hit_fits_device(const infinirt__lookup_hit *h, uintptr_t p, size_t size)
+/* Whether a device side of size bytes at offset off (< h->req) of entry
+ * h's block fits in the block, and h is a device pool's. */
+static inline bool infinirt__lookup_hit_fits_device(const infinirt__lookup_hit *h, size_t off, size_t size)
 {
-    return size <= h->req - (p - h->start) && h->device_id >= 0;
+    return size <= h->req - off && h->device_id >= 0;
 }
 
 static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uintptr_t p, infinirt__ptr_info *info)
@@ -340,14 +340,18 @@ static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinir
     /* Kept in a register: the compiler would otherwise work the address
      * out again from k after each check. */
     __asm__("" : "+r"(h));
-    if (!infinirt__lookup_hit_valid(h, p)) {
+    size_t off = p - h->start; /* infinirt__lookup_hit_valid's, kept */
+    if (!(off < h->req &&
+          infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire)))) {
         h = &infinirt__tl_hit[k ^ 1u];
         __asm__("" : "+r"(h));
-        if (!infinirt__lookup_hit_valid(h, p))
+        off = p - h->start;
+        if (!(off < h->req &&
+              infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire))))
             return NULL;
         infinirt__tl_hit_last = k ^ 1u;
     }
-    return infinirt__lookup_hit_fits_device(h, p, size) ? h : NULL;
+    return infinirt__lookup_hit_fits_device(h, off, size) ? h : NULL;
 }
 
 /* Both sides of a copy between two device blocks at once: the remembered

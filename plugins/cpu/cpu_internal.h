@@ -335,7 +335,8 @@ typedef struct {
     /* Let every stream go (plugin shutdown). */
     void (*shutdown)(void);
 } cpu__queue_ops;
-extern const cpu__queue_ops *cpu__queue;
+/* (Hidden: the plugin's own, so each entry reads it in one instruction.) */
+extern __attribute__((visibility("hidden"))) const cpu__queue_ops *cpu__queue;
 extern const cpu__queue_ops cpu__queue_inline, cpu__queue_async;
 
 /* Stream objects (cpu_stream.c).  A reference for each holder (the handle,
