@@ -57,7 +57,6 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
     } else if (size == 0) {
         *p_ptr = NULL;
     } else {
-        void *p = NULL;
         infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
         /* Malloc and MallocHost: memory any stream may use at once, never a
          * block a FreeAsync left behind work still queued, even on the NULL
@@ -65,10 +64,9 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
          * MallocAsync(NULL): the NULL stream's own key, whose blocks it may
          * reuse at once. */
         void *key = async ? (void *)s : INFINIRT__POOL_SYNC;
-        st = pool != NULL ? infinirt__pool_alloc(pool, size, key, &p) : INFINI_STATUS_OUT_OF_MEMORY;
-        if (__builtin_expect(st == INFINI_STATUS_SUCCESS, 1))
-            *p_ptr = p;
-        else
+        /* The pool writes *p_ptr only when it succeeds. */
+        st = pool != NULL ? infinirt__pool_alloc(pool, size, key, p_ptr) : INFINI_STATUS_OUT_OF_MEMORY;
+        if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
             malloc_failed(st, size, dev, fn);
     }
     if (s != NULL)

@@ -154,7 +154,8 @@ static inline unsigned infinirt__hb_match(const infinirt__hbkt *b, uintptr_t key
 /* Would `more` entries beyond the current ones exceed the load? */
 static inline bool infinirt__ht_full(const infinirt__blktab *t, size_t more)
 {
-    return (t->count + more) * 2 > (t->mask + 1) * INFINIRT__HB_SLOTS;
+    /* (count + more) * 2 > buckets * HB_SLOTS, one multiplication less */
+    return t->count + more > (t->mask + 1) * (INFINIRT__HB_SLOTS / 2);
 }
 /* Fill free slot i of bucket k with an entry. */
 static inline void infinirt__ht_fill(infinirt__blktab *t, infinirt__hbkt *k, unsigned i, uintptr_t key, uintptr_t val,
@@ -188,8 +189,9 @@ static inline bool infinirt__ht_place(infinirt__blktab *t, uintptr_t key, uintpt
 static inline uintptr_t infinirt__ht_val(const infinirt__blk *b)
 {
     uintptr_t v = (uintptr_t)b;
-    if (b->pphys == NULL && b->nphys == NULL &&
-        (b->segst & (INFINIRT__BLK_LARGE | INFINIRT__BLK_BITS)) == INFINIRT__BLK_LARGE)
+    /* The flags first: a small block's neighbours are not read. */
+    if ((b->segst & (INFINIRT__BLK_LARGE | INFINIRT__BLK_BITS)) == INFINIRT__BLK_LARGE && b->pphys == NULL &&
+        b->nphys == NULL)
         v |= INFINIRT__HW_WHOLE | ((b->segst & INFINIRT__BLK_STACKED) ? INFINIRT__HW_STACKED : 0);
     return v;
 }
@@ -211,6 +213,19 @@ static inline int infinirt__ht_put(infinirt__blktab *t, infinirt__blk *b)
         return infinirt__ht_put_slow(t, key, val, b->req, b->size);
     infinirt__ht_fill(t, k, (unsigned)__builtin_ctz(m), key, val, b->req, b->size);
     return 0;
+}
+/* ht_put where it needs no call: a free slot in the home bucket and room
+ * under the load.  False, with nothing done, otherwise (then ht_put). */
+static inline __attribute__((always_inline)) bool infinirt__ht_put_fast(infinirt__blktab *t, infinirt__blk *b,
+                                                                        size_t req)
+{
+    uintptr_t key = b->addr;
+    infinirt__hbkt *k = &t->ht[infinirt__ht_slot(t, key)];
+    unsigned m = infinirt__hb_match(k, 0);
+    if (__builtin_expect(m == 0 || infinirt__ht_full(t, 1), 0))
+        return false;
+    infinirt__ht_fill(t, k, (unsigned)__builtin_ctz(m), key, infinirt__ht_val(b), req, b->size);
+    return true;
 }
 /* Bucket and slot of key, or NULL. */
 static inline infinirt__hbkt *infinirt__ht_find(const infinirt__blktab *t, uintptr_t key, unsigned *slot)

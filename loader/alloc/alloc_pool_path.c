@@ -36,12 +36,16 @@ INFINIRT__TLS uint_fast64_t tl_last_gen;
 /* The arena of this thread's last free, as a number: only compared. */
 INFINIRT__TLS uintptr_t tl_last_free;
 
-static inline infinirt__arena *arena_for(infinirt__pool *pool, void *stream)
+/* gen: infinirt__alloc_gen, read by the caller.  With `cached`, only the
+ * thread's entries answer (NULL when none does): no call is made. */
+static inline __attribute__((always_inline)) infinirt__arena *arena_for(infinirt__pool *pool, void *stream,
+                                                                        uint_fast64_t gen, bool cached)
 {
-    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
     tl_map_ent *e = &tl_map[((uintptr_t)stream >> 4) & 3];
     if (__builtin_expect(e->pool == pool && e->stream == stream && e->gen == gen, 1))
         return e->arena;
+    if (cached)
+        return NULL;
     infinirt__arena *a = infinirt__pool_arena(pool, stream);
     if (a != NULL)
         *e = (tl_map_ent){pool, stream, a, gen};
@@ -59,12 +63,14 @@ typedef struct {
 } tl_own_ent;
 INFINIRT__TLS tl_own_ent tl_own[2];
 
-static inline infinirt__arena *own_arena_for(infinirt__pool *pool)
+static inline __attribute__((always_inline)) infinirt__arena *own_arena_for(infinirt__pool *pool, bool cached)
 {
     uint_fast64_t gen = atomic_load_explicit(&infinirt__tc_gen, memory_order_relaxed);
     tl_own_ent *e = &tl_own[((uintptr_t)pool >> 6) & 1];
     if (__builtin_expect(e->pool == pool && e->gen == gen, 1))
         return e->arena;
+    if (cached)
+        return NULL;
     infinirt__arena *a = infinirt__pool_own_arena(pool);
     if (a != NULL)
         *e = (tl_own_ent){pool, a, gen};
@@ -86,10 +92,13 @@ static inline __attribute__((always_inline)) void account_free(infinirt__arena *
 {
     a->active--;
     a->req_bytes -= req;
-    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed)) {
-        if (__builtin_expect(tl_last_free == (uintptr_t)a && tl_last == a && !infinirt__keeps_slack(a), 0))
+    /* An arena keeping slack publishes no fall (infinirt__publish_fall);
+     * one that starts to keep it now publishes none either. */
+    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed) && !infinirt__keeps_slack(a)) {
+        if (__builtin_expect(tl_last_free == (uintptr_t)a && tl_last == a, 0))
             infinirt__slack_start(a->pool, a);
-        infinirt__publish_fall(a->pool, a);
+        else
+            (void)infinirt__publish(a->pool, a);
     }
     tl_last_free = (uintptr_t)a;
 }
@@ -346,44 +355,25 @@ static infiniStatus_t passthrough_alloc(infinirt__pool *pool, size_t size, void 
     return INFINI_STATUS_SUCCESS;
 }
 
-infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)
+/* The arena of an allocation of n granules on `stream` (gen: the
+ * generation read first).  With `cached`, from the thread's entries alone
+ * (NULL when they do not answer). */
+static inline __attribute__((always_inline)) infinirt__arena *arena_of(infinirt__pool *pool, void *stream, size_t n,
+                                                                       uint_fast64_t gen, bool cached)
 {
-    if (__builtin_expect(size - 1 >= pool->max_req, 0))
-        return bad_size(pool, size);
-    if (__builtin_expect(!pool->cfg.enabled, 0))
-        return passthrough_alloc(pool, size, out);
-    size_t n = (size + pool->g - 1) >> pool->gshift;
     /* Small blocks on the NULL stream: from the thread's own arena. */
-    infinirt__arena *a = stream == NULL && n <= pool->own_max ? own_arena_for(pool) : arena_for(pool, stream);
-    if (__builtin_expect(a == NULL, 0))
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    infinirt__blk *b;
-    /* A stream-ordered block (MallocAsync) is remembered for the copies
-     * that follow (below): the generation first, as a lookup reads it. */
-    bool remember = stream != INFINIRT__POOL_SYNC;
-    uint_fast64_t gen = remember ? atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire) : 0;
-    infinirt__spin_lock(&a->lock);
-    if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
-        infinirt__quick_unlink(&a->quick, b, n);
-    } else {
-        bool small = n <= (pool->small_max >> pool->gshift);
-        b = from_bins(a, n, small);
-        if (b == NULL) {
-            infiniStatus_t st;
-            a = alloc_slow(a, n, size, small, &b, &st);
-            if (st != INFINI_STATUS_SUCCESS) {
-                infinirt__spin_unlock(&a->lock);
-                return st;
-            }
-        }
-    }
-    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
-    b->req = size;
-    if (__builtin_expect(infinirt__ht_put(&a->blocks, b) != 0, 0)) {
-        infinirt__blk_release(a, b);
-        infinirt__spin_unlock(&a->lock);
-        return INFINI_STATUS_OUT_OF_MEMORY;
-    }
+    infinirt__arena *a =
+        stream == NULL && n <= pool->own_max ? own_arena_for(pool, cached) : arena_for(pool, stream, gen, cached);
+    return a;
+}
+
+/* The end of an allocation: block b (out of the free lists, its req set,
+ * USED) entered in a's table (a locked), counted, remembered, and handed
+ * out; a unlocked. */
+static inline __attribute__((always_inline)) infiniStatus_t alloc_done(infinirt__pool *pool, infinirt__arena *a,
+                                                                       infinirt__blk *b, size_t size, void *stream,
+                                                                       uint_fast64_t gen, void **out)
+{
     a->used += b->size;
     if (a->used > a->peak_used)
         a->peak_used = a->used;
@@ -397,9 +387,15 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
      * remembered instead of looking it up under the lock.  Synchronous
      * blocks (Malloc, MallocHost: weights, staging buffers) live long and
      * are looked up once; Malloc+Free, the hottest small call, does not
-     * pay the entry's stores for them. */
-    if (remember)
+     * pay the entry's stores for them.  The generation was read before a
+     * was locked, as a lookup reads it. */
+    if (stream != INFINIRT__POOL_SYNC)
         infinirt__lookup_remember(a, infinirt__blk_seg(b), b->addr, size, gen);
+    /* The thread's last arena, valid while the generation read before it
+     * was found stays (a later one only makes the next free look again). */
+    tl_last = a;
+    tl_last_gen = gen;
+    *out = (void *)b->addr;
     if (atomic_load_explicit(&pool->multi, memory_order_relaxed)) {
         bool event = infinirt__publish(pool, a);
         infinirt__spin_unlock(&a->lock);
@@ -408,10 +404,79 @@ infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *str
     } else {
         infinirt__spin_unlock(&a->lock);
     }
-    tl_last = a;
-    tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
-    *out = (void *)b->addr;
     return INFINI_STATUS_SUCCESS;
+}
+
+/* An allocation whose block is not in a's quick list, or whose table
+ * entry needs ht_put's slow part (a locked).  b: the block taken from the
+ * quick list already (USED, req set), or NULL. */
+static __attribute__((noinline)) infiniStatus_t alloc_locked(infinirt__pool *pool, infinirt__arena *a,
+                                                             infinirt__blk *b, size_t n, size_t size, void *stream,
+                                                             uint_fast64_t gen, void **out)
+{
+    if (b == NULL) {
+        if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
+            infinirt__quick_unlink(&a->quick, b, n);
+        } else {
+            bool small = n <= (pool->small_max >> pool->gshift);
+            b = from_bins(a, n, small);
+            if (b == NULL) {
+                infiniStatus_t st;
+                a = alloc_slow(a, n, size, small, &b, &st);
+                if (st != INFINI_STATUS_SUCCESS) {
+                    infinirt__spin_unlock(&a->lock);
+                    return st;
+                }
+            }
+        }
+        infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+        b->req = size;
+    }
+    if (__builtin_expect(infinirt__ht_put(&a->blocks, b) != 0, 0)) {
+        infinirt__blk_release(a, b);
+        infinirt__spin_unlock(&a->lock);
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    }
+    return alloc_done(pool, a, b, size, stream, gen, out);
+}
+
+/* Every allocation the fast path below does not finish itself. */
+static __attribute__((noinline)) infiniStatus_t alloc_any(infinirt__pool *pool, size_t size, void *stream, void **out)
+{
+    if (__builtin_expect(size - 1 >= pool->max_req, 0))
+        return bad_size(pool, size);
+    if (__builtin_expect(!pool->cfg.enabled, 0))
+        return passthrough_alloc(pool, size, out);
+    size_t n = (size + pool->g - 1) >> pool->gshift;
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
+    infinirt__arena *a = arena_of(pool, stream, n, gen, false);
+    if (__builtin_expect(a == NULL, 0))
+        return INFINI_STATUS_OUT_OF_MEMORY;
+    infinirt__spin_lock(&a->lock);
+    return alloc_locked(pool, a, NULL, n, size, stream, gen, out);
+}
+
+/* The fast path makes no call but tail calls, so it saves no registers: a
+ * block of the quick list, in an arena the thread's entries name, locked
+ * by a thread alone, entered in its table's home bucket. */
+infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)
+{
+    size_t n = (size + pool->g - 1) >> pool->gshift;
+    if (__builtin_expect(size - 1 >= pool->max_req || !pool->cfg.enabled || n > pool->quick_max, 0))
+        return alloc_any(pool, size, stream, out);
+    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
+    infinirt__arena *a = arena_of(pool, stream, n, gen, true);
+    if (__builtin_expect(a == NULL || !infinirt__spin_lock_alone(&a->lock), 0))
+        return alloc_any(pool, size, stream, out);
+    infinirt__blk *b = a->quick.list[n];
+    if (__builtin_expect(b == NULL, 0))
+        return alloc_locked(pool, a, NULL, n, size, stream, gen, out);
+    infinirt__quick_unlink(&a->quick, b, n);
+    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+    b->req = size;
+    if (__builtin_expect(!infinirt__ht_put_fast(&a->blocks, b, size), 0))
+        return alloc_locked(pool, a, b, n, size, stream, gen, out);
+    return alloc_done(pool, a, b, size, stream, gen, out);
 }
 
 /* --------------------------------------------------------------- free */

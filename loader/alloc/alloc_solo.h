@@ -80,10 +80,10 @@ static inline bool infinirt__solo_one(void)
  * the caller proceeds with the flag raised and lowers it with a release
  * store; false, the flag is down again and the caller takes the ordinary
  * path. */
-static inline __attribute__((always_inline)) bool infinirt__solo_enter(atomic_int *flag)
+static inline __attribute__((always_inline)) bool infinirt__solo_enter_as(atomic_int *flag, bool joined)
 {
     uint64_t w;
-    if (!infinirt__solo_joined() || !infinirt__solo_is_one(w = infinirt__solo_read()))
+    if (!joined || !infinirt__solo_is_one(w = infinirt__solo_read()))
         return false;
     atomic_store_explicit(flag, 1, memory_order_relaxed);
     /* No fence: the joiner's membarrier stands for it.  Only the compiler
@@ -93,6 +93,16 @@ static inline __attribute__((always_inline)) bool infinirt__solo_enter(atomic_in
         return true;
     atomic_store_explicit(flag, 0, memory_order_release);
     return false;
+}
+static inline __attribute__((always_inline)) bool infinirt__solo_enter(atomic_int *flag)
+{
+    return infinirt__solo_enter_as(flag, infinirt__solo_joined());
+}
+/* The same for a thread counted already; false, with no call made, for
+ * one not counted yet (its caller takes the ordinary path, which joins). */
+static inline __attribute__((always_inline)) bool infinirt__solo_enter_counted(atomic_int *flag)
+{
+    return infinirt__solo_enter_as(flag, __builtin_expect(infinirt__tl_solo.joined, 1));
 }
 
 /* This thread's id (joining it first), or 0: what the handle registry
