@@ -286,7 +286,10 @@ static inline infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *st
     INFINIRT__ALLOC_UNLOCKED("fence_take");
     if (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0)
         return INFINI_STATUS_SUCCESS;
-    infiniStatus_t st = be->fence_take(be->ctx, stream, out);
+    /* Through a local: the caller's fence stays in a register. */
+    infinirt__fence *got = NULL;
+    infiniStatus_t st = be->fence_take(be->ctx, stream, &got);
+    *out = got;
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__no_fence(be, st) : st;
 }
 
@@ -299,7 +302,10 @@ static inline infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infi
     INFINIRT__ALLOC_UNLOCKED("fence_take_all");
     if (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0)
         return INFINI_STATUS_SUCCESS;
-    infiniStatus_t st = be->fence_take_all(be->ctx, out);
+    /* Through a local: the caller's fence stays in a register. */
+    infinirt__fence *got = NULL;
+    infiniStatus_t st = be->fence_take_all(be->ctx, &got);
+    *out = got;
     return __builtin_expect(st != INFINI_STATUS_SUCCESS, 0) ? infinirt__no_fence(be, st) : st;
 }
 

@@ -610,6 +610,21 @@ static void free_waited(infinirt__pool *pool, infinirt__blk *b, infinirt__fence 
         infinirt__seg_destroy(pool, rel);
 }
 
+/* The rest of a free that takes or meets a fence (a locked, b out of its
+ * hash): free_locked, then what it left to do once a is unlocked. */
+static __attribute__((noinline)) infiniStatus_t
+free_fenced(infinirt__pool *pool, infinirt__arena *a, infinirt__blk *b, void *stream, bool sync, infinirt__fence *f)
+{
+    infinirt__fence *wait = NULL;
+    infinirt__seg *rel = free_locked(a, b, stream, sync, f, &wait);
+    infinirt__spin_unlock(&a->lock);
+    if (rel != NULL)
+        infinirt__seg_destroy(pool, rel);
+    if (__builtin_expect(wait != NULL, 0))
+        free_waited(pool, b, wait);
+    return INFINI_STATUS_SUCCESS;
+}
+
 /* What free_locked does for a block that spans its large segment (hash
  * entry flagged HW_WHOLE) when no fence is involved - no fence taken, none
  * held by any segment of the arena - from the hash entry alone: the
@@ -739,22 +754,19 @@ static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr,
                 return INFINI_STATUS_SUCCESS;
             }
             if (__builtin_expect(b != NULL, 1)) {
-                infinirt__fence *wait = NULL;
                 infinirt__seg *rel;
                 if (f == NULL && a->nfenced == 0) {
                     /* What free_locked comes to with no fence taken or
-                     * held in the arena, without the call. */
+                     * held in the arena, without the call (nothing to
+                     * wait for). */
                     account_free(a, req);
                     rel = free_done(a, b);
-                } else {
-                    rel = free_locked(a, b, stream, sync, f, &wait);
+                    infinirt__spin_unlock(&a->lock);
+                    if (__builtin_expect(rel != NULL, 0))
+                        infinirt__seg_destroy(pool, rel);
+                    return INFINI_STATUS_SUCCESS;
                 }
-                infinirt__spin_unlock(&a->lock);
-                if (rel != NULL)
-                    infinirt__seg_destroy(pool, rel);
-                if (__builtin_expect(wait != NULL, 0))
-                    free_waited(pool, b, wait);
-                return INFINI_STATUS_SUCCESS;
+                return free_fenced(pool, a, b, stream, sync, f);
             }
             infinirt__spin_unlock(&a->lock);
             if (f != NULL)
