@@ -43,18 +43,19 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
             return st;
         dev = s->dev;
     }
-    bool handled = false;
     if (size != 0 && s != NULL && !host &&
         __builtin_expect(infinirt__stream_capture(s) != NULL || INFINIRT__NATIVE_GRAPHS(dev->plugin), 0)) {
-        /* A capture's allocations come from memory private to it. */
+        /* A capture's allocations come from memory private to it (a flag
+         * of this branch's own: the common path keeps none in memory). */
+        bool handled = false;
         void *p = NULL;
         st = infinirt__capture_malloc(s, size, &p, fn, &handled);
         if (handled && st == INFINI_STATUS_SUCCESS)
             *p_ptr = p;
+        if (handled || st != INFINI_STATUS_SUCCESS)
+            goto out;
     }
-    if (handled || st != INFINI_STATUS_SUCCESS) {
-        /* done above */
-    } else if (size == 0) {
+    if (size == 0) {
         *p_ptr = NULL;
     } else {
         infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
@@ -69,6 +70,7 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
         if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
             malloc_failed(st, size, dev, fn);
     }
+out:
     if (s != NULL)
         infinirt__stream_return(s, use);
     return st;
