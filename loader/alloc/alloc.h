@@ -278,6 +278,8 @@ typedef struct {
 } infinirt__lookup_hit;
 extern _Thread_local __attribute__((tls_model("initial-exec"))) infinirt__lookup_hit infinirt__tl_hit[2];
 extern _Thread_local __attribute__((tls_model("initial-exec"))) unsigned infinirt__tl_hit_last;
+/* Bumped whenever a thread-local cache entry may have become stale (a pool
+ * destroyed, a stream retired). */
 extern __attribute__((visibility("hidden"))) atomic_uint_fast64_t infinirt__alloc_gen;
 
 /* Whether entry h still stands, with the allocator's generation `gen`
@@ -287,13 +289,6 @@ static inline bool infinirt__lookup_hit_stands(const infinirt__lookup_hit *h, ui
 {
     return gen == h->gen && atomic_load_explicit(h->seg_arena, memory_order_acquire) == h->arena &&
            atomic_load_explicit(h->epoch, memory_order_acquire) == h->epoch_then;
-}
-
-/* Whether entry h holds p and still stands. */
-static inline bool infinirt__lookup_hit_valid(const infinirt__lookup_hit *h, uintptr_t p)
-{
-    return p - h->start < h->req &&
-           infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire));
 }
 
 /* Whether a device side of size bytes at offset off (< h->req) of entry
@@ -315,43 +310,48 @@ static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uint
 }
 
 /* The one of this thread's two remembered blocks that holds p and still
- * stands (the one used last is tried first), now the one used last; NULL
- * when neither does. */
-static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
-{
-    unsigned k = infinirt__tl_hit_last;
-    if (!infinirt__lookup_hit_valid(&infinirt__tl_hit[k], p) &&
-        !infinirt__lookup_hit_valid(&infinirt__tl_hit[k ^= 1u], p))
-        return NULL;
-    infinirt__tl_hit_last = k;
-    return &infinirt__tl_hit[k];
-}
-
-/* infinirt__lookup_hit_find of a device side: the remembered block that
- * holds p and still stands, if it has room for size bytes from p and is a
- * device pool's (infinirt__lookup_hit_fits_device); else NULL.  The entry
- * used last is tried first and only a hit on the other one stores which
+ * stands, with p's offset in it in *off; NULL when neither does.  The one
+ * used last is tried first, and only a hit on the other one stores which
  * was used last. */
-static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinirt__lookup_hit_device(uintptr_t p,
-                                                                                                     size_t size)
+static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinirt__lookup_hit_at(uintptr_t p,
+                                                                                                 size_t *off)
 {
     unsigned k = infinirt__tl_hit_last;
     const infinirt__lookup_hit *h = &infinirt__tl_hit[k];
     /* Kept in a register: the compiler would otherwise work the address
      * out again from k after each check. */
     __asm__("" : "+r"(h));
-    size_t off = p - h->start; /* infinirt__lookup_hit_valid's, kept */
-    if (!(off < h->req &&
+    size_t o = p - h->start;
+    if (!(o < h->req &&
           infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire)))) {
         h = &infinirt__tl_hit[k ^ 1u];
         __asm__("" : "+r"(h));
-        off = p - h->start;
-        if (!(off < h->req &&
+        o = p - h->start;
+        if (!(o < h->req &&
               infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire))))
             return NULL;
         infinirt__tl_hit_last = k ^ 1u;
     }
-    return infinirt__lookup_hit_fits_device(h, off, size) ? h : NULL;
+    *off = o;
+    return h;
+}
+
+/* infinirt__lookup_hit_at without the offset. */
+static inline const infinirt__lookup_hit *infinirt__lookup_hit_find(uintptr_t p)
+{
+    size_t off;
+    return infinirt__lookup_hit_at(p, &off);
+}
+
+/* infinirt__lookup_hit_at of a device side: the entry, if its block has
+ * room for size bytes from p and is a device pool's
+ * (infinirt__lookup_hit_fits_device); else NULL. */
+static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinirt__lookup_hit_device(uintptr_t p,
+                                                                                                     size_t size)
+{
+    size_t off;
+    const infinirt__lookup_hit *h = infinirt__lookup_hit_at(p, &off);
+    return h != NULL && infinirt__lookup_hit_fits_device(h, off, size) ? h : NULL;
 }
 
 /* Both sides of a copy between two device blocks at once: the remembered

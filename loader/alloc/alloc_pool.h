@@ -84,10 +84,6 @@ struct infinirt__pool {
     atomic_size_t capacity; /* for strict mode; 0 = unknown */
 };
 
-/* Bumped whenever a thread-local cache entry may have become stale (a pool
- * destroyed, a stream retired). */
-extern atomic_uint_fast64_t infinirt__alloc_gen;
-
 /* The largest request the backend could take in one piece: requests round
  * up to a multiple of g without overflow and never beyond its largest
  * allocation. */
