@@ -511,31 +511,6 @@ static inline bool quick_stream_takes(infinirt__stream *str, infinirt__device *d
     return dev == str->dev && infinirt__stream_capture(str) == NULL;
 }
 
-/* The usual asynchronous copy in one pass, as the traced code makes it:
- * quick_async_device, on a stream quick_stream_takes.  Returns true when
- * it queued the copy (status in *st); anything else, a dead stream
- * included, goes through the full checks.  (The untraced code is
- * memcpy_async_code's own, the same in three parts.) */
-static inline __attribute__((always_inline)) bool quick_copy_async(void *dst, const void *src, size_t size, int kind,
-                                                                   infinirtStream_t stream, infiniStatus_t *st,
-                                                                   bool traced)
-{
-    infinirt__device *dev;
-    if (stream == NULL || (dev = quick_async_device(dst, src, size, kind)) == NULL)
-        return false;
-    int use;
-    infinirt__stream *str = infinirt__stream_borrow(stream, &use);
-    if (str == NULL)
-        return false;
-    if (!quick_stream_takes(str, dev)) {
-        infinirt__stream_return(str, use);
-        return false;
-    }
-    *st = queue_copy_on(str, dev, dst, src, size, kind, traced);
-    infinirt__stream_return(str, use);
-    return true;
-}
-
 /* infinirtMemcpy's full checks: every copy the one-pass path leaves, and
  * every error.  Out of line (memcpy_full, memcpy_full_traced), so the
  * one-pass path saves no registers for it. */
@@ -698,60 +673,64 @@ memcpy_async_full_traced(void *dst, const void *src, size_t size, infinirtMemcpy
     return memcpy_async_full_code(dst, src, size, kind, stream, true);
 }
 
-/* The untraced one-pass path past the inline borrow: the stream borrowed
- * by the full borrow (another thread's, one no hint names), or not
- * borrowed at all; the same checks as quick_copy_async's. */
+/* memcpy_async_full, or its traced copy. */
+static inline __attribute__((always_inline)) infiniStatus_t
+memcpy_async_full_as(void *dst, const void *src, size_t size, int kind, infinirtStream_t stream, bool traced)
+{
+    return traced ? memcpy_async_full_traced(dst, src, size, (infinirtMemcpyKind_t)kind, stream)
+                  : memcpy_async_full(dst, src, size, (infinirtMemcpyKind_t)kind, stream);
+}
+
+/* The one-pass path past the inline borrow: the stream borrowed by the
+ * full borrow (another thread's, one no hint names), or not borrowed at
+ * all; the same checks as memcpy_async_code's. */
 static __attribute__((noinline)) infiniStatus_t quick_async_borrow_slow(void *dst, const void *src, size_t size,
                                                                         int kind, infinirtStream_t stream,
-                                                                        infinirt__device *dev)
+                                                                        infinirt__device *dev, bool traced)
 {
     int use;
     infinirt__stream *str = infinirt__stream_borrow_slow(stream, &use);
     if (str != NULL) {
         if (quick_stream_takes(str, dev)) {
-            infiniStatus_t st = queue_copy_on(str, dev, dst, src, size, kind, false);
+            infiniStatus_t st = queue_copy_on(str, dev, dst, src, size, kind, traced);
             infinirt__stream_return(str, use);
             return st;
         }
         infinirt__stream_return(str, use);
     }
-    return memcpy_async_full(dst, src, size, (infinirtMemcpyKind_t)kind, stream);
+    return memcpy_async_full_as(dst, src, size, kind, stream, traced);
 }
 
-/* The untraced one-pass path on a stream it borrowed inline (cell use)
- * and may not take: given back, and the full checks decide. */
+/* The one-pass path on a stream it borrowed inline (cell use) and may not
+ * take: given back, and the full checks decide. */
 static __attribute__((noinline)) infiniStatus_t quick_async_leave(void *dst, const void *src, size_t size, int kind,
-                                                                  infinirtStream_t stream, int use)
+                                                                  infinirtStream_t stream, int use, bool traced)
 {
     infinirt__handle_return(use);
-    return memcpy_async_full(dst, src, size, (infinirtMemcpyKind_t)kind, stream);
+    return memcpy_async_full_as(dst, src, size, kind, stream, traced);
 }
 
-/* infinirtMemcpyAsync after its entry.  Untraced, the one-pass path is
- * written out here: whatever leaves it once the stream is borrowed does
- * so by a tail call (quick_async_borrow_slow, quick_async_leave), so the
- * arguments need not outlive a call, and only what the plugin's call must
- * not clobber takes a saved register. */
+/* infinirtMemcpyAsync after its entry: the usual copy in one pass
+ * (quick_async_device, on a created stream quick_stream_takes), anything
+ * else, a dead stream included, through the full checks.  Whatever leaves
+ * the one pass once the stream is borrowed does so by a tail call
+ * (quick_async_borrow_slow, quick_async_leave), so the arguments need not
+ * outlive a call, and only what the plugin's call must not clobber takes
+ * a saved register. */
 static inline __attribute__((always_inline)) infiniStatus_t memcpy_async_code(void *dst, const void *src, size_t size,
                                                                               infinirtMemcpyKind_t kind,
                                                                               infinirtStream_t stream, bool traced)
 {
-    infiniStatus_t qst;
-    if (traced) {
-        if (quick_args(size) && quick_copy_async(dst, src, size, (int)kind, stream, &qst, true))
-            return qst;
-        return memcpy_async_full_traced(dst, src, size, kind, stream);
-    }
     infinirt__device *dev;
     if (!quick_args(size) || stream == NULL || (dev = quick_async_device(dst, src, size, (int)kind)) == NULL)
-        return memcpy_async_full(dst, src, size, kind, stream);
+        return memcpy_async_full_as(dst, src, size, (int)kind, stream, traced);
     int use;
     infinirt__stream *str = infinirt__handle_borrow_mine(INFINIRT__KIND_STREAM, stream, &use);
     if (__builtin_expect(str == NULL, 0))
-        return quick_async_borrow_slow(dst, src, size, (int)kind, stream, dev);
+        return quick_async_borrow_slow(dst, src, size, (int)kind, stream, dev, traced);
     if (__builtin_expect(!quick_stream_takes(str, dev), 0))
-        return quick_async_leave(dst, src, size, (int)kind, stream, use);
-    qst = queue_copy_on(str, dev, dst, src, size, (int)kind, false);
+        return quick_async_leave(dst, src, size, (int)kind, stream, use, traced);
+    infiniStatus_t qst = queue_copy_on(str, dev, dst, src, size, (int)kind, traced);
     infinirt__handle_return(use);
     return qst;
 }
