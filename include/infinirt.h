@@ -279,7 +279,12 @@ INFINIRT_API infiniStatus_t infinirtDeviceGetNativeHandle(infiniDevice_t device,
  * stream - whenever the blocking stream was created, before or after that
  * work.  Every kind of work counts: copies, fills, host functions, event
  * records, waits for a recorded event, graph launches (a wait for an event
- * never recorded queues nothing).  infinirtStreamCreate makes blocking
+ * never recorded queues nothing) - except that a wait for an event on a
+ * blocking stream is not itself ordered after the NULL stream's earlier
+ * work (CUDA's driver does not order it: a StreamSynchronize of a blocking
+ * stream whose last work is such a wait may return while the NULL stream
+ * is busy; the stream's later work is ordered as above, and the NULL
+ * stream's later work after the wait).  infinirtStreamCreate makes blocking
  * streams; non-blocking ones (ours, like cudaStreamNonBlocking) never wait
  * for the NULL stream, nor it for them.
  *

@@ -66,7 +66,7 @@
     X(conformance, graph_private_in_order)        \
     X(conformance, graph_execs_independent)       \
     X(conformance, null_wait_orders_blocking)     \
-    X(conformance, blocking_wait_after_null)      \
+    X(conformance, wait_then_record_after_null)   \
     X(conformance, wait_binds_current_record)     \
     X(conformance, wait_binds_other_stream)       \
     X(conformance, wait_binds_same_stream)        \

@@ -145,6 +145,10 @@ CUresult fake_enqueue_list_locked(struct CUstream_st *s, const fake_op *list);
  * s has completed, with the lock. */
 void *fake_stream_worker(void *arg);
 CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq);
+/* The same for cuStreamWaitEvent's wait, with the lock: on a blocking
+ * stream not itself ordered after the legacy stream's work (the driver's
+ * behaviour; the legacy stream's later work is ordered after it). */
+CUresult fake_enqueue_event_wait_locked(struct CUstream_st *s, fake_op o);
 CUresult fake_enqueue(struct CUstream_st *s, fake_op o, unsigned long *seq);
 void fake_wait_done_locked(const struct CUstream_st *s, unsigned long seq);
 /* Events with a handle (fake_libcuda_event.c); drop a reference to e, with

@@ -162,10 +162,11 @@ static int blocking(const struct CUstream_st *s)
     return !s->legacy && !(s->flags & CU_STREAM_NON_BLOCKING);
 }
 
-/* Queue o on s, after what the legacy-stream rules make it wait for; into
+/* Queue o on s, after what the legacy-stream rules make it wait for
+ * (after_legacy: also the legacy stream's work, when s is blocking); into
  * the capture instead while s captures.  *seq (may be NULL) receives the
  * operation's number on s (0: captured). */
-CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq)
+static CUresult enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq, int after_legacy)
 {
     CUresult r = CUDA_SUCCESS;
 
@@ -180,7 +181,7 @@ CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *se
         for (struct CUstream_st *b = fake_live; b != NULL && r == CUDA_SUCCESS; b = b->next_live)
             if (b->ctx == s->ctx && blocking(b) && b->head != NULL)
                 r = depend_locked(b, s);
-    } else if (blocking(s) && s->ctx->legacy != NULL && s->ctx->legacy->head != NULL) {
+    } else if (after_legacy && blocking(s) && s->ctx->legacy != NULL && s->ctx->legacy->head != NULL) {
         r = depend_locked(s->ctx->legacy, s);
     }
     if (r != CUDA_SUCCESS)
@@ -191,6 +192,16 @@ CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *se
     if (seq != NULL)
         *seq = n;
     return CUDA_SUCCESS;
+}
+
+CUresult fake_enqueue_locked(struct CUstream_st *s, fake_op o, unsigned long *seq)
+{
+    return enqueue_locked(s, o, seq, 1);
+}
+
+CUresult fake_enqueue_event_wait_locked(struct CUstream_st *s, fake_op o)
+{
+    return enqueue_locked(s, o, NULL, 0);
 }
 
 CUresult fake_enqueue(struct CUstream_st *s, fake_op o, unsigned long *seq)

@@ -355,11 +355,15 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
         r = CUDA_ERROR_INVALID_VALUE; /* last recorded in a capture that ended */
     } else if (e->recorded > 0) {
         /* Queued even when the record has completed: the wait is still an
-         * operation of s, which the legacy-stream rules order ("an action
-         * ... such as cudaStreamWaitEvent()").  Bound to the latest record
-         * now: the operation holds its mark.  A wait for an event never
-         * recorded queues nothing. */
-        r = fake_enqueue_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .mark = e->mark}, NULL);
+         * operation of s, and on the legacy stream it comes after the
+         * blocking streams' work ("an action ... such as
+         * cudaStreamWaitEvent()"), and the legacy stream's later work
+         * after it.  On a blocking stream it is not itself ordered after
+         * the legacy stream's work: the driver does not (an H200, driver
+         * 580.159.04: tests/gpu/probe_blocking_wait.c).  Bound to the
+         * latest record now: the operation holds its mark.  A wait for an
+         * event never recorded queues nothing. */
+        r = fake_enqueue_event_wait_locked(s, (fake_op){.kind = OP_WAIT, .ev = e, .mark = e->mark});
     }
     pthread_mutex_unlock(&fake_lock);
     return r;

@@ -10,7 +10,9 @@
  *      blocking streams, and a blocking stream waits for the work queued so
  *      far on the NULL stream, whenever the blocking stream was created;
  *      non-blocking streams do neither; a wait for an event never recorded
- *      adds nothing;
+ *      adds nothing; a StreamWaitEvent on a blocking stream is not itself
+ *      ordered after the NULL stream (the driver's behaviour), though later
+ *      NULL-stream work is ordered after it;
  *   R3 StreamWaitEvent orders the stream's later work after the record the
  *      event holds at the call; a later record changes nothing for it;
  *   R4 work queued after a host wait (StreamSynchronize, EventSynchronize,
@@ -64,14 +66,21 @@ static void add_with_anc(const sem_model *m, sem_set *set, int n)
     sem_set_or(set, &m->anc[n]);
 }
 
-/* What a new node on stream s is ordered after (R1, R4; R2 for an
- * action: MallocAsync and FreeAsync are none, see R7). */
-static void preds_for_kind(const sem_model *m, int s, bool action, sem_set *out)
+/* How a node takes part in R2: ordered after the other side's work queued
+ * before it (the NULL stream's for a blocking stream, the blocking streams'
+ * for the NULL stream), and work the other side queues later ordered after
+ * it.  MallocAsync and FreeAsync do neither (R7); a StreamWaitEvent on a
+ * blocking stream only the second. */
+enum { R2_NONE = 0, R2_AFTER = 1, R2_BEFORE = 2, R2_BOTH = R2_AFTER | R2_BEFORE };
+
+/* What a new node on stream s is ordered after (R1, R4; R2 when r2 has
+ * R2_AFTER). */
+static void preds_for_kind(const sem_model *m, int s, int r2, sem_set *out)
 {
     const sem_stream_state *st = &m->streams[s];
     *out = m->host;
     add_with_anc(m, out, st->last);
-    if (!action)
+    if (!(r2 & R2_AFTER))
         return;
     if (st->is_null) {
         for (int t = 0; t < SEM_MAX_STREAMS; t++) {
@@ -86,15 +95,15 @@ static void preds_for_kind(const sem_model *m, int s, bool action, sem_set *out)
 
 static void preds_for(const sem_model *m, int s, sem_set *out)
 {
-    preds_for_kind(m, s, true, out);
+    preds_for_kind(m, s, R2_BOTH, out);
 }
 
-static int add_node_kind(sem_model *m, int s, const sem_set *extra, int op, bool action)
+static int add_node_kind(sem_model *m, int s, const sem_set *extra, int op, int r2)
 {
     if (m->nnodes >= SEM_MAX_NODES)
         return -1;
     int n = m->nnodes++;
-    preds_for_kind(m, s, action, &m->anc[n]);
+    preds_for_kind(m, s, r2, &m->anc[n]);
     if (extra != NULL)
         sem_set_or(&m->anc[n], extra);
     sem_node *node = &m->nodes[n];
@@ -104,7 +113,7 @@ static int add_node_kind(sem_model *m, int s, const sem_set *extra, int op, bool
     node->wbuf = node->rbuf = -1;
     node->read_id = -1;
     m->streams[s].last = n;
-    if (action)
+    if (r2 & R2_BEFORE)
         m->streams[s].action = n;
     if (op >= 0 && op < SEM_MAX_OPS) {
         if (m->op_count[op] == 0)
@@ -116,7 +125,7 @@ static int add_node_kind(sem_model *m, int s, const sem_set *extra, int op, bool
 
 static int add_node(sem_model *m, int s, const sem_set *extra, int op)
 {
-    return add_node_kind(m, s, extra, op, true);
+    return add_node_kind(m, s, extra, op, R2_BOTH);
 }
 
 static void host_learn(sem_model *m, int n)
@@ -184,7 +193,7 @@ static bool buf_capturable(const sem_model *m, int b, int g, int s)
 static bool uses_ordered_before(const sem_model *m, int b, int s)
 {
     sem_set p;
-    preds_for_kind(m, s, false, &p);
+    preds_for_kind(m, s, R2_NONE, &p);
     for (int n = 0; n < m->nnodes; n++)
         if ((m->nodes[n].wbuf == b || m->nodes[n].rbuf == b) && !sem_set_has(&p, n))
             return false;
@@ -491,7 +500,7 @@ void sem_model_apply_answer(sem_model *m, const sem_op *op, int index, bool comp
         m->bufs[op->b].held = false;
         break;
     case SEM_MALLOC_ASYNC: {
-        int n = add_node_kind(m, op->s, NULL, index, false);
+        int n = add_node_kind(m, op->s, NULL, index, R2_NONE);
         m->bufs[op->b] = (sem_buf_state){.live = true,
                                          .held = true,
                                          .async = true,
@@ -502,7 +511,7 @@ void sem_model_apply_answer(sem_model *m, const sem_op *op, int index, bool comp
         break;
     }
     case SEM_FREE_ASYNC:
-        add_node_kind(m, op->s, NULL, index, false);
+        add_node_kind(m, op->s, NULL, index, R2_NONE);
         m->bufs[op->b].live = false;
         m->bufs[op->b].held = false;
         break;
@@ -533,12 +542,17 @@ void sem_model_apply_answer(sem_model *m, const sem_op *op, int index, bool comp
     case SEM_STREAM_WAIT: {
         /* R3: the record current now.  A wait for an event never recorded
          * orders nothing: it queues no work, so it is no action of the
-         * NULL stream either (R2). */
+         * NULL stream either (R2).  On a blocking stream the wait is not
+         * ordered after the NULL stream's earlier work: on an H200 (driver
+         * 580.159.04) a StreamSynchronize of a blocking stream whose last
+         * work is a wait returned while the NULL stream was held, whether
+         * the record was complete or pending at the wait
+         * (tests/gpu/probe_blocking_wait.c). */
         if (m->events[op->e].rec < 0)
             break;
         sem_set extra = {{0}};
         add_with_anc(m, &extra, m->events[op->e].rec);
-        add_node(m, op->s, &extra, index);
+        add_node_kind(m, op->s, &extra, index, m->streams[op->s].is_null ? R2_BOTH : R2_BEFORE);
         break;
     }
     case SEM_EVENT_SYNC:
