@@ -95,104 +95,94 @@ static gate *hold(infinirtStream_t s)
     return g;
 }
 
+/* What every case works with: a blocking stream s, a non-blocking one n,
+ * events e and e2; made fresh for each case and destroyed after it. */
+typedef struct {
+    infinirtStream_t s, n;
+    infinirtEvent_t e, e2;
+} fixture;
+
+static fixture fixture_make(void)
+{
+    fixture f;
+    OK(infinirtStreamCreate(&f.s));
+    OK(infinirtStreamCreateWithFlags(&f.n, INFINIRT_STREAM_NON_BLOCKING));
+    OK(infinirtEventCreate(&f.e));
+    OK(infinirtEventCreate(&f.e2));
+    return f;
+}
+
+/* Ends a case: everything queued done, the fixture destroyed; r passed on. */
+static int fixture_done(fixture *f, int r)
+{
+    OK(infinirtDeviceSynchronize());
+    OK(infinirtEventDestroy(f->e2));
+    OK(infinirtEventDestroy(f->e));
+    OK(infinirtStreamDestroy(f->n));
+    OK(infinirtStreamDestroy(f->s));
+    return r;
+}
+
+/* e recorded on s and complete. */
+static void record_complete(fixture *f)
+{
+    OK(infinirtEventRecord(f->e, f->s));
+    OK(infinirtEventSynchronize(f->e));
+}
+
 /* Each case returns 1 when the host wait returned early. */
 static int case_completed_wait(void) /* the conformance test's case */
 {
-    infinirtStream_t s;
-    infinirtEvent_t e;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtEventCreate(&e));
-    OK(infinirtEventRecord(e, s));
-    OK(infinirtEventSynchronize(e));
+    fixture f = fixture_make();
+    record_complete(&f);
     gate *g = hold(NULL);
-    OK(infinirtStreamWaitEvent(s, e));
-    int r = returns_early(s, NULL, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtStreamWaitEvent(f.s, f.e));
+    return fixture_done(&f, returns_early(f.s, NULL, g));
 }
 
 static int case_pending_wait(void) /* record pending on a held non-blocking stream */
 {
-    infinirtStream_t s, n;
-    infinirtEvent_t e;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtStreamCreateWithFlags(&n, INFINIRT_STREAM_NON_BLOCKING));
-    OK(infinirtEventCreate(&e));
-    gate *g2 = hold(n);
-    OK(infinirtEventRecord(e, n));
+    fixture f = fixture_make();
+    gate *g2 = hold(f.n);
+    OK(infinirtEventRecord(f.e, f.n));
     gate *g1 = hold(NULL);
-    OK(infinirtStreamWaitEvent(s, e)); /* e is pending here */
+    OK(infinirtStreamWaitEvent(f.s, f.e)); /* e is pending here */
     atomic_store(&g2->open, 1);
-    OK(infinirtEventSynchronize(e));
-    int r = returns_early(s, NULL, g1);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(n));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtEventSynchronize(f.e));
+    return fixture_done(&f, returns_early(f.s, NULL, g1));
 }
 
 static int case_never_recorded_wait(void)
 {
-    infinirtStream_t s;
-    infinirtEvent_t e;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtEventCreate(&e));
+    fixture f = fixture_make();
     gate *g = hold(NULL);
-    OK(infinirtStreamWaitEvent(s, e));
-    int r = returns_early(s, NULL, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtStreamWaitEvent(f.s, f.e));
+    return fixture_done(&f, returns_early(f.s, NULL, g));
 }
 
 static int case_completed_wait_then_record(void) /* a record after the wait */
 {
-    infinirtStream_t s;
-    infinirtEvent_t e, e2;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtEventCreate(&e));
-    OK(infinirtEventCreate(&e2));
-    OK(infinirtEventRecord(e, s));
-    OK(infinirtEventSynchronize(e));
+    fixture f = fixture_make();
+    record_complete(&f);
     gate *g = hold(NULL);
-    OK(infinirtStreamWaitEvent(s, e));
-    OK(infinirtEventRecord(e2, s));
-    int r = returns_early(NULL, e2, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e2));
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtStreamWaitEvent(f.s, f.e));
+    OK(infinirtEventRecord(f.e2, f.s));
+    return fixture_done(&f, returns_early(NULL, f.e2, g));
 }
 
 static int case_record_only(void) /* control: a record on a blocking stream */
 {
-    infinirtStream_t s;
-    infinirtEvent_t e;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtEventCreate(&e));
+    fixture f = fixture_make();
     gate *g = hold(NULL);
-    OK(infinirtEventRecord(e, s));
-    int r = returns_early(NULL, e, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtEventRecord(f.e, f.s));
+    return fixture_done(&f, returns_early(NULL, f.e, g));
 }
 
 static int case_empty_sync(void) /* control: a blocking stream with no work */
 {
-    infinirtStream_t s;
-    OK(infinirtStreamCreate(&s));
+    fixture f = fixture_make();
     gate *g = hold(NULL);
-    int r = returns_early(s, NULL, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtStreamDestroy(s));
-    return r;
+    return fixture_done(&f, returns_early(f.s, NULL, g));
 }
 
 static int case_completed_wait_with_pending_own(void)
@@ -200,48 +190,27 @@ static int case_completed_wait_with_pending_own(void)
     /* s has its own work pending (held by g2, queued before the NULL hold);
      * the completed wait comes after the NULL hold; opening g2 leaves s
      * with only the wait: does its sync still wait for NULL? */
-    infinirtStream_t s;
-    infinirtEvent_t e, e2;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtEventCreate(&e));
-    OK(infinirtEventCreate(&e2));
-    OK(infinirtEventRecord(e, s));
-    OK(infinirtEventSynchronize(e));
-    gate *g2 = hold(s);
-    OK(infinirtEventRecord(e2, s));
+    fixture f = fixture_make();
+    record_complete(&f);
+    gate *g2 = hold(f.s);
+    OK(infinirtEventRecord(f.e2, f.s));
     gate *g1 = hold(NULL); /* after s's held work: runs when g2 opens */
-    OK(infinirtStreamWaitEvent(s, e));
+    OK(infinirtStreamWaitEvent(f.s, f.e));
     atomic_store(&g2->open, 1);
-    OK(infinirtEventSynchronize(e2));
-    int r = returns_early(s, NULL, g1);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(e2));
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    OK(infinirtEventSynchronize(f.e2));
+    return fixture_done(&f, returns_early(f.s, NULL, g1));
 }
 
 static int case_null_after_blocking_wait(void)
 {
     /* The other direction: the NULL stream's later work after a blocking
      * stream's wait for a pending record (on a held non-blocking stream). */
-    infinirtStream_t s, n;
-    infinirtEvent_t e, en;
-    OK(infinirtStreamCreate(&s));
-    OK(infinirtStreamCreateWithFlags(&n, INFINIRT_STREAM_NON_BLOCKING));
-    OK(infinirtEventCreate(&e));
-    OK(infinirtEventCreate(&en));
-    gate *g = hold(n);
-    OK(infinirtEventRecord(e, n));
-    OK(infinirtStreamWaitEvent(s, e));
-    OK(infinirtEventRecord(en, NULL));
-    int r = returns_early(NULL, en, g);
-    OK(infinirtDeviceSynchronize());
-    OK(infinirtEventDestroy(en));
-    OK(infinirtEventDestroy(e));
-    OK(infinirtStreamDestroy(n));
-    OK(infinirtStreamDestroy(s));
-    return r;
+    fixture f = fixture_make();
+    gate *g = hold(f.n);
+    OK(infinirtEventRecord(f.e, f.n));
+    OK(infinirtStreamWaitEvent(f.s, f.e));
+    OK(infinirtEventRecord(f.e2, NULL));
+    return fixture_done(&f, returns_early(NULL, f.e2, g));
 }
 
 static infiniDevice_t device_type(const char *name)
