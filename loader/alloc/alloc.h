@@ -309,6 +309,15 @@ static inline void infinirt__lookup_hit_info(const infinirt__lookup_hit *h, uint
     info->offset = p - h->start;
 }
 
+/* Whether entry h holds p (at offset *off) and still stands. */
+static inline __attribute__((always_inline)) bool infinirt__lookup_hit_holds(const infinirt__lookup_hit *h,
+                                                                             uintptr_t p, size_t *off)
+{
+    *off = p - h->start;
+    return *off < h->req &&
+           infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire));
+}
+
 /* The one of this thread's two remembered blocks that holds p and still
  * stands, with p's offset in it in *off; NULL when neither does.  The one
  * used last is tried first, and only a hit on the other one stores which
@@ -321,18 +330,13 @@ static inline __attribute__((always_inline)) const infinirt__lookup_hit *infinir
     /* Kept in a register: the compiler would otherwise work the address
      * out again from k after each check. */
     __asm__("" : "+r"(h));
-    size_t o = p - h->start;
-    if (!(o < h->req &&
-          infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire)))) {
+    if (!infinirt__lookup_hit_holds(h, p, off)) {
         h = &infinirt__tl_hit[k ^ 1u];
         __asm__("" : "+r"(h));
-        o = p - h->start;
-        if (!(o < h->req &&
-              infinirt__lookup_hit_stands(h, atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire))))
+        if (!infinirt__lookup_hit_holds(h, p, off))
             return NULL;
         infinirt__tl_hit_last = k ^ 1u;
     }
-    *off = o;
     return h;
 }
 

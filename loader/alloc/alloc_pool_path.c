@@ -362,9 +362,7 @@ static inline __attribute__((always_inline)) infinirt__arena *arena_of(infinirt_
                                                                        uint_fast64_t gen, bool cached)
 {
     /* Small blocks on the NULL stream: from the thread's own arena. */
-    infinirt__arena *a =
-        stream == NULL && n <= pool->own_max ? own_arena_for(pool, cached) : arena_for(pool, stream, gen, cached);
-    return a;
+    return stream == NULL && n <= pool->own_max ? own_arena_for(pool, cached) : arena_for(pool, stream, gen, cached);
 }
 
 /* The end of an allocation: block b (out of the free lists, its req set,
