@@ -70,7 +70,7 @@ int test_native_handles(void)
 /* Blocking streams with the driver's legacy default stream: synchronous
  * copies and fills, and NULL-stream work, come after the work queued on
  * the device's blocking streams, and blocking streams wait for NULL-stream
- * work; a non-blocking stream does neither. */
+ * work (a wait for an event excepted); a non-blocking stream does neither. */
 int test_blocking_streams(void)
 {
     enum { N = 4096 };
@@ -123,6 +123,28 @@ int test_blocking_streams(void)
     ASSERT_OK(p.ops->stream_synchronize(0, NULL));
     ASSERT_OK(p.ops->stream_query(0, NULL, &idle));
     ASSERT_EQ(idle, 1);
+
+    /* As the driver does (an H200, docs/cuda.md): a wait on the blocking
+     * stream, for a record already complete, is not itself held by the
+     * NULL stream's work; the stream goes idle while the NULL stream is
+     * held (polled for up to 5 s: only a held wait never gets there), and
+     * a record queued after the wait is still held. */
+    atomic_store(&gate_open_flag, 0);
+    ASSERT_OK(p.ops->launch_host_func(0, NULL, gate_wait, NULL));
+    ASSERT_OK(p.ops->stream_wait_event(0, s, en));
+    idle = 0;
+    for (int ms = 0; ms < 5000 && !idle; ms++) {
+        ASSERT_OK(p.ops->stream_query(0, s, &idle));
+        if (!idle)
+            sleep_ms_fn((void *)(intptr_t)1);
+    }
+    ASSERT_EQ(idle, 1); /* the wait was held behind the NULL stream */
+    ASSERT_OK(p.ops->event_record(0, eb, s));
+    sleep_ms_fn((void *)(intptr_t)50);
+    ASSERT_OK(p.ops->event_query(0, eb, &done));
+    ASSERT_EQ(done, 0);
+    atomic_store(&gate_open_flag, 1);
+    ASSERT_OK(p.ops->event_synchronize(0, eb));
 
     /* A synchronous copy does not wait for a held non-blocking stream. */
     atomic_store(&gate_open_flag, 0);
