@@ -364,6 +364,13 @@ static slot *slot_ref(table *t, uint64_t val)
  * it made pays no read-modify-write for them; destroying another thread's
  * handle (its last reference) costs a barrier: 1 us on the development VM
  * with the other threads idle, 15 us with one of them running.
+ *
+ * A stream's owner borrows through its thread's park (alloc_solo.h), a
+ * cell that keeps the slot between calls, marked in use during one: the
+ * same store-then-check, and a release treats a park in use as a cell
+ * that names the slot.  An idle park holds nothing: the release empties
+ * it (infinirt__solo_cell_held), and the owner's next borrow writes it
+ * again before its check, as a cell.
  */
 #define NO_BORROW (-1) /* a reference was taken instead */
 

@@ -186,10 +186,23 @@ extern __attribute__((visibility("hidden"))) atomic_size_t infinirt__handle_nret
 /* Free the object retired with slot sl if no cell names sl any more. */
 void infinirt__handle_reclaim(const void *sl);
 
-/* Give back borrow cell `use` of this thread. */
+/* The `use` of a borrow from the thread's park (infinirt__handle_borrow_mine):
+ * past the cells. */
+#define INFINIRT__PARK_USE INFINIRT__SOLO_CELLS
+
+/* Give back borrow cell `use` of this thread, or its park. */
 static inline __attribute__((always_inline)) void infinirt__handle_return(int use)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
+    if (use == INFINIRT__PARK_USE) {
+        /* Parked again, idle.  A releaser that saw the park in use retired
+         * the object: then freeing it is this thread's, as for a cell. */
+        uintptr_t pk = atomic_load_explicit(&p->park, memory_order_relaxed) & ~(uintptr_t)1;
+        atomic_store_explicit(&p->park, pk, memory_order_release);
+        if (__builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0))
+            infinirt__handle_reclaim((const void *)pk);
+        return;
+    }
     /* (unsigned: use is never negative here, and a caller keeps it in one
      * register across its calls rather than a sign-extended copy too.) */
     _Atomic(void *) *c = &p->cell[(unsigned)use];
@@ -223,7 +236,7 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mappe
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uint64_t val;
     infinirt__hslot *sl;
-    if (!infinirt__hmap_peek(kind, key, &val, &sl))
+    if (__builtin_expect(p->depth >= INFINIRT__SOLO_CELLS, 0) || !infinirt__hmap_peek(kind, key, &val, &sl))
         return NULL;
     uint64_t id = p->id;
     if (atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0)
@@ -246,17 +259,19 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mappe
 }
 
 /* The inline borrow: the object, with *use set, or NULL when the full
- * borrow must decide (nothing is held then). */
+ * borrow must decide (nothing is held then).  A stream's borrow by its
+ * owner, outside another call's use of the park, goes through the
+ * thread's park (alloc_solo.h) rather than a cell: the slot stays there
+ * after the call, so the next call on the same stream writes only the
+ * park's in-use bit and clears it again, and checks the slot as a cell's
+ * borrow does (the park is written before the check, as a cell is). */
 static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(uint32_t kind, const void *h,
                                                                                 int *use)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
     if (__builtin_expect(key == 0, 0))
-        return NULL;  /* (an empty hint has key 0) */
-    int i = p->depth; /* read once: only this thread writes it */
-    if (__builtin_expect(i >= INFINIRT__SOLO_CELLS, 0))
-        return NULL;
+        return NULL; /* (an empty hint has key 0) */
     const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
     if (__builtin_expect(hn == NULL, 0))
         return infinirt__handle_borrow_mapped(kind, key, use);
@@ -269,6 +284,31 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
      * that generation live when it made the hint). */
     uint64_t id = p->id;
     if (__builtin_expect(atomic_load_explicit(&sl->owner, memory_order_relaxed) != id || id == 0, 0))
+        return NULL;
+    if (kind == INFINIRT__KIND_STREAM) {
+        uintptr_t pk = atomic_load_explicit(&p->park, memory_order_relaxed);
+        if (__builtin_expect(!(pk & 1), 1)) {
+            atomic_store_explicit(&p->park, (uintptr_t)sl | 1, memory_order_relaxed);
+            atomic_signal_fence(memory_order_seq_cst); /* as for a cell, below */
+            uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+            if (__builtin_expect((uint32_t)(w >> 32) == hn->hi && (uint32_t)w != 0 &&
+                                     atomic_load_explicit(&sl->key, memory_order_relaxed) == key,
+                                 1)) {
+                *use = INFINIRT__PARK_USE;
+                return sl->obj;
+            }
+            /* Not that handle any more: the park is let go of, as a cell
+             * is given back (a releaser that saw it in use retired sl).
+             * The slot it held before needs nothing: an idle park never
+             * keeps an object retired (infinirt__solo_cell_held). */
+            atomic_store_explicit(&p->park, 0, memory_order_release);
+            if (__builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0))
+                infinirt__handle_reclaim(sl);
+            return NULL;
+        }
+    }
+    int i = p->depth; /* read once: only this thread writes it */
+    if (__builtin_expect(i >= INFINIRT__SOLO_CELLS, 0))
         return NULL;
     atomic_store_explicit(&p->cell[(unsigned)i], sl, memory_order_relaxed);
     p->depth = i + 1;

@@ -129,9 +129,11 @@
     X(threads, destroy_asks_native_stream)     \
     X(threads, event_destroy_while_queried)    \
     X(threads, destroy_while_borrowed)         \
+    X(threads, destroy_own_while_borrowed)     \
     X(threads, borrow_churn)                   \
     X(threads, borrow_other_owner)             \
     X(threads, borrow_other_owner_unhinted)    \
+    X(threads, event_borrow_other_owner)       \
     X(threads, borrow_after_exit)              \
     X(threads, solo_lock_handover)             \
     X(threads, capture_malloc_unlocked)        \

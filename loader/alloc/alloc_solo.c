@@ -28,7 +28,8 @@ static bool g_registered;      /* PRIVATE_EXPEDITED registered (at the first 1 -
 static pthread_key_t g_key;    /* its destructor counts an exiting thread out */
 static atomic_bool g_key_made; /* written under g_lock */
 
-/* A counted thread exits (the key's destructor): it holds nothing. */
+/* A counted thread exits (the key's destructor): it holds nothing (its
+ * park, if any, is idle, which keeps nothing). */
 static void leave(void *arg)
 {
     infinirt__solo_thread *p = arg;
@@ -161,6 +162,14 @@ bool infinirt__solo_cell_held(const void *v, uint64_t owner)
             if (atomic_load_explicit(&me->cell[i], memory_order_relaxed) == v)
                 return true;
         }
+        /* Its park: held while a call of this thread (further out) uses
+         * it, else let go. */
+        uintptr_t pk = atomic_load_explicit(&me->park, memory_order_relaxed);
+        if ((pk & ~(uintptr_t)1) == (uintptr_t)v) {
+            if (pk & 1)
+                return true;
+            atomic_store_explicit(&me->park, 0, memory_order_relaxed);
+        }
         return false;
     }
     /* The owner may be inside a call on v right now, its cell in its store
@@ -172,6 +181,14 @@ bool infinirt__solo_cell_held(const void *v, uint64_t owner)
     for (infinirt__solo_thread *q = g_threads; q != NULL && !found; q = q->next) {
         for (int i = 0; i < INFINIRT__SOLO_CELLS && !found; i++)
             found = atomic_load_explicit(&q->cell[i], memory_order_acquire) == v;
+        /* A park that holds v with no call using it is emptied; if its
+         * owner began a call meanwhile (the exchange fails), the call
+         * holds v, or has seen the handle dead and lets go of it. */
+        uintptr_t pk = atomic_load_explicit(&q->park, memory_order_acquire);
+        if (!found && (pk & ~(uintptr_t)1) == (uintptr_t)v) {
+            found = (pk & 1) != 0 ||
+                    (!atomic_compare_exchange_strong(&q->park, &pk, 0) && (pk & ~(uintptr_t)1) == (uintptr_t)v);
+        }
     }
     pthread_mutex_unlock(&g_lock);
     return found;

@@ -33,9 +33,15 @@
 enum { INFINIRT__SOLO_CELLS = 4 }; /* nested borrows per thread (a call holds at most 2) */
 
 /* A participant: its borrow cells (what handles.c keeps without a
- * reference; NULL = free) and how many it uses, its place in the list. */
+ * reference; NULL = free) and how many it uses, its parked borrow, its
+ * place in the list.  The park (handles.h) is the slot of the stream
+ * the thread, its owner, borrowed last, kept between its calls so the
+ * next call on it writes no cell: bit 0 set while a call uses it; 0 =
+ * none.  Whoever looks at the cells looks at the park too; a releaser
+ * may take an idle one out (infinirt__solo_cell_held). */
 typedef struct infinirt__solo_thread {
     _Atomic(void *) cell[INFINIRT__SOLO_CELLS];
+    _Atomic uintptr_t park;
     int depth;     /* cells in use, from 0 (the owner's only) */
     bool joined;   /* counted (the owner's only) */
     bool stranger; /* could not be counted: never tries again (the owner's only) */
@@ -170,12 +176,15 @@ static inline bool infinirt__solo_lock_free(infinirt__solo_lock *l)
            atomic_load_explicit(&l->solo, memory_order_relaxed) == 0;
 }
 
-/* Whether some participant's cell holds p.  The caller has made the change
- * that stops new cells from keeping p (a handle killed, its last reference
- * dropped).  Only a thread alone, or the one thread `owner` (an id, 0 for
- * none), keeps p in a cell: when the caller is either, its own cells
- * answer; otherwise a barrier (membarrier) first makes every cell written
- * so far visible, and every cell is looked at. */
+/* Whether some participant's cell, or a call's park, holds p.  The caller
+ * has made the change that stops new cells from keeping p (a handle
+ * killed, its last reference dropped).  Only a thread alone, or the one
+ * thread `owner` (an id, 0 for none), keeps p in a cell or its park: when
+ * the caller is either, its own cells and park answer; otherwise a barrier
+ * (membarrier) first makes every cell and park written so far visible,
+ * and all are looked at.  A park that holds p with no call using it is
+ * emptied (the owner's next borrow writes it again and then finds p's
+ * handle dead), and does not count. */
 bool infinirt__solo_cell_held(const void *p, uint64_t owner);
 
 #endif

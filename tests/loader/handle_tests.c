@@ -560,12 +560,6 @@ static void borrow_destroy_from_hook(void *p)
     on_other_thread(borrow_destroy_thread, p);
 }
 
-/* A call that borrows its handles (StreamSynchronize; EventRecord, which
- * borrows an event and a stream) while another thread destroys them: the
- * handles die at once, and the plugin objects are destroyed when the call
- * gives them back, exactly once each.  The test's thread is the only one
- * using the loader until the hook starts another, which is when handles.c
- * lets a call borrow without a reference. */
 /* A thread that has used the loader and stays until told: while it lives
  * the test's thread is not alone, and keeps borrows as their owner only. */
 typedef struct {
@@ -587,17 +581,22 @@ static void *bystander_thread(void *p)
     return NULL;
 }
 
-static int destroy_while_borrowed(void);
+static int destroy_while_borrowed(fault_hook_fn destroyer);
 
-/* Twice: with the test's thread alone until the hook's thread starts, and
- * with a bystander thread alive throughout (the calls' borrows are then
- * kept because the test's thread made the handles). */
-int test_threads_destroy_while_borrowed(void)
+/* A call that borrows its handles (StreamSynchronize; EventRecord, which
+ * borrows an event and a stream) while the hook `destroyer` destroys them:
+ * the handles die at once, and the plugin objects are destroyed when the
+ * call gives them back, exactly once each.  Twice: with the test's thread
+ * alone until the destroyer starts another (if it does: that is when
+ * handles.c lets a call borrow without a reference), and with a bystander
+ * thread alive throughout (the calls' borrows are then kept because the
+ * test's thread made the handles). */
+static int destroy_while_borrowed_twice(fault_hook_fn destroyer)
 {
     ft_config(NULL, NULL);
     fault_api api;
     CHECK(ft_start(&api));
-    if (destroy_while_borrowed() != TEST_OK)
+    if (destroy_while_borrowed(destroyer) != TEST_OK)
         return TEST_FAIL;
     bystander b = {.st = INFINI_STATUS_INTERNAL_ERROR};
     pthread_barrier_init(&b.joined, NULL, 2);
@@ -605,7 +604,7 @@ int test_threads_destroy_while_borrowed(void)
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, bystander_thread, &b), 0);
     pthread_barrier_wait(&b.joined);
-    int rc = destroy_while_borrowed();
+    int rc = destroy_while_borrowed(destroyer);
     pthread_barrier_wait(&b.done);
     ASSERT_EQ(pthread_join(t, NULL), 0);
     pthread_barrier_destroy(&b.joined);
@@ -614,7 +613,30 @@ int test_threads_destroy_while_borrowed(void)
     return rc;
 }
 
-static int destroy_while_borrowed(void)
+/* The destroys on another thread, which the hook starts and waits for. */
+int test_threads_destroy_while_borrowed(void)
+{
+    return destroy_while_borrowed_twice(borrow_destroy_from_hook);
+}
+
+/* The hook's destroys on the calling thread itself: the handles' owner,
+ * inside its own call on them. */
+static void borrow_destroy_here(void *p)
+{
+    (void)borrow_destroy_thread(p);
+}
+
+/* The same with the owner destroying the handles from inside its own call
+ * on them (a hook of that call, on the same thread): the call holds them
+ * in its thread's borrow (a cell, or the stream the thread keeps parked
+ * between calls, handles.h), which the owner's own release looks at, and
+ * the plugin objects are destroyed when the call gives them back. */
+int test_threads_destroy_own_while_borrowed(void)
+{
+    return destroy_while_borrowed_twice(borrow_destroy_here);
+}
+
+static int destroy_while_borrowed(fault_hook_fn destroyer)
 {
     fault_api api;
     CHECK(ft_start(&api));
@@ -622,7 +644,7 @@ static int destroy_while_borrowed(void)
     infinirtStream_t s;
     ASSERT_OK(ft_stream(&s));
     borrow_probe d = {.api = &api, .s = s, .st_s = INFINI_STATUS_INTERNAL_ERROR, .streams_meanwhile = -1};
-    ASSERT_EQ(api.hook("stream_synchronize", borrow_destroy_from_hook, &d), 0);
+    ASSERT_EQ(api.hook("stream_synchronize", destroyer, &d), 0);
     long before = api.calls("stream_destroy");
     ASSERT_OK(infinirtStreamSynchronize(s));
     ASSERT_OK(d.st_s);
@@ -640,7 +662,7 @@ static int destroy_while_borrowed(void)
                        .st_e = INFINI_STATUS_INTERNAL_ERROR,
                        .streams_meanwhile = -1,
                        .events_meanwhile = -1};
-    ASSERT_EQ(api.hook("event_record", borrow_destroy_from_hook, &d), 0);
+    ASSERT_EQ(api.hook("event_record", destroyer, &d), 0);
     long sb = api.calls("stream_destroy"), eb = api.calls("event_destroy");
     ASSERT_OK(infinirtEventRecord(e, s));
     ASSERT_OK(d.st_s);
@@ -777,6 +799,61 @@ static void *visit_thread_unhinted(void *p)
 int test_threads_borrow_other_owner_unhinted(void)
 {
     return visit_owned(visit_thread_unhinted);
+}
+
+/* What a thread that is not an event's owner holds of it while the owner
+ * destroys it. */
+typedef struct {
+    fault_api *api;
+    infinirtEvent_t e;
+    tc_gate g;
+    infiniStatus_t first, second;
+} event_visit;
+
+static void *event_visit_thread(void *p)
+{
+    event_visit *v = p;
+    infinirtEventStatus_t q;
+    v->first = infinirtEventQuery(v->e, &q);
+    if (v->first == INFINI_STATUS_SUCCESS && v->api->hook("event_query", tc_gate_wait_fn, &v->g) == 0)
+        v->second = infinirtEventQuery(v->e, &q);
+    return NULL;
+}
+
+/* borrow_other_owner for an event, which calls borrow in a cell (a stream
+ * goes to its owner's park first): another thread that queried the event
+ * before is inside a second query, holding a reference, when the owner
+ * destroys the event.  The handle is dead at once for the owner too (its
+ * own borrow checks the generation and live bit, not only that the slot
+ * still has references), and the plugin event is destroyed when the
+ * query lets go, not under it. */
+int test_threads_event_borrow_other_owner(void)
+{
+    ft_config(NULL, NULL);
+    fault_api api;
+    CHECK(ft_start(&api));
+    event_visit v = {.api = &api, .first = INFINI_STATUS_INTERNAL_ERROR, .second = INFINI_STATUS_INTERNAL_ERROR};
+    infinirtEventStatus_t q;
+    ASSERT_OK(infinirtEventCreate(&v.e));
+    ASSERT_OK(infinirtEventRecord(v.e, NULL));
+    ASSERT_OK(infinirtEventQuery(v.e, &q)); /* the owner's own hint */
+    long before = api.calls("event_destroy");
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, event_visit_thread, &v), 0);
+    bool reached = gate_reached(&v.g);
+    infiniStatus_t st = reached ? infinirtEventDestroy(v.e) : INFINI_STATUS_INTERNAL_ERROR;
+    infiniStatus_t dead = reached ? infinirtEventQuery(v.e, &q) : INFINI_STATUS_INTERNAL_ERROR;
+    long meanwhile = api.calls("event_destroy") - before;
+    tc_gate_open(&v.g);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_OK(v.first);
+    ASSERT_OK(v.second);
+    ASSERT_OK(st);
+    ASSERT_STATUS(dead, INFINI_STATUS_BAD_PARAM);
+    ASSERT_EQ(meanwhile, 0);
+    ASSERT_EQ(api.calls("event_destroy") - before, 1);
+    ASSERT_STATUS(infinirtEventQuery(v.e, &q), INFINI_STATUS_BAD_PARAM);
+    return TEST_OK;
 }
 
 /* At thread exit, after the loader counted the thread out: a call on the
