@@ -190,8 +190,11 @@ void infinirt__handle_reclaim(const void *sl);
  * past the cells. */
 #define INFINIRT__PARK_USE INFINIRT__SOLO_CELLS
 
-/* Give back borrow cell `use` of this thread, or its park. */
-static inline __attribute__((always_inline)) void infinirt__handle_return(int use)
+/* Give back borrow cell `use` of this thread, or its park, all but its
+ * rare call: true when the caller must still call
+ * infinirt__handle_reclaim(*sl) (a hot path that ends here makes it a tail
+ * call, and so saves no register). */
+static inline __attribute__((always_inline)) bool infinirt__handle_return_but_reclaim(int use, const void **sl)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     if (use == INFINIRT__PARK_USE) {
@@ -199,14 +202,13 @@ static inline __attribute__((always_inline)) void infinirt__handle_return(int us
          * the object: then freeing it is this thread's, as for a cell. */
         uintptr_t pk = atomic_load_explicit(&p->park, memory_order_relaxed) & ~(uintptr_t)1;
         atomic_store_explicit(&p->park, pk, memory_order_release);
-        if (__builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0))
-            infinirt__handle_reclaim((const void *)pk);
-        return;
+        *sl = (const void *)pk;
+        return __builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0);
     }
     /* (unsigned: use is never negative here, and a caller keeps it in one
      * register across its calls rather than a sign-extended copy too.) */
     _Atomic(void *) *c = &p->cell[(unsigned)use];
-    const void *sl = atomic_load_explicit(c, memory_order_relaxed);
+    *sl = atomic_load_explicit(c, memory_order_relaxed);
     atomic_store_explicit(c, NULL, memory_order_release);
     /* The innermost cell given back: the cells in use end below it (and
      * below any given back earlier out of order). */
@@ -220,7 +222,14 @@ static inline __attribute__((always_inline)) void infinirt__handle_return(int us
      * the cells before this store: then it is this thread's to free.  No
      * fence: that thread looks again after a second barrier (reclaim), which
      * either sees the cell empty or makes this load see the retire. */
-    if (__builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0))
+    return __builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0);
+}
+
+/* Give back borrow cell `use` of this thread, or its park. */
+static inline __attribute__((always_inline)) void infinirt__handle_return(int use)
+{
+    const void *sl;
+    if (infinirt__handle_return_but_reclaim(use, &sl))
         infinirt__handle_reclaim(sl);
 }
 
@@ -229,9 +238,10 @@ static inline __attribute__((always_inline)) void infinirt__handle_return(int us
  * borrow reads it, then the same checks as from a hint.  The map has a
  * generation before its slot has that incarnation's owner, so the owner
  * is read again once the slot is found live of that generation (whose
- * owner was written before it went live). */
+ * owner was written before it went live).  reclaim: as in
+ * infinirt__handle_borrow_mine_but_reclaim. */
 static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mapped(uint32_t kind, uintptr_t key,
-                                                                                  int *use)
+                                                                                  int *use, const void **reclaim)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uint64_t val;
@@ -254,19 +264,25 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mappe
         *use = i;
         return sl->obj;
     }
-    infinirt__handle_return(i);
+    const void *r;
+    if (infinirt__handle_return_but_reclaim(i, &r))
+        *reclaim = r;
     return NULL;
 }
 
-/* The inline borrow: the object, with *use set, or NULL when the full
- * borrow must decide (nothing is held then).  A stream's borrow by its
- * owner, outside another call's use of the park, goes through the
- * thread's park (alloc_solo.h) rather than a cell: the slot stays there
- * after the call, so the next call on the same stream writes only the
- * park's in-use bit and clears it again, and checks the slot as a cell's
- * borrow does (the park is written before the check, as a cell is). */
-static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(uint32_t kind, const void *h,
-                                                                                int *use)
+/* infinirt__handle_borrow_mine but for its rare call: where it returns
+ * NULL having given back a cell (or the park) whose slot must be
+ * reclaimed, *reclaim (NULL on entry) is set to that slot, for the caller
+ * to give infinirt__handle_reclaim (a hot path makes it on its way out, by
+ * a tail call, and so saves no register).  A stream's borrow by its owner,
+ * outside another call's use of the park, goes through the thread's park
+ * (alloc_solo.h) rather than a cell: the slot stays there after the call,
+ * so the next call on the same stream writes the park once, with its
+ * in-use bit, and its return clears the bit; the slot is checked as a
+ * cell's borrow checks it (the park written before the check, as a cell
+ * is). */
+static inline __attribute__((always_inline)) void *
+infinirt__handle_borrow_mine_but_reclaim(uint32_t kind, const void *h, int *use, const void **reclaim)
 {
     infinirt__solo_thread *p = &infinirt__tl_solo;
     uintptr_t key = (uintptr_t)h;
@@ -274,7 +290,7 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
         return NULL; /* (an empty hint has key 0) */
     const infinirt__handle_hint *hn = infinirt__hint_find(kind, key);
     if (__builtin_expect(hn == NULL, 0))
-        return infinirt__handle_borrow_mapped(kind, key, use);
+        return infinirt__handle_borrow_mapped(kind, key, use, reclaim);
     infinirt__hslot *sl = hn->sl;
     /* Only the handle's owner, counted (a thread counted out, or never
      * counted, has id 0, as has the owner of a handle made by one).  The
@@ -303,7 +319,7 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
              * keeps an object retired (infinirt__solo_cell_held). */
             atomic_store_explicit(&p->park, 0, memory_order_release);
             if (__builtin_expect(atomic_load_explicit(&infinirt__handle_nretired, memory_order_relaxed) != 0, 0))
-                infinirt__handle_reclaim(sl);
+                *reclaim = sl;
             return NULL;
         }
     }
@@ -324,8 +340,22 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(
         *use = i;
         return sl->obj;
     }
-    infinirt__handle_return(i);
+    const void *r;
+    if (infinirt__handle_return_but_reclaim(i, &r))
+        *reclaim = r;
     return NULL;
+}
+
+/* The inline borrow: the object, with *use set, or NULL when the full
+ * borrow must decide (nothing is held then). */
+static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mine(uint32_t kind, const void *h,
+                                                                                int *use)
+{
+    const void *reclaim = NULL;
+    void *obj = infinirt__handle_borrow_mine_but_reclaim(kind, h, use, &reclaim);
+    if (__builtin_expect(reclaim != NULL, 0))
+        infinirt__handle_reclaim(reclaim);
+    return obj;
 }
 
 #endif

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "alloc_quick.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,73 @@ static __attribute__((noinline, cold)) void malloc_failed(infiniStatus_t st, siz
                                                           const char *fn)
 {
     infinirt__fail(st, fn, "%zu bytes on %s:%d", size, infinirtGetDeviceTypeName(dev->plugin->type), dev->id);
+}
+
+/* Whether an allocation of size bytes on s (NULL: none) goes to the
+ * capture first: a capture's allocations come from memory private to it. */
+static inline __attribute__((always_inline)) bool malloc_capturing(size_t size, infinirt__stream *s,
+                                                                   infinirt__device *dev, bool host)
+{
+    return size != 0 && s != NULL && !host &&
+           __builtin_expect(infinirt__stream_capture(s) != NULL || INFINIRT__NATIVE_GRAPHS(dev->plugin), 0);
+}
+
+/* do_malloc's part for a capture (malloc_capturing): true when the capture
+ * decided the call, with the status in *st and s given back. */
+static inline __attribute__((always_inline)) bool malloc_captured(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                  int use, const char *fn, infiniStatus_t *st)
+{
+    /* (A flag of this branch's own: the common path keeps none in memory.) */
+    bool handled = false;
+    void *p = NULL;
+    *st = infinirt__capture_malloc(s, size, &p, fn, &handled);
+    if (handled && *st == INFINI_STATUS_SUCCESS)
+        *p_ptr = p;
+    if (handled || *st != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_return(s, use);
+        return true;
+    }
+    return false;
+}
+
+/* do_malloc past the stream and the capture: from the pool of dev (or of
+ * its plugin's host memory); s (NULL: none) given back. */
+static inline __attribute__((always_inline)) infiniStatus_t malloc_pool(void **p_ptr, size_t size,
+                                                                        infinirt__stream *s, infinirt__device *dev,
+                                                                        int use, bool host, bool async,
+                                                                        const char *fn)
+{
+    infiniStatus_t st = INFINI_STATUS_SUCCESS;
+    if (size == 0) {
+        *p_ptr = NULL;
+    } else {
+        infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
+        /* Malloc and MallocHost: memory any stream may use at once, never a
+         * block a FreeAsync left behind work still queued, even on the NULL
+         * stream (a non-blocking stream does not wait for that work).
+         * MallocAsync(NULL): the NULL stream's own key, whose blocks it may
+         * reuse at once. */
+        void *key = async ? (void *)s : INFINIRT__POOL_SYNC;
+        /* The pool writes *p_ptr only when it succeeds. */
+        st = pool != NULL ? infinirt__pool_alloc(pool, size, key, p_ptr) : INFINI_STATUS_OUT_OF_MEMORY;
+        if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+            malloc_failed(st, size, dev, fn);
+    }
+    if (s != NULL)
+        infinirt__stream_return(s, use);
+    return st;
+}
+
+/* do_malloc past the stream's resolution: s (NULL: none, dev the current
+ * device) borrowed as `use` says. */
+static inline __attribute__((always_inline)) infiniStatus_t malloc_on(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                      infinirt__device *dev, int use, bool host,
+                                                                      bool async, const char *fn)
+{
+    infiniStatus_t st;
+    if (malloc_capturing(size, s, dev, host) && malloc_captured(p_ptr, size, s, use, fn, &st))
+        return st;
+    return malloc_pool(p_ptr, size, s, dev, use, host, async, fn);
 }
 
 static inline __attribute__((always_inline)) infiniStatus_t
@@ -43,37 +111,7 @@ do_malloc(void **p_ptr, size_t size, infinirtStream_t stream, bool host, bool as
             return st;
         dev = s->dev;
     }
-    if (size != 0 && s != NULL && !host &&
-        __builtin_expect(infinirt__stream_capture(s) != NULL || INFINIRT__NATIVE_GRAPHS(dev->plugin), 0)) {
-        /* A capture's allocations come from memory private to it (a flag
-         * of this branch's own: the common path keeps none in memory). */
-        bool handled = false;
-        void *p = NULL;
-        st = infinirt__capture_malloc(s, size, &p, fn, &handled);
-        if (handled && st == INFINI_STATUS_SUCCESS)
-            *p_ptr = p;
-        if (handled || st != INFINI_STATUS_SUCCESS)
-            goto out;
-    }
-    if (size == 0) {
-        *p_ptr = NULL;
-    } else {
-        infinirt__pool *pool = host ? dev->plugin->host_pool : infinirt__device_pool(dev);
-        /* Malloc and MallocHost: memory any stream may use at once, never a
-         * block a FreeAsync left behind work still queued, even on the NULL
-         * stream (a non-blocking stream does not wait for that work).
-         * MallocAsync(NULL): the NULL stream's own key, whose blocks it may
-         * reuse at once. */
-        void *key = async ? (void *)s : INFINIRT__POOL_SYNC;
-        /* The pool writes *p_ptr only when it succeeds. */
-        st = pool != NULL ? infinirt__pool_alloc(pool, size, key, p_ptr) : INFINI_STATUS_OUT_OF_MEMORY;
-        if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-            malloc_failed(st, size, dev, fn);
-    }
-out:
-    if (s != NULL)
-        infinirt__stream_return(s, use);
-    return st;
+    return malloc_on(p_ptr, size, s, dev, use, host, async, fn);
 }
 
 INFINIRT_API infiniStatus_t infinirtMalloc(void **p_ptr, size_t size)
@@ -88,10 +126,135 @@ INFINIRT_API infiniStatus_t infinirtMallocHost(void **p_ptr, size_t size)
     return do_malloc(p_ptr, size, NULL, true, false, __func__);
 }
 
+/* The end of a one-pass MallocAsync or FreeAsync that succeeded: the
+ * stream's borrow `use` given back, the rare reclaim by a tail call
+ * (quick_reclaim). */
+static __attribute__((noinline)) infiniStatus_t quick_reclaim(const void *sl)
+{
+    infinirt__handle_reclaim(sl);
+    return INFINI_STATUS_SUCCESS;
+}
+static inline __attribute__((always_inline)) infiniStatus_t quick_done(int use)
+{
+    const void *sl;
+    if (infinirt__handle_return_but_reclaim(use, &sl))
+        return quick_reclaim(sl);
+    return INFINI_STATUS_SUCCESS;
+}
+
+static const char malloc_async_fn[] = "infinirtMallocAsync";
+
+/* Every MallocAsync the one pass below leaves before it borrows the
+ * stream: the full checks. */
+static __attribute__((noinline)) infiniStatus_t malloc_async_full(void **p_ptr, size_t size, infinirtStream_t stream)
+{
+    return do_malloc(p_ptr, size, stream, false, true, malloc_async_fn);
+}
+
+/* The one pass on a stream the inline borrow did not take (reclaim: what
+ * it left to reclaim, or NULL): the full borrow. */
+static __attribute__((noinline)) infiniStatus_t malloc_async_borrow_slow(void **p_ptr, size_t size,
+                                                                         infinirtStream_t stream, const void *reclaim)
+{
+    if (reclaim != NULL)
+        infinirt__handle_reclaim(reclaim);
+    int use;
+    infinirt__stream *s = infinirt__stream_borrow_slow(stream, &use);
+    if (s == NULL)
+        return infinirt__stream_not_live(stream, malloc_async_fn);
+    return malloc_on(p_ptr, size, s, s->dev, use, false, true, malloc_async_fn);
+}
+
+/* The one pass on stream s (borrowed, cell use) that is capturing. */
+static __attribute__((noinline)) infiniStatus_t malloc_async_captured(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                      int use)
+{
+    infiniStatus_t st;
+    if (malloc_captured(p_ptr, size, s, use, malloc_async_fn, &st))
+        return st;
+    return malloc_pool(p_ptr, size, s, s->dev, use, false, true, malloc_async_fn);
+}
+
+/* The one pass on stream s (borrowed, cell use) whose device has no pool
+ * yet: made here. */
+static __attribute__((noinline)) infiniStatus_t malloc_async_pool(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                  int use)
+{
+    return malloc_pool(p_ptr, size, s, s->dev, use, false, true, malloc_async_fn);
+}
+
+/* The end of the one pass where the pool's quick path left the
+ * allocation (st) to an out-of-line call: its failure logged, the stream's
+ * cell given back. */
+static inline __attribute__((always_inline)) infiniStatus_t malloc_async_left(infiniStatus_t st, size_t size,
+                                                                              infinirt__stream *s, int use)
+{
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        malloc_failed(st, size, s->dev, malloc_async_fn);
+    infinirt__handle_return(use);
+    return st;
+}
+
+static __attribute__((noinline)) infiniStatus_t malloc_async_any(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                 int use, infinirt__pool *pool)
+{
+    return malloc_async_left(infinirt__pool_alloc_any(pool, size, s, p_ptr), size, s, use);
+}
+
+static __attribute__((noinline)) infiniStatus_t malloc_async_locked(void **p_ptr, size_t size, infinirt__stream *s,
+                                                                    int use, infinirt__arena *a, uint_fast64_t gen)
+{
+    return malloc_async_left(infinirt__pool_alloc_locked(a, size, s, gen, p_ptr), size, s, use);
+}
+
+static __attribute__((noinline)) infiniStatus_t malloc_async_peak(infinirt__pool *pool, int use)
+{
+    infinirt__alloc_peak_due(pool, true);
+    infinirt__handle_return(use);
+    return INFINI_STATUS_SUCCESS;
+}
+
+/* infinirtMallocAsync after its entry: the usual allocation - a created
+ * stream of this thread's, not capturing, a block of the quick list
+ * (infinirt__pool_alloc_quick) - in one pass, with no call; anything else
+ * through do_malloc's parts, the same checks in the same order.  Whatever
+ * leaves the one pass once the stream is borrowed does so by a tail call
+ * that gives the stream back, so no register need be saved. */
+static inline __attribute__((always_inline)) infiniStatus_t malloc_async_code(void **p_ptr, size_t size,
+                                                                              infinirtStream_t stream)
+{
+    if (!__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) || p_ptr == NULL ||
+        stream == NULL || size == 0)
+        return malloc_async_full(p_ptr, size, stream);
+    int use;
+    const void *reclaim = NULL;
+    infinirt__stream *s = infinirt__handle_borrow_mine_but_reclaim(INFINIRT__KIND_STREAM, stream, &use, &reclaim);
+    if (__builtin_expect(s == NULL, 0))
+        return malloc_async_borrow_slow(p_ptr, size, stream, reclaim);
+    infinirt__device *dev = s->dev;
+    if (malloc_capturing(size, s, dev, false))
+        return malloc_async_captured(p_ptr, size, s, use);
+    infinirt__pool *pool = infinirt__device_pool_peek(dev);
+    if (__builtin_expect(pool == NULL, 0))
+        return malloc_async_pool(p_ptr, size, s, use);
+    infinirt__arena *a;
+    uint_fast64_t gen;
+    switch (infinirt__pool_alloc_quick(pool, size, s, p_ptr, &a, &gen)) {
+    case INFINIRT__QUICK_DONE:
+        return quick_done(use);
+    case INFINIRT__QUICK_PEAK:
+        return malloc_async_peak(pool, use);
+    case INFINIRT__QUICK_LOCKED:
+        return malloc_async_locked(p_ptr, size, s, use, a, gen);
+    default:
+        return malloc_async_any(p_ptr, size, s, use, pool);
+    }
+}
+
 INFINIRT_API infiniStatus_t infinirtMallocAsync(void **p_ptr, size_t size, infinirtStream_t stream)
 {
     INFINIRT__TRACE_ENTRY(infinirtMallocAsync, (p_ptr, size, stream));
-    return do_malloc(p_ptr, size, stream, false, true, __func__);
+    return malloc_async_code(p_ptr, size, stream);
 }
 
 /* Why a free the pool refused failed, logged (out of line: no free that
@@ -117,6 +280,67 @@ static __attribute__((noinline, cold)) void free_failed(infiniStatus_t st, void 
         infinirt__fail(st, fn, "%p is not a live allocation (never allocated, or freed already)", ptr);
 }
 
+/* Whether a free of device memory on s (NULL: none) goes to the graphs
+ * first: a block a graph holds, or a free inside a capture. */
+static inline __attribute__((always_inline)) bool free_capturing(infinirt__stream *s, bool host)
+{
+    return !host && __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
+                                         (s != NULL && (infinirt__stream_capture(s) != NULL ||
+                                                        INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
+                                     0);
+}
+
+/* do_free's part for the graphs (free_capturing): true when they decided
+ * the call, with the status in *st and s given back. */
+static inline __attribute__((always_inline)) bool free_captured(void *ptr, infinirt__stream *s, int use,
+                                                                const char *fn, infiniStatus_t *st)
+{
+    bool handled = false;
+    *st = infinirt__capture_free(ptr, s, fn, &handled);
+    if (handled || *st != INFINI_STATUS_SUCCESS) {
+        infinirt__stream_return(s, use);
+        return true;
+    }
+    return false;
+}
+
+/* do_free past the stream and the graphs: ptr (not NULL) to its pool; s
+ * (NULL: none) given back. */
+static inline __attribute__((always_inline)) infiniStatus_t
+free_pool(void *ptr, infinirt__stream *s, int use, bool sync, infinirt__pool_want want, const char *fn)
+{
+    bool host = want.kind == INFINIRT__WANT_HOST;
+    /* Ordered on the stream, or (no stream) on every stream or the
+     * default stream of the pointer's device. */
+    bool all = s == NULL && sync;
+    /* The pool rejects what it does not own; the lookup below only runs to
+     * explain a failure, so the fast path pays for one lookup only. */
+    infinirt__pool *pool = s != NULL ? infinirt__device_pool_peek(s->dev) : NULL;
+    infinirt__pool_want owner = s != NULL ? infinirt__want_pool(pool) : want;
+    infiniStatus_t st;
+    /* A stream's device whose pool was never made holds no block. */
+    if (s != NULL && pool == NULL)
+        st = INFINI_STATUS_BAD_PARAM;
+    else
+        st = all ? infinirt__pool_free_sync(ptr, owner) : infinirt__pool_free(ptr, s, owner);
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        free_failed(st, ptr, s, host, fn);
+    if (s != NULL)
+        infinirt__stream_return(s, use);
+    return st;
+}
+
+/* do_free past the stream's resolution: ptr not NULL, s (NULL: none)
+ * borrowed as `use` says. */
+static inline __attribute__((always_inline)) infiniStatus_t
+free_on(void *ptr, infinirt__stream *s, int use, bool sync, infinirt__pool_want want, const char *fn)
+{
+    infiniStatus_t st;
+    if (free_capturing(s, want.kind == INFINIRT__WANT_HOST) && free_captured(ptr, s, use, fn, &st))
+        return st;
+    return free_pool(ptr, s, use, sync, want, fn);
+}
+
 /* Free ptr.  A stream handle makes it stream-ordered on that stream; with
  * none, `sync` chooses a synchronous free (Free, FreeHost) or one ordered on
  * the default stream of the pointer's own device (FreeAsync(p, NULL)), which
@@ -135,36 +359,7 @@ static inline __attribute__((always_inline)) infiniStatus_t do_free(void *ptr, i
         infinirt__stream_return(s, use);
         return INFINI_STATUS_SUCCESS;
     }
-    bool host = want.kind == INFINIRT__WANT_HOST;
-    if (!host && __builtin_expect(atomic_load_explicit(&infinirt__graph_held, memory_order_acquire) != 0 ||
-                                      (s != NULL && (infinirt__stream_capture(s) != NULL ||
-                                                     INFINIRT__NATIVE_GRAPHS(s->dev->plugin))),
-                                  0)) {
-        /* A block a graph holds, or a free inside a capture. */
-        bool handled = false;
-        st = infinirt__capture_free(ptr, s, fn, &handled);
-        if (handled || st != INFINI_STATUS_SUCCESS) {
-            infinirt__stream_return(s, use);
-            return st;
-        }
-    }
-    /* Ordered on the stream, or (no stream) on every stream or the
-     * default stream of the pointer's device. */
-    bool all = s == NULL && sync;
-    /* The pool rejects what it does not own; the lookup below only runs to
-     * explain a failure, so the fast path pays for one lookup only. */
-    infinirt__pool *pool = s != NULL ? infinirt__device_pool_peek(s->dev) : NULL;
-    infinirt__pool_want owner = s != NULL ? infinirt__want_pool(pool) : want;
-    /* A stream's device whose pool was never made holds no block. */
-    if (s != NULL && pool == NULL)
-        st = INFINI_STATUS_BAD_PARAM;
-    else
-        st = all ? infinirt__pool_free_sync(ptr, owner) : infinirt__pool_free(ptr, s, owner);
-    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-        free_failed(st, ptr, s, host, fn);
-    if (s != NULL)
-        infinirt__stream_return(s, use);
-    return st;
+    return free_on(ptr, s, use, sync, want, fn);
 }
 
 INFINIRT_API infiniStatus_t infinirtFree(void *ptr)
@@ -179,10 +374,110 @@ INFINIRT_API infiniStatus_t infinirtFreeHost(void *ptr)
     return do_free(ptr, NULL, true, infinirt__want_host(), __func__);
 }
 
+static const char free_async_fn[] = "infinirtFreeAsync";
+
+/* Every FreeAsync the one pass below leaves before it borrows the stream:
+ * the full checks. */
+static __attribute__((noinline)) infiniStatus_t free_async_full(void *ptr, infinirtStream_t stream)
+{
+    return do_free(ptr, stream, false, infinirt__want_device(), free_async_fn);
+}
+
+/* The one pass on a stream the inline borrow did not take (reclaim: what
+ * it left to reclaim, or NULL): the full borrow. */
+static __attribute__((noinline)) infiniStatus_t free_async_borrow_slow(void *ptr, infinirtStream_t stream,
+                                                                       const void *reclaim)
+{
+    if (reclaim != NULL)
+        infinirt__handle_reclaim(reclaim);
+    int use;
+    infinirt__stream *s = infinirt__stream_borrow_slow(stream, &use);
+    if (s == NULL)
+        return infinirt__stream_not_live(stream, free_async_fn);
+    return free_on(ptr, s, use, false, infinirt__want_device(), free_async_fn);
+}
+
+/* The one pass on stream s (borrowed, cell use) where the graphs come
+ * first. */
+static __attribute__((noinline)) infiniStatus_t free_async_captured(void *ptr, infinirt__stream *s, int use)
+{
+    infiniStatus_t st;
+    if (free_captured(ptr, s, use, free_async_fn, &st))
+        return st;
+    return free_pool(ptr, s, use, false, infinirt__want_device(), free_async_fn);
+}
+
+/* The one pass on stream s (borrowed, cell use) past the graphs: the pool's
+ * full free, or its refusal. */
+static __attribute__((noinline)) infiniStatus_t free_async_pool(void *ptr, infinirt__stream *s, int use)
+{
+    return free_pool(ptr, s, use, false, infinirt__want_device(), free_async_fn);
+}
+
+/* The end of the one pass where the pool's quick path left the free (st)
+ * to an out-of-line call: its failure logged, the stream's cell given
+ * back. */
+static inline __attribute__((always_inline)) infiniStatus_t free_async_left(infiniStatus_t st, void *ptr,
+                                                                            infinirt__stream *s, int use)
+{
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        free_failed(st, ptr, s, false, free_async_fn);
+    infinirt__handle_return(use);
+    return st;
+}
+
+static __attribute__((noinline)) infiniStatus_t free_async_arena(void *ptr, infinirt__stream *s, int use,
+                                                                 infinirt__arena *a)
+{
+    return free_async_left(infinirt__pool_free_arena(a, ptr, s, infinirt__want_pool(a->pool)), ptr, s, use);
+}
+
+static __attribute__((noinline)) infiniStatus_t free_async_locked(void *ptr, infinirt__stream *s, int use,
+                                                                  infinirt__arena *a)
+{
+    return free_async_left(infinirt__pool_free_locked(a, ptr, s, infinirt__want_pool(a->pool)), ptr, s, use);
+}
+
+/* infinirtFreeAsync after its entry: the usual free - on a created stream
+ * of this thread's, no graph involved, a block of the arena of the
+ * thread's last call going to its quick list (infinirt__pool_free_quick) -
+ * in one pass, with no call; anything else through do_free's parts, the
+ * same checks in the same order.  Whatever leaves the one pass once the
+ * stream is borrowed does so by a tail call that gives the stream back, so
+ * no register need be saved. */
+static inline __attribute__((always_inline)) infiniStatus_t free_async_code(void *ptr, infinirtStream_t stream)
+{
+    if (!__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) || stream == NULL ||
+        ptr == NULL)
+        return free_async_full(ptr, stream);
+    int use;
+    const void *reclaim = NULL;
+    infinirt__stream *s = infinirt__handle_borrow_mine_but_reclaim(INFINIRT__KIND_STREAM, stream, &use, &reclaim);
+    if (__builtin_expect(s == NULL, 0))
+        return free_async_borrow_slow(ptr, stream, reclaim);
+    if (free_capturing(s, false))
+        return free_async_captured(ptr, s, use);
+    /* The pool of the stream's device, the only one the free accepts. */
+    infinirt__pool *pool = infinirt__device_pool_peek(s->dev);
+    if (__builtin_expect(pool == NULL, 0))
+        return free_async_pool(ptr, s, use);
+    infinirt__arena *a;
+    switch (infinirt__pool_free_quick(ptr, s, infinirt__want_pool(pool), &a)) {
+    case INFINIRT__QUICK_DONE:
+        return quick_done(use);
+    case INFINIRT__QUICK_ARENA:
+        return free_async_arena(ptr, s, use, a);
+    case INFINIRT__QUICK_LOCKED:
+        return free_async_locked(ptr, s, use, a);
+    default:
+        return free_async_pool(ptr, s, use);
+    }
+}
+
 INFINIRT_API infiniStatus_t infinirtFreeAsync(void *ptr, infinirtStream_t stream)
 {
     INFINIRT__TRACE_ENTRY(infinirtFreeAsync, (ptr, stream));
-    return do_free(ptr, stream, false, infinirt__want_device(), __func__);
+    return free_async_code(ptr, stream);
 }
 
 /* ------------------------------------------------------------ copies */

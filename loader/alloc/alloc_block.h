@@ -214,17 +214,18 @@ static inline int infinirt__ht_put(infinirt__blktab *t, infinirt__blk *b)
     infinirt__ht_fill(t, k, (unsigned)__builtin_ctz(m), key, val, b->req, b->size);
     return 0;
 }
-/* ht_put where it needs no call: a free slot in the home bucket and room
- * under the load.  False, with nothing done, otherwise (then ht_put). */
-static inline __attribute__((always_inline)) bool infinirt__ht_put_fast(infinirt__blktab *t, infinirt__blk *b,
-                                                                        size_t req)
+/* Where ht_put needs no call: a free slot of key's home bucket (bucket
+ * *kp, slot *ip) with room under the load; the entry goes in with
+ * infinirt__ht_fill.  False, with nothing done, otherwise (then ht_put). */
+static inline __attribute__((always_inline)) bool infinirt__ht_home_slot(infinirt__blktab *t, uintptr_t key,
+                                                                         infinirt__hbkt **kp, unsigned *ip)
 {
-    uintptr_t key = b->addr;
     infinirt__hbkt *k = &t->ht[infinirt__ht_slot(t, key)];
     unsigned m = infinirt__hb_match(k, 0);
     if (__builtin_expect(m == 0 || infinirt__ht_full(t, 1), 0))
         return false;
-    infinirt__ht_fill(t, k, (unsigned)__builtin_ctz(m), key, infinirt__ht_val(b), req, b->size);
+    *kp = k;
+    *ip = (unsigned)__builtin_ctz(m);
     return true;
 }
 /* Bucket and slot of key, or NULL. */
@@ -252,6 +253,13 @@ static inline infinirt__blk *infinirt__ht_get(const infinirt__blktab *t, uintptr
     infinirt__hbkt *k = infinirt__ht_find(t, key, &i);
     return k != NULL ? infinirt__ht_blk(k->val[i]) : NULL;
 }
+/* Take the entry in slot i of bucket k out: its req. */
+static inline size_t infinirt__ht_remove(infinirt__blktab *t, infinirt__hbkt *k, unsigned i)
+{
+    k->key[i] = 0; /* the rest of the entry is never read again */
+    t->count--;
+    return k->req[i];
+}
 /* Take key's entry out: its block (NULL if absent), with its req, size and
  * HW_* flags. */
 static inline infinirt__blk *infinirt__ht_take(infinirt__blktab *t, uintptr_t key, size_t *req, size_t *size,
@@ -267,8 +275,7 @@ static inline infinirt__blk *infinirt__ht_take(infinirt__blktab *t, uintptr_t ke
     *req = k->req[i];
     *size = k->size[i];
     *flags = (unsigned)(k->val[i] & INFINIRT__HW_FLAGS);
-    k->key[i] = 0; /* the rest of the entry is never read again */
-    t->count--;
+    infinirt__ht_remove(t, k, i);
     return infinirt__ht_blk(k->val[i]);
 }
 static inline infinirt__blk *infinirt__ht_del(infinirt__blktab *t, uintptr_t key)

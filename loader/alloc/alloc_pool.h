@@ -10,6 +10,8 @@
  *                                       statistics, trim, stream retirement
  *                  alloc_pool_path.c    the alloc and free paths, with
  *                                       pass-through mode beside them
+ *                  alloc_quick.h        their quick parts, inline, for
+ *                                       the loader's hot entry points too
  *                  alloc_pool_lookup.c  pointer lookups
  *                  alloc_tcache.c       thread arenas: each thread's own
  *                                       arena for its small allocations on

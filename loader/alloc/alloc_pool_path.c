@@ -5,7 +5,7 @@
  * Design: docs/allocator.md.
  */
 #define _GNU_SOURCE
-#include "alloc_pool.h"
+#include "alloc_quick.h"
 #include "../log.h"
 
 #include <stdlib.h>
@@ -15,92 +15,17 @@
  * every call (alloc_pool.h). */
 atomic_uint_fast64_t infinirt__alloc_gen = 1;
 
-/* initial-exec: read on every call.  Applications link the loader; one
- * dlopened later gets the loader's thread-local data (some 700 bytes in
- * all; docs/architecture.md has the figure) from glibc's static TLS
- * surplus. */
-#define INFINIRT__TLS static _Thread_local __attribute__((tls_model("initial-exec")))
-
-/* (pool, stream) -> arena, a few entries per thread. */
-typedef struct {
-    infinirt__pool *pool;
-    void *stream;
-    infinirt__arena *arena;
-    uint_fast64_t gen;
-} tl_map_ent;
-INFINIRT__TLS tl_map_ent tl_map[4];
-/* The arena of this thread's last alloc or free: where its next free most
- * likely finds its block, without touching the directory. */
-INFINIRT__TLS infinirt__arena *tl_last;
-INFINIRT__TLS uint_fast64_t tl_last_gen;
-/* The arena of this thread's last free, as a number: only compared. */
-INFINIRT__TLS uintptr_t tl_last_free;
-
-/* gen: infinirt__alloc_gen, read by the caller.  With `cached`, only the
- * thread's entries answer (NULL when none does): no call is made. */
-static inline __attribute__((always_inline)) infinirt__arena *arena_for(infinirt__pool *pool, void *stream,
-                                                                        uint_fast64_t gen, bool cached)
-{
-    tl_map_ent *e = &tl_map[((uintptr_t)stream >> 4) & 3];
-    if (__builtin_expect(e->pool == pool && e->stream == stream && e->gen == gen, 1))
-        return e->arena;
-    if (cached)
-        return NULL;
-    infinirt__arena *a = infinirt__pool_arena(pool, stream);
-    if (a != NULL)
-        *e = (tl_map_ent){pool, stream, a, gen};
-    return a;
-}
-
-/* (pool) -> the thread's own arena for small allocations on the NULL
- * stream (alloc_tcache.c), a few entries per thread, validated by
- * infinirt__tc_gen (bumped by a pool's destroy only: a stream retired
- * leaves them be). */
-typedef struct {
-    infinirt__pool *pool;
-    infinirt__arena *arena;
-    uint_fast64_t gen;
-} tl_own_ent;
-INFINIRT__TLS tl_own_ent tl_own[2];
-
-static inline __attribute__((always_inline)) infinirt__arena *own_arena_for(infinirt__pool *pool, bool cached)
-{
-    uint_fast64_t gen = atomic_load_explicit(&infinirt__tc_gen, memory_order_relaxed);
-    tl_own_ent *e = &tl_own[((uintptr_t)pool >> 6) & 1];
-    if (__builtin_expect(e->pool == pool && e->gen == gen, 1))
-        return e->arena;
-    if (cached)
-        return NULL;
-    infinirt__arena *a = infinirt__pool_own_arena(pool);
-    if (a != NULL)
-        *e = (tl_own_ent){pool, a, gen};
-    return a;
-}
+/* The thread's caches of the quick paths (alloc_quick.h). */
+INFINIRT__QUICK_TLS infinirt__tl_map_ent infinirt__tl_map[4];
+INFINIRT__QUICK_TLS infinirt__arena *infinirt__tl_last;
+INFINIRT__QUICK_TLS uint_fast64_t infinirt__tl_last_gen;
+INFINIRT__QUICK_TLS uintptr_t infinirt__tl_last_free;
+INFINIRT__QUICK_TLS infinirt__tl_own_ent infinirt__tl_own[2];
 
 void infinirt__tl_own_forget(void)
 {
     for (int i = 0; i < 2; i++)
-        tl_own[i] = (tl_own_ent){NULL, NULL, 0};
-}
-
-/* The counters a free changes first, before its block is handled (arena
- * locked).  A shared arena in which this thread's last call and its last
- * free were made too (an operator's MallocAsync and FreeAsync on one
- * stream, over and over) starts keeping its falls as slack
- * (infinirt__slack_start, alloc_pool.h). */
-static inline __attribute__((always_inline)) void account_free(infinirt__arena *a, size_t req)
-{
-    a->active--;
-    a->req_bytes -= req;
-    /* An arena keeping slack publishes no fall (infinirt__publish_fall);
-     * one that starts to keep it now publishes none either. */
-    if (atomic_load_explicit(&a->pool->multi, memory_order_relaxed) && !infinirt__keeps_slack(a)) {
-        if (__builtin_expect(tl_last_free == (uintptr_t)a && tl_last == a, 0))
-            infinirt__slack_start(a->pool, a);
-        else
-            (void)infinirt__publish(a->pool, a);
-    }
-    tl_last_free = (uintptr_t)a;
+        infinirt__tl_own[i] = (infinirt__tl_own_ent){NULL, NULL, 0};
 }
 
 /* --------------------------------------------------------------- alloc */
@@ -355,91 +280,44 @@ static infiniStatus_t passthrough_alloc(infinirt__pool *pool, size_t size, void 
     return INFINI_STATUS_SUCCESS;
 }
 
-/* The arena of an allocation of n granules on `stream` (gen: the
- * generation read first).  With `cached`, from the thread's entries alone
- * (NULL when they do not answer). */
-static inline __attribute__((always_inline)) infinirt__arena *arena_of(infinirt__pool *pool, void *stream, size_t n,
-                                                                       uint_fast64_t gen, bool cached)
-{
-    /* Small blocks on the NULL stream: from the thread's own arena. */
-    return stream == NULL && n <= pool->own_max ? own_arena_for(pool, cached) : arena_for(pool, stream, gen, cached);
-}
-
-/* The end of an allocation: block b (out of the free lists, its req set,
- * USED) entered in a's table (a locked), counted, remembered, and handed
- * out; a unlocked. */
-static inline __attribute__((always_inline)) infiniStatus_t alloc_done(infinirt__pool *pool, infinirt__arena *a,
-                                                                       infinirt__blk *b, size_t size, void *stream,
-                                                                       uint_fast64_t gen, void **out)
-{
-    a->used += b->size;
-    if (a->used > a->peak_used)
-        a->peak_used = a->used;
-    a->active++;
-    a->requests++;
-    a->req_bytes += size;
-    if (a->req_bytes > a->peak_req)
-        a->peak_req = a->req_bytes;
-    /* An operator's temporary - MallocAsync, a copy in, a kernel, a copy
-     * out, FreeAsync - is copied into at once: its first copy finds it
-     * remembered instead of looking it up under the lock.  Synchronous
-     * blocks (Malloc, MallocHost: weights, staging buffers) live long and
-     * are looked up once; Malloc+Free, the hottest small call, does not
-     * pay the entry's stores for them.  The generation was read before a
-     * was locked, as a lookup reads it. */
-    if (stream != INFINIRT__POOL_SYNC)
-        infinirt__lookup_remember(a, infinirt__blk_seg(b), b->addr, size, gen);
-    /* The thread's last arena, valid while the generation read before it
-     * was found stays (a later one only makes the next free look again). */
-    tl_last = a;
-    tl_last_gen = gen;
-    *out = (void *)b->addr;
-    if (atomic_load_explicit(&pool->multi, memory_order_relaxed)) {
-        bool event = infinirt__publish(pool, a);
-        infinirt__spin_unlock(&a->lock);
-        if (__builtin_expect(event, 0))
-            infinirt__peak_event(pool);
-    } else {
-        infinirt__spin_unlock(&a->lock);
-    }
-    return INFINI_STATUS_SUCCESS;
-}
-
 /* An allocation whose block is not in a's quick list, or whose table
- * entry needs ht_put's slow part (a locked).  b: the block taken from the
- * quick list already (USED, req set), or NULL. */
-static __attribute__((noinline)) infiniStatus_t alloc_locked(infinirt__pool *pool, infinirt__arena *a,
-                                                             infinirt__blk *b, size_t n, size_t size, void *stream,
-                                                             uint_fast64_t gen, void **out)
+ * entry needs ht_put's slow part (a locked; gen: the generation read
+ * before a was found).  Out of line: the fast paths tail-call it. */
+__attribute__((noinline)) infiniStatus_t infinirt__pool_alloc_locked(infinirt__arena *a, size_t size, void *stream,
+                                                                     uint_fast64_t gen, void **out)
 {
-    if (b == NULL) {
-        if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
-            infinirt__quick_unlink(&a->quick, b, n);
-        } else {
-            bool small = n <= (pool->small_max >> pool->gshift);
-            b = from_bins(a, n, small);
-            if (b == NULL) {
-                infiniStatus_t st;
-                a = alloc_slow(a, n, size, small, &b, &st);
-                if (st != INFINI_STATUS_SUCCESS) {
-                    infinirt__spin_unlock(&a->lock);
-                    return st;
-                }
+    infinirt__pool *pool = a->pool;
+    size_t n = (size + pool->g - 1) >> pool->gshift;
+    infinirt__blk *b;
+    if (n <= pool->quick_max && (b = a->quick.list[n]) != NULL) {
+        infinirt__quick_unlink(&a->quick, b, n);
+    } else {
+        bool small = n <= (pool->small_max >> pool->gshift);
+        b = from_bins(a, n, small);
+        if (b == NULL) {
+            infiniStatus_t st;
+            a = alloc_slow(a, n, size, small, &b, &st);
+            if (st != INFINI_STATUS_SUCCESS) {
+                infinirt__spin_unlock(&a->lock);
+                return st;
             }
         }
-        infinirt__blk_set_state(b, INFINIRT__BLK_USED);
-        b->req = size;
     }
+    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
+    b->req = size;
     if (__builtin_expect(infinirt__ht_put(&a->blocks, b) != 0, 0)) {
         infinirt__blk_release(a, b);
         infinirt__spin_unlock(&a->lock);
         return INFINI_STATUS_OUT_OF_MEMORY;
     }
-    return alloc_done(pool, a, b, size, stream, gen, out);
+    infinirt__alloc_peak_due(pool, infinirt__alloc_done(pool, a, b, size, stream, gen, out));
+    return INFINI_STATUS_SUCCESS;
 }
 
-/* Every allocation the fast path below does not finish itself. */
-static __attribute__((noinline)) infiniStatus_t alloc_any(infinirt__pool *pool, size_t size, void *stream, void **out)
+/* Every allocation the fast path (infinirt__pool_alloc_quick) does not
+ * finish itself, but those it leaves with the arena locked. */
+__attribute__((noinline)) infiniStatus_t infinirt__pool_alloc_any(infinirt__pool *pool, size_t size, void *stream,
+                                                                  void **out)
 {
     if (__builtin_expect(size - 1 >= pool->max_req, 0))
         return bad_size(pool, size);
@@ -447,52 +325,34 @@ static __attribute__((noinline)) infiniStatus_t alloc_any(infinirt__pool *pool, 
         return passthrough_alloc(pool, size, out);
     size_t n = (size + pool->g - 1) >> pool->gshift;
     uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
-    infinirt__arena *a = arena_of(pool, stream, n, gen, false);
+    infinirt__arena *a = infinirt__arena_of(pool, stream, n, gen, false);
     if (__builtin_expect(a == NULL, 0))
         return INFINI_STATUS_OUT_OF_MEMORY;
     infinirt__spin_lock(&a->lock);
-    return alloc_locked(pool, a, NULL, n, size, stream, gen, out);
+    return infinirt__pool_alloc_locked(a, size, stream, gen, out);
 }
 
-/* The fast path makes no call but tail calls, so it saves no registers: a
- * block of the quick list, in an arena the thread's entries name, locked
- * by a thread alone, entered in its table's home bucket. */
+/* The quick part (infinirt__pool_alloc_quick, inline), then whichever
+ * out-of-line part it left the allocation to.  infinirtMallocAsync runs the
+ * same quick part itself (loader/memory.c). */
 infiniStatus_t infinirt__pool_alloc(infinirt__pool *pool, size_t size, void *stream, void **out)
 {
-    size_t n = (size + pool->g - 1) >> pool->gshift;
-    if (__builtin_expect(size - 1 >= pool->max_req || !pool->cfg.enabled || n > pool->quick_max, 0))
-        return alloc_any(pool, size, stream, out);
-    uint_fast64_t gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_acquire);
-    infinirt__arena *a = arena_of(pool, stream, n, gen, true);
-    if (__builtin_expect(a == NULL || !infinirt__spin_lock_alone(&a->lock), 0))
-        return alloc_any(pool, size, stream, out);
-    infinirt__blk *b = a->quick.list[n];
-    if (__builtin_expect(b == NULL, 0))
-        return alloc_locked(pool, a, NULL, n, size, stream, gen, out);
-    infinirt__quick_unlink(&a->quick, b, n);
-    infinirt__blk_set_state(b, INFINIRT__BLK_USED);
-    b->req = size;
-    if (__builtin_expect(!infinirt__ht_put_fast(&a->blocks, b, size), 0))
-        return alloc_locked(pool, a, b, n, size, stream, gen, out);
-    return alloc_done(pool, a, b, size, stream, gen, out);
+    infinirt__arena *a;
+    uint_fast64_t gen;
+    switch (infinirt__pool_alloc_quick(pool, size, stream, out, &a, &gen)) {
+    case INFINIRT__QUICK_DONE:
+        return INFINI_STATUS_SUCCESS;
+    case INFINIRT__QUICK_PEAK:
+        infinirt__alloc_peak_due(pool, true);
+        return INFINI_STATUS_SUCCESS;
+    case INFINIRT__QUICK_LOCKED:
+        return infinirt__pool_alloc_locked(a, size, stream, gen, out);
+    default:
+        return infinirt__pool_alloc_any(pool, size, stream, out);
+    }
 }
 
 /* --------------------------------------------------------------- free */
-
-static inline bool wanted(infinirt__pool_want want, const infinirt__pool *pool)
-{
-    switch (want.kind) {
-    case INFINIRT__WANT_ANY:
-        return true;
-    case INFINIRT__WANT_POOL:
-        return want.pool == pool;
-    case INFINIRT__WANT_DEVICE:
-        return pool->be.device_id >= 0;
-    case INFINIRT__WANT_HOST:
-        return pool->be.device_id < 0;
-    }
-    return false;
-}
 
 /* A free is ordered on `stream` or, when `sync`, on every stream (stream
  * NULL then): the fence it needs. */
@@ -524,12 +384,8 @@ static __attribute__((noinline)) infinirt__seg *free_release(infinirt__arena *a,
  * Inline: the quick list is where most small frees end. */
 static inline __attribute__((always_inline)) infinirt__seg *free_done(infinirt__arena *a, infinirt__blk *b)
 {
-    infinirt__pool *pool = a->pool;
-    size_t n = b->size >> pool->gshift;
-    if (n <= pool->quick_max && !(b->segst & INFINIRT__BLK_LARGE) &&
-        a->quick.bytes + b->size <= INFINIRT__QUICK_BYTES) {
-        a->used -= b->size;
-        infinirt__quick_push(&a->quick, b, n);
+    if (infinirt__free_quick_takes(a, b)) {
+        infinirt__free_quick_push(a, b);
         return NULL;
     }
     return free_release(a, b);
@@ -544,7 +400,7 @@ static infinirt__seg *free_locked(infinirt__arena *a, infinirt__blk *b, void *st
 {
     const infinirt__pool_backend *be = &a->pool->be;
     infinirt__seg *s = infinirt__blk_seg(b);
-    account_free(a, b->req);
+    infinirt__account_free(a, b->req);
     if (!sync && stream == a->stream) {
         /* Reusable at once on this stream.  Other arenas (steal) and the
          * backend (release) need the segment's latest same-stream fence,
@@ -631,7 +487,7 @@ free_fenced(infinirt__pool *pool, infinirt__arena *a, infinirt__blk *b, void *st
  * (with thousands of live blocks both are out of the cache). */
 static inline void free_whole(infinirt__arena *a, infinirt__blk *b, size_t req, size_t size, unsigned flags)
 {
-    account_free(a, req);
+    infinirt__account_free(a, req);
     a->used -= size;
     /* The head of its segment (offset 0 of the segment struct), large, no
      * bitmap: the whole of segst is known. */
@@ -689,7 +545,7 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, bool sync, infinirt
 {
     for (;;) {
         infinirt__pool *pool = infinirt__dir_pool_of(key);
-        if (pool == NULL || !wanted(want, pool))
+        if (pool == NULL || !infinirt__pool_wanted(want, pool))
             return INFINI_STATUS_BAD_PARAM;
         if (!pool->cfg.enabled)
             return passthrough_free(pool, key, stream, sync);
@@ -715,14 +571,63 @@ static infiniStatus_t free_slow(uintptr_t key, void *stream, bool sync, infinirt
         infinirt__fence *wait = NULL;
         infinirt__seg *rel = free_locked(a, b, stream, sync, f, &wait);
         infinirt__spin_unlock(&a->lock);
-        tl_last = a;
-        tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
+        infinirt__tl_last = a;
+        infinirt__tl_last_gen = atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed);
         if (rel != NULL)
             infinirt__seg_destroy(pool, rel);
         if (wait != NULL)
             free_waited(pool, b, wait);
         return INFINI_STATUS_SUCCESS;
     }
+}
+
+/* A free's part once arena a (the thread's last, of pool) is locked, with
+ * fence f taken: the block of key out of a's table and freed, or, when a
+ * holds none, free_slow. */
+static inline __attribute__((always_inline)) infiniStatus_t free_in(infinirt__pool *pool, infinirt__arena *a,
+                                                                    uintptr_t key, void *stream, bool sync,
+                                                                    infinirt__pool_want want, infinirt__fence *f)
+{
+    size_t req, size;
+    unsigned flags;
+    infinirt__blk *b = infinirt__ht_take(&a->blocks, key, &req, &size, &flags);
+    if ((flags & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
+        free_whole(a, b, req, size, flags);
+        infinirt__spin_unlock(&a->lock);
+        return INFINI_STATUS_SUCCESS;
+    }
+    if (__builtin_expect(b != NULL, 1)) {
+        infinirt__seg *rel;
+        if (f == NULL && a->nfenced == 0) {
+            /* What free_locked comes to with no fence taken or
+             * held in the arena, without the call (nothing to
+             * wait for). */
+            infinirt__account_free(a, req);
+            rel = free_done(a, b);
+            infinirt__spin_unlock(&a->lock);
+            if (__builtin_expect(rel != NULL, 0))
+                infinirt__seg_destroy(pool, rel);
+            return INFINI_STATUS_SUCCESS;
+        }
+        return free_fenced(pool, a, b, stream, sync, f);
+    }
+    infinirt__spin_unlock(&a->lock);
+    if (f != NULL)
+        pool->be.fence_release(pool->be.ctx, f);
+    return free_slow(key, stream, sync, want);
+}
+
+/* A free's part once arena a (the thread's last, of pool, which `want`
+ * accepts) is found: its fence, then free_in. */
+static inline __attribute__((always_inline)) infiniStatus_t
+free_at(infinirt__pool *pool, infinirt__arena *a, uintptr_t key, void *stream, bool sync, infinirt__pool_want want)
+{
+    infinirt__fence *f;
+    infiniStatus_t st = fence_for(pool, stream, sync, &f);
+    if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
+        return free_slow(key, stream, sync, want); /* ptr may be another pool's: ask its own */
+    infinirt__spin_lock(&a->lock);
+    return free_in(pool, a, key, stream, sync, want, f);
 }
 
 /* Both frees, the tests of `sync` folded away in each. */
@@ -732,46 +637,32 @@ static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr,
     if (ptr == NULL)
         return INFINI_STATUS_SUCCESS;
     uintptr_t key = (uintptr_t)ptr;
-    infinirt__arena *a = tl_last;
-    if (a != NULL && tl_last_gen == atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed)) {
+    infinirt__arena *a = infinirt__tl_last;
+    if (a != NULL && infinirt__tl_last_gen == atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed)) {
         infinirt__pool *pool = a->pool;
-        if (wanted(want, pool) && pool->cfg.enabled) {
+        if (infinirt__pool_wanted(want, pool) && pool->cfg.enabled) {
             /* Start fetching the hash bucket while the fence is taken. */
             infinirt__ht_prefetch(&a->blocks, key);
-            infinirt__fence *f;
-            infiniStatus_t st = fence_for(pool, stream, sync, &f);
-            if (__builtin_expect(st != INFINI_STATUS_SUCCESS, 0))
-                return free_slow(key, stream, sync, want); /* ptr may be another pool's: ask its own */
-            infinirt__spin_lock(&a->lock);
-            size_t req, size;
-            unsigned flags;
-            infinirt__blk *b = infinirt__ht_take(&a->blocks, key, &req, &size, &flags);
-            if ((flags & INFINIRT__HW_WHOLE) && f == NULL && a->nfenced == 0 && pool->keep_empty) {
-                free_whole(a, b, req, size, flags);
-                infinirt__spin_unlock(&a->lock);
-                return INFINI_STATUS_SUCCESS;
-            }
-            if (__builtin_expect(b != NULL, 1)) {
-                infinirt__seg *rel;
-                if (f == NULL && a->nfenced == 0) {
-                    /* What free_locked comes to with no fence taken or
-                     * held in the arena, without the call (nothing to
-                     * wait for). */
-                    account_free(a, req);
-                    rel = free_done(a, b);
-                    infinirt__spin_unlock(&a->lock);
-                    if (__builtin_expect(rel != NULL, 0))
-                        infinirt__seg_destroy(pool, rel);
-                    return INFINI_STATUS_SUCCESS;
-                }
-                return free_fenced(pool, a, b, stream, sync, f);
-            }
-            infinirt__spin_unlock(&a->lock);
-            if (f != NULL)
-                pool->be.fence_release(pool->be.ctx, f);
+            return free_at(pool, a, key, stream, sync, want);
         }
     }
     return free_slow(key, stream, sync, want);
+}
+
+/* The quick path's arena is the thread's last, of a pool `want` accepts,
+ * its bucket prefetched. */
+__attribute__((noinline)) infiniStatus_t infinirt__pool_free_arena(infinirt__arena *a, void *ptr, void *stream,
+                                                                   infinirt__pool_want want)
+{
+    return free_at(a->pool, a, (uintptr_t)ptr, stream, false, want);
+}
+
+/* The quick path's arena is the thread's last, of a pool `want` accepts,
+ * and no fence was taken. */
+__attribute__((noinline)) infiniStatus_t infinirt__pool_free_locked(infinirt__arena *a, void *ptr, void *stream,
+                                                                    infinirt__pool_want want)
+{
+    return free_in(a->pool, a, (uintptr_t)ptr, stream, false, want, NULL);
 }
 
 infiniStatus_t infinirt__pool_free(void *ptr, void *stream, infinirt__pool_want want)
