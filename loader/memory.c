@@ -151,6 +151,14 @@ static __attribute__((noinline)) infiniStatus_t malloc_async_full(void **p_ptr, 
     return do_malloc(p_ptr, size, stream, false, true, malloc_async_fn);
 }
 
+/* MallocAsync on the NULL stream: do_malloc with the stream's branch
+ * folded away (inline in MallocAsync it would cost the one pass saved
+ * registers). */
+static __attribute__((noinline)) infiniStatus_t malloc_async_null(void **p_ptr, size_t size)
+{
+    return do_malloc(p_ptr, size, NULL, false, true, malloc_async_fn);
+}
+
 /* The one pass on a stream the inline borrow did not take (reclaim: what
  * it left to reclaim, or NULL): the full borrow. */
 static __attribute__((noinline)) infiniStatus_t malloc_async_borrow_slow(void **p_ptr, size_t size,
@@ -223,8 +231,10 @@ static __attribute__((noinline)) infiniStatus_t malloc_async_peak(infinirt__pool
 static inline __attribute__((always_inline)) infiniStatus_t malloc_async_code(void **p_ptr, size_t size,
                                                                               infinirtStream_t stream)
 {
+    if (stream == NULL)
+        return malloc_async_null(p_ptr, size);
     if (!__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) || p_ptr == NULL ||
-        stream == NULL || size == 0)
+        size == 0)
         return malloc_async_full(p_ptr, size, stream);
     int use;
     const void *reclaim = NULL;
@@ -447,8 +457,11 @@ static __attribute__((noinline)) infiniStatus_t free_async_locked(void *ptr, inf
  * no register need be saved. */
 static inline __attribute__((always_inline)) infiniStatus_t free_async_code(void *ptr, infinirtStream_t stream)
 {
-    if (!__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) || stream == NULL ||
-        ptr == NULL)
+    /* The NULL stream: do_free inline, its stream branch folded away (the
+     * one pass saves registers anyway). */
+    if (stream == NULL)
+        return do_free(ptr, NULL, false, infinirt__want_device(), free_async_fn);
+    if (!__builtin_expect(atomic_load_explicit(&infinirt__ready, memory_order_acquire), 1) || ptr == NULL)
         return free_async_full(ptr, stream);
     int use;
     const void *reclaim = NULL;
