@@ -649,11 +649,12 @@ static inline __attribute__((always_inline)) infiniStatus_t pool_free(void *ptr,
     return free_slow(key, stream, sync, want);
 }
 
-/* The quick path's arena is the thread's last, of a pool `want` accepts,
- * its bucket prefetched. */
+/* The quick path's arena is the thread's last, of a pool `want` accepts.
+ * As in pool_free, the hash bucket is fetched while the fence is taken. */
 __attribute__((noinline)) infiniStatus_t infinirt__pool_free_arena(infinirt__arena *a, void *ptr, void *stream,
                                                                    infinirt__pool_want want)
 {
+    infinirt__ht_prefetch(&a->blocks, (uintptr_t)ptr);
     return free_at(a->pool, a, (uintptr_t)ptr, stream, false, want);
 }
 

@@ -248,9 +248,9 @@ static inline __attribute__((always_inline)) void infinirt__free_quick_push(infi
  * accepts, with no fence to take (none asked of the backend: quiet), locked
  * by a thread alone, a block with no fence in its arena that goes to a
  * quick list.  DONE; NONE (infinirt__pool_free does it all); ARENA: arena
- * *ap found, the thread's last, of a pool `want` accepts, its bucket
- * prefetched, nothing else done (infinirt__pool_free_arena goes on, for a
- * fence, or a lock others may hold); or LOCKED: that, and *ap locked
+ * *ap found, the thread's last, of a pool `want` accepts, nothing else
+ * done (infinirt__pool_free_arena goes on, for a fence, or a lock others
+ * may hold); or LOCKED: that, and *ap locked
  * (infinirt__pool_free_locked goes on).  ptr is not NULL. */
 static inline __attribute__((always_inline)) infinirt__quick_res
 infinirt__pool_free_quick(void *ptr, void *stream, infinirt__pool_want want, infinirt__arena **ap)
@@ -264,8 +264,8 @@ infinirt__pool_free_quick(void *ptr, void *stream, infinirt__pool_want want, inf
     if (!infinirt__pool_wanted(want, pool) || !pool->cfg.enabled)
         return INFINIRT__QUICK_NONE;
     *ap = a;
-    /* Start fetching the hash bucket while the fence is looked at. */
-    infinirt__ht_prefetch(&a->blocks, key);
+    /* (No prefetch of the hash bucket here, unlike pool_free: nothing
+     * before the look-up below would overlap it.) */
     /* infinirt__take_fence, where it makes no call. */
     const infinirt__pool_backend *be = &pool->be;
     if (be->fence_take != NULL) {
