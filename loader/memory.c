@@ -475,7 +475,7 @@ static inline __attribute__((always_inline)) infiniStatus_t free_async_code(void
     if (__builtin_expect(pool == NULL, 0))
         return free_async_pool(ptr, s, use);
     infinirt__arena *a;
-    switch (infinirt__pool_free_quick(ptr, s, infinirt__want_pool(pool), &a)) {
+    switch (infinirt__pool_free_quick(ptr, infinirt__want_pool(pool), &a)) {
     case INFINIRT__QUICK_DONE:
         return quick_done(use);
     case INFINIRT__QUICK_ARENA:

@@ -269,6 +269,19 @@ void infinirt__seg_destroy(infinirt__pool *pool, infinirt__seg *s);
 
 /* Log that no fence could be had for a free and return st (alloc_pool.c). */
 infiniStatus_t infinirt__no_fence(const infinirt__pool_backend *be, infiniStatus_t st);
+/* Whether a free must ask the backend for a fence: it takes fences, and
+ * its quiet_while_zero word (if any) is not 0.  `call` names the backend
+ * call for the lock checks: none may be held from here on. */
+static inline __attribute__((always_inline)) bool infinirt__fence_wanted(const infinirt__pool_backend *be,
+                                                                         const char *call)
+{
+    (void)call; /* (only the lock checks name it) */
+    if (be->fence_take == NULL)
+        return false;
+    INFINIRT__ALLOC_UNLOCKED(call);
+    return be->quiet_while_zero == NULL || atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) != 0;
+}
+
 /* The fence a free on `stream` needs (*out NULL: nothing pending); with
  * _all, the fence a synchronous free needs, asked for only while the
  * backend's quiet_while_zero word (if any) is not 0.  Fail only when no
@@ -279,10 +292,7 @@ static inline infiniStatus_t infinirt__take_fence(infinirt__pool *pool, void *st
 {
     const infinirt__pool_backend *be = &pool->be;
     *out = NULL;
-    if (be->fence_take == NULL)
-        return INFINI_STATUS_SUCCESS;
-    INFINIRT__ALLOC_UNLOCKED("fence_take");
-    if (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0)
+    if (!infinirt__fence_wanted(be, "fence_take"))
         return INFINI_STATUS_SUCCESS;
     /* Through a local: the caller's fence stays in a register. */
     infinirt__fence *got = NULL;
@@ -295,10 +305,7 @@ static inline infiniStatus_t infinirt__take_fence_all(infinirt__pool *pool, infi
 {
     const infinirt__pool_backend *be = &pool->be;
     *out = NULL;
-    if (be->fence_take == NULL)
-        return INFINI_STATUS_SUCCESS;
-    INFINIRT__ALLOC_UNLOCKED("fence_take_all");
-    if (be->quiet_while_zero != NULL && atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) == 0)
+    if (!infinirt__fence_wanted(be, "fence_take_all"))
         return INFINI_STATUS_SUCCESS;
     /* Through a local: the caller's fence stays in a register. */
     infinirt__fence *got = NULL;

@@ -243,8 +243,8 @@ static inline __attribute__((always_inline)) void infinirt__free_quick_push(infi
     infinirt__quick_push(&a->quick, b, b->size >> a->pool->gshift);
 }
 
-/* infinirt__pool_free's fast part for a free ordered on `stream`, which
- * makes no call: in the arena of the thread's last call, a pool `want`
+/* infinirt__pool_free's fast part for a free ordered on a stream (which
+ * one does not matter here: no fence is taken), which makes no call: in the arena of the thread's last call, a pool `want`
  * accepts, with no fence to take (none asked of the backend: quiet), locked
  * by a thread alone, a block with no fence in its arena that goes to a
  * quick list.  DONE; NONE (infinirt__pool_free does it all); ARENA: arena
@@ -253,9 +253,8 @@ static inline __attribute__((always_inline)) void infinirt__free_quick_push(infi
  * may hold); or LOCKED: that, and *ap locked
  * (infinirt__pool_free_locked goes on).  ptr is not NULL. */
 static inline __attribute__((always_inline)) infinirt__quick_res
-infinirt__pool_free_quick(void *ptr, void *stream, infinirt__pool_want want, infinirt__arena **ap)
+infinirt__pool_free_quick(void *ptr, infinirt__pool_want want, infinirt__arena **ap)
 {
-    (void)stream; /* no fence is taken here: the stream names none */
     uintptr_t key = (uintptr_t)ptr;
     infinirt__arena *a = infinirt__tl_last;
     if (a == NULL || infinirt__tl_last_gen != atomic_load_explicit(&infinirt__alloc_gen, memory_order_relaxed))
@@ -267,12 +266,8 @@ infinirt__pool_free_quick(void *ptr, void *stream, infinirt__pool_want want, inf
     /* (No prefetch of the hash bucket here, unlike pool_free: nothing
      * before the look-up below would overlap it.) */
     /* infinirt__take_fence, where it makes no call. */
-    const infinirt__pool_backend *be = &pool->be;
-    if (be->fence_take != NULL) {
-        INFINIRT__ALLOC_UNLOCKED("fence_take");
-        if (be->quiet_while_zero == NULL || atomic_load_explicit(be->quiet_while_zero, memory_order_relaxed) != 0)
-            return INFINIRT__QUICK_ARENA;
-    }
+    if (infinirt__fence_wanted(&pool->be, "fence_take"))
+        return INFINIRT__QUICK_ARENA;
     if (__builtin_expect(!infinirt__spin_lock_alone(&a->lock), 0))
         return INFINIRT__QUICK_ARENA;
     /* What infinirt__pool_free_locked would do, decided before anything
