@@ -270,6 +270,17 @@ static inline __attribute__((always_inline)) void *infinirt__handle_borrow_mappe
     return NULL;
 }
 
+/* Whether slot sl, just written to a cell or the park, is still the
+ * handle hint hn names: live, of the hint's generation (the incarnation
+ * the hint saw), with its own reference, under the same value key. */
+static inline __attribute__((always_inline)) bool infinirt__hint_still(const infinirt__hslot *sl,
+                                                                       const infinirt__handle_hint *hn, uintptr_t key)
+{
+    uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+    return (uint32_t)(w >> 32) == hn->hi && (uint32_t)w != 0 &&
+           atomic_load_explicit(&sl->key, memory_order_relaxed) == key;
+}
+
 /* infinirt__handle_borrow_mine but for its rare call: where it returns
  * NULL having given back a cell (or the park) whose slot must be
  * reclaimed, *reclaim (NULL on entry) is set to that slot, for the caller
@@ -306,10 +317,7 @@ infinirt__handle_borrow_mine_but_reclaim(uint32_t kind, const void *h, int *use,
         if (__builtin_expect(!(pk & 1), 1)) {
             atomic_store_explicit(&p->park, (uintptr_t)sl | 1, memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst); /* as for a cell, below */
-            uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
-            if (__builtin_expect((uint32_t)(w >> 32) == hn->hi && (uint32_t)w != 0 &&
-                                     atomic_load_explicit(&sl->key, memory_order_relaxed) == key,
-                                 1)) {
+            if (__builtin_expect(infinirt__hint_still(sl, hn, key), 1)) {
                 *use = INFINIRT__PARK_USE;
                 return sl->obj;
             }
@@ -331,12 +339,7 @@ infinirt__handle_borrow_mine_but_reclaim(uint32_t kind, const void *h, int *use,
     /* No fence: see "borrows" in handles.c.  Only the compiler is kept
      * from moving the check before the cell's store. */
     atomic_signal_fence(memory_order_seq_cst);
-    uint64_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
-    /* Still that handle: live, of the hint's generation (the incarnation
-     * the hint saw), with its own reference, under the same value. */
-    if (__builtin_expect((uint32_t)(w >> 32) == hn->hi && (uint32_t)w != 0 &&
-                             atomic_load_explicit(&sl->key, memory_order_relaxed) == key,
-                         1)) {
+    if (__builtin_expect(infinirt__hint_still(sl, hn, key), 1)) {
         *use = i;
         return sl->obj;
     }
